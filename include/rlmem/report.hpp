@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Renders analysis results for people (aligned text) and for programs (JSON, schema in
+// docs/schema/inspect.schema.json). Renderers return strings; they never print.
+
+#include <rlmem/inspect.hpp>
+#include <rlmem/snapshot.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace rlmem {
+
+/// "512 B", "46.9 MiB", "1.25 GiB": binary units, three significant digits or so.
+std::string format_bytes(std::int64_t bytes);
+/// "188,494".
+std::string format_count(std::uint64_t count);
+
+struct text_options {
+  std::size_t frames = 0;  ///< stack frames printed under each peak site
+  std::size_t width = 100; ///< columns available
+};
+
+/// The human report of `rlmem inspect`. `source` names the file in the heading.
+std::string render_inspection_text(const snapshot& snap, const inspection& result, const std::string& source,
+                                   const text_options& options = {});
+
+/// The JSON report of `rlmem inspect` (schema_version 1), with the timeline cut to at most
+/// `max_timeline_points` points that keep every local peak.
+std::string render_inspection_json(const snapshot& snap, const inspection& result, const std::string& source,
+                                   std::size_t max_timeline_points = 2000);
+
+}  // namespace rlmem

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The in-memory model of a PyTorch memory snapshot (torch 2.4 to 2.11): segments, blocks,
+// per-device traces, settings and annotations, with strings, frames and stacks interned.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace rlmem {
+
+using string_id = std::uint32_t;  ///< index into snapshot::strings; 0 is ""
+using frame_id = std::uint32_t;   ///< index into snapshot::frames
+using stack_id = std::uint32_t;   ///< index into the stack table; 0 is the empty stack
+
+/// One stack frame as torch records it: Python (`file.py`, line) or C++ (`??`, line 0).
+struct frame {
+  string_id name = 0;
+  string_id filename = 0;
+  std::int64_t line = 0;
+};
+
+/// What a trace entry records. `unknown` keeps entries from newer torch versions readable.
+enum class trace_action : std::uint8_t {
+  alloc,           ///< a block handed to the user (size: requested bytes)
+  free_requested,  ///< the user freed it (allocated bytes drop here)
+  free_completed,  ///< the block is reusable (after record_stream events)
+  segment_alloc,   ///< cudaMalloc
+  segment_free,    ///< cudaFree
+  segment_map,     ///< expandable segment grew (cuMemMap)
+  segment_unmap,   ///< expandable segment shrank
+  snapshot,        ///< a _snapshot() call
+  oom,             ///< the allocator raised OutOfMemoryError; addr holds device_free
+  annotate,        ///< torch main: _annotate_memory
+  unknown,         ///< an action this version of rlmem does not know (see action_name)
+  count_
+};
+inline constexpr std::size_t trace_action_count = static_cast<std::size_t>(trace_action::count_);
+
+/// The spelling torch uses ("free_requested").
+std::string_view trace_action_name(trace_action action) noexcept;
+
+/// One entry of a device trace.
+struct trace_event {
+  std::uint64_t addr = 0;         ///< address; for `oom`, the device_free bytes
+  std::uint64_t size = 0;         ///< bytes (requested size for alloc and frees)
+  std::int64_t time_us = 0;       ///< wall clock, microseconds since the epoch
+  std::uint32_t stream = 0;       ///< index into snapshot::streams
+  stack_id stack = 0;             ///< frames, innermost first
+  string_id compile_context = 0;  ///< "N/A" or "Torch-Compiled Region: 0/0"
+  string_id user_metadata = 0;
+  string_id action_name = 0;      ///< the raw action string (kept for `unknown`)
+  trace_action action = trace_action::unknown;
+};
+
+enum class block_state : std::uint8_t { active_allocated, active_pending_free, inactive, unknown };
+
+/// One block of a segment at dump time.
+struct block {
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;            ///< rounded bytes
+  std::uint64_t requested_size = 0;  ///< stale on inactive blocks
+  stack_id stack = 0;
+  block_state state = block_state::unknown;
+};
+
+/// One cudaMalloc'd (or expandable) segment at dump time.
+struct segment {
+  std::int64_t device = 0;
+  std::uint64_t address = 0;
+  std::uint64_t total_size = 0;  ///< reserved bytes (mapped bytes when expandable)
+  std::uint64_t allocated_size = 0;
+  std::uint64_t active_size = 0;
+  std::uint64_t requested_size = 0;
+  std::uint64_t stream = 0;      ///< the raw cudaStream_t value; 0 is the default stream
+  string_id segment_type = 0;    ///< "large" or "small"
+  std::int64_t pool_id_first = 0;
+  std::int64_t pool_id_second = 0;
+  bool is_expandable = false;
+  stack_id stack = 0;
+  std::uint32_t first_block = 0;  ///< index into snapshot::blocks
+  std::uint32_t block_count = 0;
+};
+
+/// A `record_function` range edge from external_annotations.
+struct annotation {
+  std::string stage;  ///< "START" or "END"
+  std::string name;   ///< "ProfilerStep#3", "Optimizer.step#AdamW.step", ...
+  std::int64_t device = 0;
+  std::int64_t time_us = 0;
+};
+
+/// Small generic data (allocator settings): what a Python literal can hold.
+struct plain_value {
+  enum class kind : std::uint8_t { none, boolean, integer, real, text, list, dict };
+  kind type = kind::none;
+  bool boolean = false;
+  std::int64_t integer = 0;
+  double real = 0.0;
+  std::string text;
+  std::vector<std::string> keys;    ///< dict keys, parallel to items
+  std::vector<plain_value> items;   ///< list items or dict values
+};
+
+/// The events one device recorded, a range of snapshot::events.
+struct device_trace {
+  std::int64_t device = 0;
+  std::uint32_t first_event = 0;
+  std::uint32_t event_count = 0;
+};
+
+/// A whole snapshot. Owns every string, frame and stack the records refer to.
+struct snapshot {
+  std::vector<segment> segments;
+  std::vector<block> blocks;
+  std::vector<trace_event> events;            ///< all devices, in device_traces order
+  std::vector<device_trace> device_traces;    ///< one per device ordinal that has a list
+  std::vector<std::uint64_t> streams;         ///< raw stream values that trace events use
+  std::vector<std::pair<std::string, plain_value>> allocator_settings;
+  std::vector<annotation> annotations;
+  bool had_legacy_list_format = false;        ///< the file held a bare list of segments
+
+  std::vector<std::string> strings;           ///< interned; strings[0] == ""
+  std::vector<frame> frames;
+  std::vector<frame_id> stack_frames;         ///< all stacks, concatenated
+  std::vector<std::uint32_t> stack_offsets;   ///< stack i is [offsets[i], offsets[i+1])
+
+  std::string_view str(string_id id) const { return strings[id]; }
+  std::span<const frame_id> stack(stack_id id) const {
+    return {stack_frames.data() + stack_offsets[id], stack_offsets[id + 1] - stack_offsets[id]};
+  }
+  std::span<const block> blocks_of(const segment& seg) const {
+    return {blocks.data() + seg.first_block, seg.block_count};
+  }
+  std::span<const trace_event> events_of(const device_trace& trace) const {
+    return {events.data() + trace.first_event, trace.event_count};
+  }
+  /// The trace of `device`, or nullptr when the snapshot has none for it.
+  const device_trace* trace_for(std::int64_t device) const;
+  /// The allocator setting `key`, or nullptr.
+  const plain_value* setting(std::string_view key) const;
+};
+
+}  // namespace rlmem

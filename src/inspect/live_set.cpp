@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+// Live allocations: undo the trace from the dump-time blocks, then replay forward.
+
+#include "live_set.hpp"
+
+#include <rlmem/inspect.hpp>
+
+#include <algorithm>
+#include <iterator>
+
+namespace rlmem {
+
+std::uint64_t allocator_rounded_size(std::uint64_t requested_bytes) noexcept {
+  constexpr std::uint64_t min_block_bytes = 512;  // kMinBlockSize in CUDACachingAllocator.cpp
+  if (requested_bytes < min_block_bytes) return min_block_bytes;
+  return (requested_bytes + min_block_bytes - 1) / min_block_bytes * min_block_bytes;
+}
+
+}  // namespace rlmem
+
+namespace rlmem::detail {
+
+std::int64_t reserved_delta(const trace_event& event) noexcept {
+  switch (event.action) {
+    case trace_action::segment_alloc:
+    case trace_action::segment_map: return static_cast<std::int64_t>(event.size);
+    case trace_action::segment_free:
+    case trace_action::segment_unmap: return -static_cast<std::int64_t>(event.size);
+    default: return 0;
+  }
+}
+
+std::int64_t reserved_at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events) {
+  std::int64_t reserved = 0;
+  for (const segment& seg : snap.segments) {
+    if (seg.device == device) reserved += static_cast<std::int64_t>(seg.total_size);
+  }
+  for (const trace_event& event : events) reserved -= reserved_delta(event);
+  return reserved;
+}
+
+namespace {
+constexpr std::uint64_t small_request_bytes = std::uint64_t{1} << 20;  // kSmallSize
+constexpr std::uint64_t min_block_bytes = 512;                         // kMinBlockSize
+}  // namespace
+
+void live_set::map_range(std::uint64_t address, std::uint64_t size) {
+  if (size > 0) mapped_[address] = std::max(mapped_[address], size);
+}
+
+void live_set::unmap_range(std::uint64_t address, std::uint64_t size) {
+  std::uint64_t end = address + size;
+  auto range = mapped_.upper_bound(address);
+  if (range != mapped_.begin()) --range;
+  while (range != mapped_.end() && range->first < end) {
+    std::uint64_t start = range->first;
+    std::uint64_t stop = start + range->second;
+    range = mapped_.erase(range);
+    if (start < address) mapped_[start] = std::min(stop, address) - start;
+    if (stop > end) mapped_[end] = stop - end;
+  }
+}
+
+std::uint64_t live_set::block_size_for(const trace_event& event) const {
+  std::uint64_t rounded = allocator_rounded_size(event.size);
+  // End of the reserved memory that holds the address (adjacent mapped ranges are one segment).
+  auto range = mapped_.upper_bound(event.addr);
+  if (range == mapped_.begin()) return rounded;
+  --range;
+  std::uint64_t reserved_end = range->first + range->second;
+  if (reserved_end <= event.addr) return rounded;
+  if (expandable_) {
+    for (auto next = std::next(range); next != mapped_.end() && next->first == reserved_end; ++next) reserved_end += next->second;
+  }
+  auto next_block = blocks_.upper_bound(event.addr);
+  std::uint64_t free_end = next_block == blocks_.end() ? reserved_end : std::min(reserved_end, next_block->first);
+  if (free_end < event.addr + rounded) return rounded;
+  std::uint64_t remaining = free_end - event.addr - rounded;
+  bool keeps_whole = event.size <= small_request_bytes ? remaining < min_block_bytes
+                                                       : (rounded >= max_split_bytes_ || remaining <= small_request_bytes);
+  return keeps_whole ? rounded + remaining : rounded;
+}
+
+live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events) {
+  live_set state;
+  if (const plain_value* split = snap.setting("max_split_size"); split && split->integer > 0) {
+    state.max_split_bytes_ = static_cast<std::uint64_t>(split->integer);
+  }
+  if (const plain_value* expandable = snap.setting("expandable_segments"); expandable && expandable->boolean) {
+    state.expandable_ = true;
+  }
+  for (const segment& seg : snap.segments) {
+    if (seg.device != device) continue;
+    state.map_range(seg.address, seg.total_size);
+    for (const block& held : snap.blocks_of(seg)) {
+      if (held.state != block_state::active_allocated && held.state != block_state::active_pending_free) continue;
+      state.blocks_[held.address] = {held.size, held.stack, held.state == block_state::active_pending_free, true};
+    }
+  }
+  // Walk backwards: each event is undone, so what remains is the state before the first one.
+  for (auto event = events.rbegin(); event != events.rend(); ++event) {
+    switch (event->action) {
+      case trace_action::alloc:
+        if (state.blocks_.erase(event->addr) == 0) ++state.inconsistencies_;
+        break;
+      case trace_action::free_requested: {
+        auto found = state.blocks_.find(event->addr);
+        if (found != state.blocks_.end()) {
+          found->second.pending_free = false;
+        } else {
+          state.blocks_[event->addr] = {allocator_rounded_size(event->size), event->stack, false, true};
+        }
+        break;
+      }
+      case trace_action::free_completed:
+        state.blocks_[event->addr] = {allocator_rounded_size(event->size), event->stack, true, true};
+        break;
+      case trace_action::segment_alloc:
+      case trace_action::segment_map:
+        state.unmap_range(event->addr, event->size);
+        break;
+      case trace_action::segment_free:
+      case trace_action::segment_unmap:
+        state.map_range(event->addr, event->size);
+        break;
+      default:
+        break;
+    }
+  }
+  for (auto& [address, held] : state.blocks_) {
+    held.before_trace = true;
+    if (!held.pending_free) state.allocated_bytes_ += static_cast<std::int64_t>(held.bytes);
+  }
+  return state;
+}
+
+void live_set::apply(const trace_event& event) {
+  switch (event.action) {
+    case trace_action::alloc: {
+      live_block made{block_size_for(event), event.stack, false, false};
+      auto [found, inserted] = blocks_.try_emplace(event.addr, made);
+      if (!inserted) {
+        ++inconsistencies_;
+        if (!found->second.pending_free) allocated_bytes_ -= static_cast<std::int64_t>(found->second.bytes);
+        found->second = made;
+      }
+      allocated_bytes_ += static_cast<std::int64_t>(found->second.bytes);
+      break;
+    }
+    case trace_action::free_requested: {
+      auto found = blocks_.find(event.addr);
+      if (found == blocks_.end()) {
+        ++inconsistencies_;
+        break;
+      }
+      if (found->second.before_trace) ++frees_of_earlier_blocks_;
+      if (!found->second.pending_free) allocated_bytes_ -= static_cast<std::int64_t>(found->second.bytes);
+      found->second.pending_free = true;
+      break;
+    }
+    case trace_action::free_completed: {
+      auto found = blocks_.find(event.addr);
+      if (found == blocks_.end()) {
+        ++inconsistencies_;
+        break;
+      }
+      if (!found->second.pending_free) {
+        // A free_completed with no free_requested before it: the request fell out of the trace.
+        if (found->second.before_trace) ++frees_of_earlier_blocks_;
+        allocated_bytes_ -= static_cast<std::int64_t>(found->second.bytes);
+      }
+      blocks_.erase(found);
+      break;
+    }
+    case trace_action::segment_alloc:
+    case trace_action::segment_map:
+      map_range(event.addr, event.size);
+      break;
+    case trace_action::segment_free:
+    case trace_action::segment_unmap:
+      unmap_range(event.addr, event.size);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace rlmem::detail

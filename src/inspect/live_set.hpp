@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The set of live allocations of one device, replayed event by event. The state at trace start
+// is derived by undoing the trace against the final segments, as PyTorch's own viewer does.
+
+#include <rlmem/snapshot.hpp>
+
+#include <cstdint>
+#include <map>
+#include <span>
+
+namespace rlmem::detail {
+
+struct live_block {
+  std::uint64_t bytes = 0;   // rounded as the allocator does
+  stack_id stack = 0;
+  bool pending_free = false; // freed by the user, waiting on another stream
+  bool before_trace = false; // allocated before the first event
+};
+
+class live_set {
+ public:
+  /// The allocations live before the first event of `events` on `device`.
+  static live_set at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events);
+
+  /// Moves the state past one event.
+  void apply(const trace_event& event);
+
+  /// Bytes allocated and not yet freed by the user (torch's allocated_bytes).
+  std::int64_t allocated_bytes() const noexcept { return allocated_bytes_; }
+  const std::map<std::uint64_t, live_block>& blocks() const noexcept { return blocks_; }
+  std::uint64_t frees_of_earlier_blocks() const noexcept { return frees_of_earlier_blocks_; }
+  std::uint64_t inconsistencies() const noexcept { return inconsistencies_; }
+
+ private:
+  // The size of the block an `alloc` got: the caching allocator hands out a whole free block
+  // when splitting it would leave too little (CUDACachingAllocator.cpp should_split), and the
+  // free space between two live blocks of a segment is one block, since frees coalesce.
+  std::uint64_t block_size_for(const trace_event& event) const;
+  void map_range(std::uint64_t address, std::uint64_t size);
+  void unmap_range(std::uint64_t address, std::uint64_t size);
+
+  std::map<std::uint64_t, live_block> blocks_;
+  std::map<std::uint64_t, std::uint64_t> mapped_;  // reserved ranges: address -> bytes
+  std::uint64_t max_split_bytes_ = UINT64_MAX;
+  bool expandable_ = false;  // adjacent mapped ranges belong to one growing segment
+  std::int64_t allocated_bytes_ = 0;
+  std::uint64_t frees_of_earlier_blocks_ = 0;
+  std::uint64_t inconsistencies_ = 0;
+};
+
+/// Reserved bytes of `device` before its first event: the final segments minus the trace's
+/// net segment growth.
+std::int64_t reserved_at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events);
+
+/// The change in reserved bytes an event makes (segment events only).
+std::int64_t reserved_delta(const trace_event& event) noexcept;
+
+}  // namespace rlmem::detail

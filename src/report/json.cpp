@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+// The JSON report of `rlmem inspect`; docs/schema/inspect.schema.json describes it.
+
+#include "stack_text.hpp"
+#include "timeline_points.hpp"
+
+#include <rlmem/report.hpp>
+
+#include <nlohmann/json.hpp>
+
+namespace rlmem {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json to_json(const plain_value& item) {
+  switch (item.type) {
+    case plain_value::kind::none: return nullptr;
+    case plain_value::kind::boolean: return item.boolean;
+    case plain_value::kind::integer: return item.integer;
+    case plain_value::kind::real: return item.real;
+    case plain_value::kind::text: return item.text;
+    case plain_value::kind::list: {
+      json list = json::array();
+      for (const auto& element : item.items) list.push_back(to_json(element));
+      return list;
+    }
+    case plain_value::kind::dict: {
+      json dict = json::object();
+      for (std::size_t i = 0; i < item.items.size(); ++i) dict[item.keys[i]] = to_json(item.items[i]);
+      return dict;
+    }
+  }
+  return nullptr;
+}
+
+json stack_json(const snapshot& snap, stack_id stack) {
+  json frames = json::array();
+  for (frame_id id : snap.stack(stack)) frames.push_back(detail::frame_text(snap, id));
+  return frames;
+}
+
+json event_or_null(std::int64_t event) { return event < 0 ? json(nullptr) : json(event); }
+
+}  // namespace
+
+std::string render_inspection_json(const snapshot& snap, const inspection& result, const std::string& source,
+                                   std::size_t max_timeline_points) {
+  const timeline& line = result.memory;
+  json out;
+  out["schema_version"] = 1;
+  out["command"] = "inspect";
+  out["file"] = source;
+  out["device"] = result.device;
+  out["devices"] = result.devices;
+
+  json& summary = out["summary"];
+  summary["events"] = result.events;
+  json by_action = json::object();
+  for (std::size_t action = 0; action < trace_action_count; ++action) {
+    if (result.events_by_action[action] > 0) by_action[std::string(trace_action_name(static_cast<trace_action>(action)))] = result.events_by_action[action];
+  }
+  summary["events_by_action"] = by_action;
+  summary["first_time_us"] = result.first_time_us;
+  summary["last_time_us"] = result.last_time_us;
+  summary["peak_allocated_bytes"] = result.peak_allocated_bytes;
+  summary["peak_allocated_event"] = event_or_null(result.peak_allocated_event);
+  summary["peak_allocated_time_us"] = result.peak_allocated_time_us;
+  summary["peak_reserved_bytes"] = result.peak_reserved_bytes;
+  summary["peak_reserved_event"] = event_or_null(result.peak_reserved_event);
+  summary["peak_reserved_time_us"] = result.peak_reserved_time_us;
+  summary["allocated_at_trace_start_bytes"] = line.allocated_at_start;
+  summary["reserved_at_trace_start_bytes"] = line.reserved_at_start;
+  summary["blocks_live_at_trace_start"] = line.blocks_live_at_start;
+  summary["frees_of_blocks_from_before_trace"] = line.frees_of_earlier_blocks;
+  summary["final_allocated_bytes"] = result.final_allocated_bytes;
+  summary["final_active_bytes"] = result.final_active_bytes;
+  summary["final_reserved_bytes"] = result.final_reserved_bytes;
+  summary["segments"] = result.segment_count;
+  summary["largest_segment_bytes"] = result.largest_segment_bytes;
+  summary["expandable_segments"] = result.expandable_segment_count;
+  summary["streams"] = result.streams;
+
+  json settings = json::object();
+  for (const auto& [key, item] : snap.allocator_settings) settings[key] = to_json(item);
+  out["allocator_settings"] = settings;
+
+  json& peak = out["peak"];
+  peak["event"] = event_or_null(result.peak_allocated_event);
+  peak["allocated_bytes"] = result.peak_allocated_bytes;
+  peak["site_count"] = result.peak_site_count;
+  json sites = json::array();
+  for (const site_usage& usage : result.peak_by_site) {
+    sites.push_back({{"site", usage.site.label},
+                     {"user_frame", usage.site.user_frame.empty() ? json(nullptr) : json(usage.site.user_frame)},
+                     {"bytes", usage.bytes},
+                     {"count", usage.count},
+                     {"stack", stack_json(snap, usage.site.stack)}});
+  }
+  peak["by_site"] = sites;
+
+  json points = json::array();
+  for (std::size_t index : detail::timeline_points(line, max_timeline_points / 2)) {
+    points.push_back({index, line.allocated[index], line.reserved[index]});
+  }
+  out["timeline"] = {{"columns", {"event", "allocated_bytes", "reserved_bytes"}},
+                     {"total_events", line.allocated.size()},
+                     {"points", points}};
+  out["notes"] = result.notes;
+  // Frame strings come from the file: replace invalid UTF-8 rather than fail on it.
+  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace rlmem

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+// The text report of `rlmem inspect`: summary, a small chart, the peak table, notes.
+
+#include "stack_text.hpp"
+#include "timeline_points.hpp"
+
+#include <rlmem/report.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace rlmem {
+
+namespace {
+
+std::string seconds_after(std::int64_t time_us, std::int64_t start_us) {
+  return fmt::format("+{:.2f} s", static_cast<double>(time_us - start_us) / 1e6);
+}
+
+std::string when(const inspection& result, std::int64_t event, std::int64_t time_us) {
+  if (event < 0) return "before the first event";
+  return fmt::format("at event {} ({})", format_count(static_cast<std::uint64_t>(event)), seconds_after(time_us, result.first_time_us));
+}
+
+std::string settings_line(const snapshot& snap) {
+  std::string line;
+  if (const plain_value* conf = snap.setting("PYTORCH_CUDA_ALLOC_CONF"); conf && !conf->text.empty()) {
+    line = "PYTORCH_CUDA_ALLOC_CONF=" + conf->text;
+  }
+  if (const plain_value* expandable = snap.setting("expandable_segments"); expandable && expandable->boolean && line.empty()) {
+    line = "expandable_segments";
+  }
+  if (const plain_value* split = snap.setting("max_split_size"); split && split->integer > 0 && line.empty()) {
+    line = "max_split_size " + format_bytes(split->integer);
+  }
+  if (snap.allocator_settings.empty()) return "not recorded (torch older than 2.3)";
+  return line.empty() ? "defaults" : line;
+}
+
+std::string truncate(std::string text, std::size_t width) {
+  if (text.size() <= width) return text;
+  return text.substr(0, width > 3 ? width - 3 : 0) + "...";
+}
+
+void append_chart(std::string& out, const inspection& result, std::size_t width) {
+  constexpr std::size_t rows = 8;
+  std::size_t label_width = 11;
+  std::size_t columns = width > label_width + 12 ? width - label_width - 2 : 40;
+  auto peaks = detail::timeline_columns(result.memory, columns);
+  if (peaks.empty()) return;
+  std::int64_t top = std::max<std::int64_t>(1, std::max(result.peak_reserved_bytes, result.peak_allocated_bytes));
+  out += "\nTimeline  (# allocated, : reserved but unallocated; one column = "
+         + format_count(std::max<std::size_t>(1, result.memory.allocated.size() / peaks.size())) + " events)\n";
+  for (std::size_t row = 0; row < rows; ++row) {
+    std::int64_t threshold = top * static_cast<std::int64_t>(rows - row) / static_cast<std::int64_t>(rows);
+    std::string label = row == 0 ? format_bytes(top) : (row == rows - 1 ? format_bytes(top / static_cast<std::int64_t>(rows)) : "");
+    out += fmt::format("{:>{}} |", label, label_width);
+    for (const auto& peak : peaks) {
+      out += peak.allocated >= threshold ? '#' : (peak.reserved >= threshold ? ':' : ' ');
+    }
+    out += '\n';
+  }
+  out += fmt::format("{:>{}} +{}\n", "", label_width, std::string(peaks.size(), '-'));
+  std::string left = "event 0";
+  std::string right = "event " + format_count(result.memory.allocated.size());
+  std::size_t gap = peaks.size() > left.size() + right.size() ? peaks.size() - left.size() - right.size() : 1;
+  out += fmt::format("{:>{}}  {}{}{}\n", "", label_width, left, std::string(gap, ' '), right);
+}
+
+}  // namespace
+
+std::string render_inspection_text(const snapshot& snap, const inspection& result, const std::string& source,
+                                   const text_options& options) {
+  std::string out;
+  double seconds = static_cast<double>(result.last_time_us - result.first_time_us) / 1e6;
+  out += fmt::format("{}  device {}: {} events over {:.2f} s\n", source, result.device, format_count(result.events), seconds);
+  if (result.devices.size() > 1) {
+    std::string others;
+    for (std::int64_t device : result.devices) others += (others.empty() ? "" : ", ") + std::to_string(device);
+    out += fmt::format("  (devices in this file: {}; choose with --device N)\n", others);
+  }
+  const timeline& line = result.memory;
+  auto row = [&](std::string_view name, const std::string& text) { out += fmt::format("  {:<16} {}\n", name, text); };
+  out += "\nSummary\n";
+  row("peak allocated", fmt::format("{:>10}  {}", format_bytes(result.peak_allocated_bytes),
+                                    when(result, result.peak_allocated_event, result.peak_allocated_time_us)));
+  row("peak reserved", fmt::format("{:>10}  {}", format_bytes(result.peak_reserved_bytes),
+                                   when(result, result.peak_reserved_event, result.peak_reserved_time_us)));
+  row("at trace start", fmt::format("{:>10}  allocated, {} reserved ({} blocks from before recording)",
+                                    format_bytes(line.allocated_at_start), format_bytes(line.reserved_at_start),
+                                    format_count(line.blocks_live_at_start)));
+  row("at dump", fmt::format("{:>10}  allocated, {} reserved in {} segments (largest {}{})",
+                             format_bytes(result.final_allocated_bytes), format_bytes(result.final_reserved_bytes),
+                             format_count(result.segment_count), format_bytes(static_cast<std::int64_t>(result.largest_segment_bytes)),
+                             result.expandable_segment_count > 0 ? ", expandable" : ""));
+  std::string streams;
+  for (std::uint64_t stream : result.streams) streams += (streams.empty() ? "" : ", ") + (stream == 0 ? std::string("default") : fmt::format("{:#x}", stream));
+  row("streams", fmt::format("{} ({})", result.streams.size(), streams));
+  row("allocator", settings_line(snap));
+  std::string actions;
+  for (std::size_t action = 0; action < trace_action_count; ++action) {
+    if (result.events_by_action[action] == 0) continue;
+    std::string item = fmt::format("{} {}", trace_action_name(static_cast<trace_action>(action)), format_count(result.events_by_action[action]));
+    if (!actions.empty() && (actions.size() % options.width) + item.size() + 3 > options.width - 20) {
+      actions += "\n" + std::string(19, ' ');
+    } else if (!actions.empty()) {
+      actions += ", ";
+    }
+    actions += item;
+  }
+  row("events", actions.empty() ? "none" : actions);
+
+  append_chart(out, result, options.width);
+
+  out += fmt::format("\nAt peak allocated ({}): {} sites held memory", format_bytes(result.peak_allocated_bytes),
+                     format_count(result.peak_site_count));
+  out += result.peak_site_count > result.peak_by_site.size() ? fmt::format(", the top {}\n", result.peak_by_site.size()) : "\n";
+  if (!result.peak_by_site.empty()) {
+    std::size_t site_width = options.width > 60 ? options.width - 31 : 30;
+    out += fmt::format("  {:>10} {:>6} {:>6}  {}\n", "bytes", "share", "count", "site  <- nearest user code");
+    std::uint64_t shown = 0;
+    for (const site_usage& usage : result.peak_by_site) {
+      shown += usage.bytes;
+      double share = result.peak_allocated_bytes > 0 ? 100.0 * static_cast<double>(usage.bytes) / static_cast<double>(result.peak_allocated_bytes) : 0.0;
+      std::string site = usage.site.label;
+      if (!usage.site.user_frame.empty() && usage.site.user_frame != usage.site.label) site += "  <- " + usage.site.user_frame;
+      out += fmt::format("  {:>10} {:>5.1f}% {:>6}  {}\n", format_bytes(static_cast<std::int64_t>(usage.bytes)), share,
+                         format_count(usage.count), truncate(site, site_width));
+      auto frames = snap.stack(usage.site.stack);
+      for (std::size_t i = 0; i < std::min(options.frames, frames.size()); ++i) {
+        out += fmt::format("  {:>25}{}\n", "", truncate(detail::frame_text(snap, frames[i]), site_width));
+      }
+    }
+    auto rest = static_cast<std::int64_t>(result.peak_allocated_bytes) - static_cast<std::int64_t>(shown);
+    if (result.peak_site_count > result.peak_by_site.size()) {
+      out += fmt::format("  {:>10}               ({} more sites; --top N shows more)\n", format_bytes(rest),
+                         format_count(result.peak_site_count - result.peak_by_site.size()));
+    }
+  }
+  if (!result.notes.empty()) {
+    out += "\nNotes\n";
+    for (const std::string& note : result.notes) out += "  - " + note + "\n";
+  }
+  return out;
+}
+
+}  // namespace rlmem

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: MIT
+// The restricted pickle machine: a value stack, a mark stack and a memo, nothing executable.
+
+#include "pickle_machine.hpp"
+
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+namespace rlmem::detail {
+
+namespace {
+
+enum opcode : unsigned char {
+  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I',
+  BININT = 'J', BININT1 = 'K', LONG = 'L', BININT2 = 'M', NONE = 'N', PERSID = 'P',
+  BINPERSID = 'Q', REDUCE = 'R', STRING = 'S', BINSTRING = 'T', SHORT_BINSTRING = 'U',
+  UNICODE = 'V', BINUNICODE = 'X', APPEND = 'a', BUILD = 'b', GLOBAL = 'c', DICT = 'd',
+  EMPTY_DICT = '}', APPENDS = 'e', GET = 'g', BINGET = 'h', INST = 'i', LONG_BINGET = 'j',
+  LIST = 'l', EMPTY_LIST = ']', OBJ = 'o', PUT = 'p', BINPUT = 'q', LONG_BINPUT = 'r',
+  SETITEM = 's', TUPLE = 't', EMPTY_TUPLE = ')', SETITEMS = 'u', BINFLOAT = 'G',
+  PROTO = 0x80, NEWOBJ = 0x81, EXT1 = 0x82, EXT2 = 0x83, EXT4 = 0x84, TUPLE1 = 0x85,
+  TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
+  BINBYTES = 'B', SHORT_BINBYTES = 'C', SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d,
+  BINBYTES8 = 0x8e, EMPTY_SET = 0x8f, ADDITEMS = 0x90, FROZENSET = 0x91, NEWOBJ_EX = 0x92,
+  STACK_GLOBAL = 0x93, MEMOIZE = 0x94, FRAME = 0x95, BYTEARRAY8 = 0x96, NEXT_BUFFER = 0x97,
+  READONLY_BUFFER = 0x98,
+};
+
+// Pickle integers are little-endian whatever the host.
+template <class T>
+T load_le(const std::byte* at) {
+  std::make_unsigned_t<T> raw = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    raw = static_cast<std::make_unsigned_t<T>>(raw | (std::to_integer<std::make_unsigned_t<T>>(at[i]) << (8 * i)));
+  }
+  return static_cast<T>(raw);
+}
+
+class machine {
+ public:
+  machine(input_window& input, const read_limits& limits, snapshot_builder& builder, error& failure)
+      : in_(input), limits_(limits), builder_(builder), failure_(failure) {
+    stack_.reserve(1u << 12);
+    builder_.track_memo(memo_);
+  }
+
+  bool run(value& root, const std::function<void()>& on_progress);
+
+ private:
+  bool fail(errc code, std::string detail, std::uint64_t offset) {
+    failure_ = {code, offset, std::move(detail)};
+    return false;
+  }
+  bool fail_here(errc code, std::string detail) { return fail(code, std::move(detail), opcode_offset_); }
+  // Builder errors carry no offset: they belong to the opcode being run.
+  bool builder_failed() {
+    failure_.offset = opcode_offset_;
+    return false;
+  }
+
+  // Reads `count` argument bytes, or fails with TRUNCATED (or the window's own error).
+  [[gnu::always_inline]] const std::byte* argument(std::size_t count) {
+    if (!in_.ensure(count)) [[unlikely]] {
+      if (in_.failure().code != errc::ok) {
+        failure_ = in_.failure();
+      } else {
+        fail(errc::truncated, std::string("inside ") + std::string(opcode_name(current_)), in_.offset());
+      }
+      return nullptr;
+    }
+    const std::byte* at = in_.cursor();
+    in_.advance(count);
+    return at;
+  }
+  std::size_t frame_base() const { return marks_.empty() ? 0 : marks_.back(); }
+  bool need(std::size_t count) {
+    if (stack_.size() - frame_base() >= count) return true;
+    return fail_here(errc::stack_underflow, std::string(opcode_name(current_)) + " needs " +
+                                                std::to_string(count) + " value(s)");
+  }
+  bool pop_mark(std::size_t& mark) {
+    if (marks_.empty()) return fail_here(errc::missing_mark, std::string(opcode_name(current_)));
+    mark = marks_.back();
+    marks_.pop_back();
+    return true;
+  }
+  bool consume_range(std::size_t from) {
+    for (std::size_t i = from; i < stack_.size(); ++i) {
+      if (!builder_.consume(stack_[i], failure_)) return builder_failed();
+    }
+    return true;
+  }
+  bool push_string(std::size_t length, bool is_bytes) {
+    if (length > limits_.max_string_bytes) {
+      return fail_here(errc::limit_string_bytes, std::to_string(length) + " bytes");
+    }
+    const std::byte* at = argument(length);
+    if (at == nullptr) return false;
+    stack_.push_back(builder_.make_string({reinterpret_cast<const char*>(at), length}, is_bytes));
+    return true;
+  }
+  // LONG1/LONG4: little-endian two's complement. Values up to 2**64 - 1 are kept (torch writes
+  // 2**64 - 1 as an unknown line number) as their 64-bit pattern; wider ones are refused.
+  bool push_long(std::size_t width) {
+    if (width > 16) return fail_here(errc::limit_integer_width, std::to_string(width) + "-byte integer");
+    const std::byte* at = argument(width);
+    if (at == nullptr) return false;
+    auto byte_at = [&](std::size_t i) { return std::to_integer<unsigned>(at[i]); };
+    std::uint64_t raw = 0;
+    for (std::size_t i = 0; i < width && i < 8; ++i) raw |= std::uint64_t{byte_at(i)} << (8 * i);
+    bool negative = width > 0 && (byte_at(width - 1) & 0x80) != 0;
+    if (width < 8 && negative) raw |= ~std::uint64_t{0} << (8 * width);
+    for (std::size_t i = 8; i < width; ++i) {
+      bool sign_extension = negative ? byte_at(i) == 0xff && (raw >> 63) != 0 : byte_at(i) == 0;
+      if (!sign_extension) return fail_here(errc::limit_integer_width, std::to_string(width) + "-byte integer");
+    }
+    stack_.push_back(builder_.make_integer(static_cast<std::int64_t>(raw)));
+    return true;
+  }
+  bool memo_put(std::uint64_t index) {
+    if (!need(1)) return false;
+    if (index < memo_.size()) {
+      memo_[index] = stack_.back();
+    } else if (index == memo_.size()) {
+      if (memo_.size() >= limits_.max_memo_entries) return fail_here(errc::limit_memo_entries, std::to_string(memo_.size()));
+      memo_.push_back(stack_.back());
+      builder_.note_memoized(stack_.back(), index);
+    } else {
+      // Python's pickler numbers memo entries in order; anything else goes in a side table.
+      if (sparse_memo_.size() >= limits_.max_memo_entries) return fail_here(errc::limit_memo_entries, std::to_string(index));
+      sparse_memo_[index] = stack_.back();
+    }
+    return true;
+  }
+  [[gnu::always_inline]] bool memo_get(std::uint64_t index) {
+    if (index < memo_.size()) [[likely]] {
+      stack_.push_back(memo_[index]);
+      return true;
+    }
+    auto found = sparse_memo_.find(index);
+    if (found == sparse_memo_.end()) return fail_here(errc::bad_memo_reference, "memo index " + std::to_string(index));
+    stack_.push_back(found->second);
+    return true;
+  }
+  bool fill_from_mark(container_type type) {
+    std::size_t mark = 0;
+    if (!pop_mark(mark)) return false;
+    if (!consume_range(mark)) return false;
+    std::span<const value> items(stack_.data() + mark, stack_.size() - mark);
+    if (type == container_type::dict && items.size() % 2 != 0) return fail_here(errc::type_mismatch, "DICT with an odd number of items");
+    value made = builder_.make_filled(type, items);
+    stack_.resize(mark);
+    stack_.push_back(made);
+    return true;
+  }
+  bool extend_from_mark(bool pairs) {
+    std::size_t mark = 0;
+    if (!pop_mark(mark)) return false;
+    if (mark == 0 || mark - 1 < frame_base()) return fail_here(errc::stack_underflow, std::string(opcode_name(current_)) + " has no target");
+    if (pairs && (stack_.size() - mark) % 2 != 0) return fail_here(errc::type_mismatch, "SETITEMS with an odd number of items");
+    if (!consume_range(mark)) return false;
+    if (!builder_.extend(stack_[mark - 1], {stack_.data() + mark, stack_.size() - mark}, failure_)) return builder_failed();
+    stack_.resize(mark);
+    return true;
+  }
+  bool extend_top(std::size_t count) {
+    if (!need(count + 1)) return false;
+    if (!consume_range(stack_.size() - count)) return false;
+    value target = stack_[stack_.size() - count - 1];
+    if (!builder_.extend(target, {stack_.data() + stack_.size() - count, count}, failure_)) return builder_failed();
+    stack_.resize(stack_.size() - count);
+    return true;
+  }
+  bool make_tuple(std::size_t count) {
+    if (!need(count)) return false;
+    std::size_t from = stack_.size() - count;
+    if (!consume_range(from)) return false;
+    value made = builder_.make_filled(container_type::tuple, {stack_.data() + from, count});
+    stack_.resize(from);
+    stack_.push_back(made);
+    return true;
+  }
+
+  input_window& in_;
+  const read_limits& limits_;
+  snapshot_builder& builder_;
+  error& failure_;
+  std::vector<value> stack_;
+  std::vector<std::size_t> marks_;
+  std::vector<value> memo_;
+  std::unordered_map<std::uint64_t, value> sparse_memo_;
+  std::uint64_t opcode_offset_ = 0;
+  unsigned char current_ = 0;
+};
+
+bool machine::run(value& root, const std::function<void()>& on_progress) {
+  bool protocol_seen = false;
+  std::uint32_t until_progress = 1u << 16;
+  for (;;) {
+    if (--until_progress == 0) {
+      until_progress = 1u << 16;
+      if (on_progress) on_progress();
+    }
+    opcode_offset_ = in_.offset();
+    if (!in_.ensure(1)) {
+      if (in_.failure().code != errc::ok) {
+        failure_ = in_.failure();
+        return false;
+      }
+      return fail(errc::truncated, "input ends before STOP", opcode_offset_);
+    }
+    current_ = std::to_integer<unsigned char>(*in_.cursor());
+    in_.advance(1);
+    if (!protocol_seen && current_ != PROTO) return fail_here(errc::unknown_format, "a pickle starts with PROTO");
+    const std::byte* at = nullptr;
+    switch (current_) {
+      case PROTO: {
+        if (!(at = argument(1))) return false;
+        unsigned version = std::to_integer<unsigned>(*at);
+        if (version < 2 || version > 5) return fail_here(errc::unsupported_protocol, "protocol " + std::to_string(version));
+        protocol_seen = true;
+        break;
+      }
+      case FRAME:
+        if (!argument(8)) return false;  // framing only groups opcodes; nothing to do
+        break;
+      case STOP: {
+        if (!need(1)) return false;
+        root = stack_.back();
+        if (!builder_.consume(root, failure_)) return builder_failed();
+        if (!in_.at_end()) {
+          if (in_.failure().code != errc::ok) {
+            failure_ = in_.failure();
+            return false;
+          }
+          return fail(errc::trailing_data, "bytes follow STOP", in_.offset());
+        }
+        return true;
+      }
+      case MARK:
+        if (marks_.size() >= limits_.max_depth) return fail_here(errc::limit_depth, std::to_string(marks_.size()) + " nested MARKs");
+        marks_.push_back(stack_.size());
+        break;
+      case POP:
+        if (stack_.size() > frame_base()) {
+          stack_.pop_back();
+        } else {
+          std::size_t mark = 0;
+          if (!pop_mark(mark)) return false;
+        }
+        break;
+      case POP_MARK: {
+        std::size_t mark = 0;
+        if (!pop_mark(mark)) return false;
+        stack_.resize(mark);
+        break;
+      }
+      case DUP:
+        if (!need(1)) return false;
+        stack_.push_back(stack_.back());
+        break;
+      case NONE: stack_.push_back(value::make(vkind::none, 0)); break;
+      case NEWTRUE: stack_.push_back(value::make(vkind::boolean, 1)); break;
+      case NEWFALSE: stack_.push_back(value::make(vkind::boolean, 0)); break;
+      case BININT1:
+        if (!(at = argument(1))) return false;
+        stack_.push_back(builder_.make_integer(std::to_integer<std::uint8_t>(*at)));
+        break;
+      case BININT2:
+        if (!(at = argument(2))) return false;
+        stack_.push_back(builder_.make_integer(load_le<std::uint16_t>(at)));
+        break;
+      case BININT:
+        if (!(at = argument(4))) return false;
+        stack_.push_back(builder_.make_integer(load_le<std::int32_t>(at)));
+        break;
+      case LONG1:
+        if (!(at = argument(1))) return false;
+        if (!push_long(std::to_integer<std::size_t>(*at))) return false;
+        break;
+      case LONG4: {
+        if (!(at = argument(4))) return false;
+        std::int32_t width = load_le<std::int32_t>(at);
+        if (width < 0) return fail_here(errc::invalid_value, "negative LONG4 length");
+        if (!push_long(static_cast<std::size_t>(width))) return false;
+        break;
+      }
+      case BINFLOAT: {
+        if (!(at = argument(8))) return false;
+        // BINFLOAT is big-endian.
+        std::uint64_t raw = 0;
+        for (int i = 0; i < 8; ++i) raw = (raw << 8) | std::to_integer<std::uint64_t>(at[i]);
+        stack_.push_back(builder_.make_real(std::bit_cast<double>(raw)));
+        break;
+      }
+      case SHORT_BINUNICODE:
+      case SHORT_BINBYTES:
+      case SHORT_BINSTRING:
+        if (!(at = argument(1))) return false;
+        if (!push_string(std::to_integer<std::size_t>(*at), current_ == SHORT_BINBYTES)) return false;
+        break;
+      case BINUNICODE:
+      case BINBYTES:
+        if (!(at = argument(4))) return false;
+        if (!push_string(load_le<std::uint32_t>(at), current_ == BINBYTES)) return false;
+        break;
+      case BINSTRING: {
+        if (!(at = argument(4))) return false;
+        std::int32_t length = load_le<std::int32_t>(at);
+        if (length < 0) return fail_here(errc::invalid_value, "negative BINSTRING length");
+        if (!push_string(static_cast<std::size_t>(length), false)) return false;
+        break;
+      }
+      case BINUNICODE8:
+      case BINBYTES8:
+      case BYTEARRAY8: {
+        if (!(at = argument(8))) return false;
+        std::uint64_t length = load_le<std::uint64_t>(at);
+        if (length > limits_.max_string_bytes) return fail_here(errc::limit_string_bytes, std::to_string(length) + " bytes");
+        if (!push_string(static_cast<std::size_t>(length), current_ != BINUNICODE8)) return false;
+        break;
+      }
+      case EMPTY_LIST: stack_.push_back(builder_.new_container(container_type::list)); break;
+      case EMPTY_DICT: stack_.push_back(builder_.new_container(container_type::dict)); break;
+      case EMPTY_SET: stack_.push_back(builder_.new_container(container_type::set)); break;
+      case EMPTY_TUPLE: stack_.push_back(builder_.make_filled(container_type::tuple, {})); break;
+      case TUPLE1: if (!make_tuple(1)) return false; break;
+      case TUPLE2: if (!make_tuple(2)) return false; break;
+      case TUPLE3: if (!make_tuple(3)) return false; break;
+      case TUPLE: if (!fill_from_mark(container_type::tuple)) return false; break;
+      case LIST: if (!fill_from_mark(container_type::list)) return false; break;
+      case DICT: if (!fill_from_mark(container_type::dict)) return false; break;
+      case FROZENSET: if (!fill_from_mark(container_type::set)) return false; break;
+      case APPEND: if (!extend_top(1)) return false; break;
+      case SETITEM: if (!extend_top(2)) return false; break;
+      case APPENDS:
+      case ADDITEMS:
+        if (!extend_from_mark(false)) return false;
+        break;
+      case SETITEMS: if (!extend_from_mark(true)) return false; break;
+      case MEMOIZE: if (!memo_put(memo_.size() + sparse_memo_.size())) return false; break;
+      case BINPUT:
+        if (!(at = argument(1))) return false;
+        if (!memo_put(std::to_integer<std::uint64_t>(*at))) return false;
+        break;
+      case LONG_BINPUT:
+        if (!(at = argument(4))) return false;
+        if (!memo_put(load_le<std::uint32_t>(at))) return false;
+        break;
+      case BINGET:
+        if (!(at = argument(1))) return false;
+        if (!memo_get(std::to_integer<std::uint64_t>(*at))) return false;
+        break;
+      case LONG_BINGET:
+        if (!(at = argument(4))) return false;
+        if (!memo_get(load_le<std::uint32_t>(at))) return false;
+        break;
+      case GLOBAL: case STACK_GLOBAL: case REDUCE: case BUILD: case INST: case OBJ: case NEWOBJ:
+      case NEWOBJ_EX: case EXT1: case EXT2: case EXT4: case PERSID: case BINPERSID:
+        return fail_here(errc::forbidden_opcode,
+                         std::string(opcode_name(current_)) + " would import or call code; refused");
+      case FLOAT: case INT: case LONG: case STRING: case UNICODE: case GET: case PUT:
+        return fail_here(errc::unsupported_opcode, std::string(opcode_name(current_)) + " (a protocol 0 text opcode)");
+      case NEXT_BUFFER: case READONLY_BUFFER:
+        return fail_here(errc::unsupported_opcode, std::string(opcode_name(current_)) + " (out-of-band buffer)");
+      default: {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", current_);
+        return fail_here(errc::invalid_opcode, std::string("byte ") + hex);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view opcode_name(unsigned char code) noexcept {
+  switch (code) {
+    case MARK: return "MARK"; case STOP: return "STOP"; case POP: return "POP"; case POP_MARK: return "POP_MARK";
+    case DUP: return "DUP"; case FLOAT: return "FLOAT"; case INT: return "INT"; case BININT: return "BININT";
+    case BININT1: return "BININT1"; case LONG: return "LONG"; case BININT2: return "BININT2"; case NONE: return "NONE";
+    case PERSID: return "PERSID"; case BINPERSID: return "BINPERSID"; case REDUCE: return "REDUCE";
+    case STRING: return "STRING"; case BINSTRING: return "BINSTRING"; case SHORT_BINSTRING: return "SHORT_BINSTRING";
+    case UNICODE: return "UNICODE"; case BINUNICODE: return "BINUNICODE"; case APPEND: return "APPEND";
+    case BUILD: return "BUILD"; case GLOBAL: return "GLOBAL"; case DICT: return "DICT"; case EMPTY_DICT: return "EMPTY_DICT";
+    case APPENDS: return "APPENDS"; case GET: return "GET"; case BINGET: return "BINGET"; case INST: return "INST";
+    case LONG_BINGET: return "LONG_BINGET"; case LIST: return "LIST"; case EMPTY_LIST: return "EMPTY_LIST";
+    case OBJ: return "OBJ"; case PUT: return "PUT"; case BINPUT: return "BINPUT"; case LONG_BINPUT: return "LONG_BINPUT";
+    case SETITEM: return "SETITEM"; case TUPLE: return "TUPLE"; case EMPTY_TUPLE: return "EMPTY_TUPLE";
+    case SETITEMS: return "SETITEMS"; case BINFLOAT: return "BINFLOAT"; case PROTO: return "PROTO";
+    case NEWOBJ: return "NEWOBJ"; case EXT1: return "EXT1"; case EXT2: return "EXT2"; case EXT4: return "EXT4";
+    case TUPLE1: return "TUPLE1"; case TUPLE2: return "TUPLE2"; case TUPLE3: return "TUPLE3";
+    case NEWTRUE: return "NEWTRUE"; case NEWFALSE: return "NEWFALSE"; case LONG1: return "LONG1"; case LONG4: return "LONG4";
+    case BINBYTES: return "BINBYTES"; case SHORT_BINBYTES: return "SHORT_BINBYTES";
+    case SHORT_BINUNICODE: return "SHORT_BINUNICODE"; case BINUNICODE8: return "BINUNICODE8";
+    case BINBYTES8: return "BINBYTES8"; case EMPTY_SET: return "EMPTY_SET"; case ADDITEMS: return "ADDITEMS";
+    case FROZENSET: return "FROZENSET"; case NEWOBJ_EX: return "NEWOBJ_EX"; case STACK_GLOBAL: return "STACK_GLOBAL";
+    case MEMOIZE: return "MEMOIZE"; case FRAME: return "FRAME"; case BYTEARRAY8: return "BYTEARRAY8";
+    case NEXT_BUFFER: return "NEXT_BUFFER"; case READONLY_BUFFER: return "READONLY_BUFFER";
+    default: return {};
+  }
+}
+
+bool run_pickle(input_window& input, const read_limits& limits, snapshot_builder& builder, value& root,
+                error& failure, const std::function<void()>& on_progress) {
+  machine vm(input, limits, builder, failure);
+  return vm.run(root, on_progress);
+}
+
+}  // namespace rlmem::detail

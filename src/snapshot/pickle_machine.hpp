@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// A pickle virtual machine restricted to data opcodes (protocols 2 to 5). It never imports,
+// calls or builds objects: opcodes that would are refused with their name and offset.
+
+#include "byte_source.hpp"
+#include "snapshot_builder.hpp"
+#include "value.hpp"
+
+#include <rlmem/error.hpp>
+#include <rlmem/snapshot_reader.hpp>
+
+namespace rlmem::detail {
+
+/// Runs the pickle in `input` up to STOP, handing containers to `builder` as they complete.
+/// On success `root` holds the consumed top value and the input has no bytes left.
+bool run_pickle(input_window& input, const read_limits& limits, snapshot_builder& builder, value& root,
+                error& failure, const std::function<void()>& on_progress);
+
+/// The name of a pickle opcode byte ("GLOBAL"), or an empty view when the byte is no opcode.
+std::string_view opcode_name(unsigned char opcode) noexcept;
+
+}  // namespace rlmem::detail

@@ -1,0 +1,672 @@
+// SPDX-License-Identifier: MIT
+// Shape-directed conversion of pickled containers into snapshot records.
+
+#include "snapshot_builder.hpp"
+
+#include <array>
+#include <bit>
+#include <cstring>
+
+namespace rlmem::detail {
+
+namespace {
+
+// Strings interned first, so their ids are these constants and keys compare as integers.
+enum known : string_id {
+  s_empty,
+  s_action, s_addr, s_device_free, s_size, s_stream, s_time_us, s_compile_context,
+  s_user_metadata, s_frames, s_name, s_filename, s_line, s_address, s_requested_size, s_state,
+  s_device, s_total_size, s_allocated_size, s_active_size, s_segment_type, s_segment_pool_id,
+  s_is_expandable, s_blocks, s_stage, s_segments, s_device_traces, s_allocator_settings,
+  s_external_annotations,
+  // trace actions, in trace_action order
+  s_alloc, s_free_requested, s_free_completed, s_segment_alloc, s_segment_free, s_segment_map,
+  s_segment_unmap, s_snapshot, s_oom, s_annotate,
+  // block states
+  s_active_allocated, s_active_pending_free, s_active_awaiting_free, s_inactive,
+  s_known_count
+};
+
+constexpr std::array<std::string_view, s_known_count> known_strings = {
+    "", "action", "addr", "device_free", "size", "stream", "time_us", "compile_context",
+    "user_metadata", "frames", "name", "filename", "line", "address", "requested_size", "state",
+    "device", "total_size", "allocated_size", "active_size", "segment_type", "segment_pool_id",
+    "is_expandable", "blocks", "stage", "segments", "device_traces", "allocator_settings",
+    "external_annotations",
+    "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
+    "segment_unmap", "snapshot", "oom", "annotate",
+    "active_allocated", "active_pending_free", "active_awaiting_free", "inactive"};
+static_assert(s_external_annotations < 64, "keys must fit the 64-bit key mask");
+static_assert(s_annotate - s_alloc + 1 == static_cast<int>(trace_action::unknown));
+
+constexpr std::uint64_t bit(known key) { return std::uint64_t{1} << key; }
+constexpr std::uint32_t missing_address_block = UINT32_MAX;
+
+// The key mask of a dict: one bit per known key it holds.
+std::uint64_t key_mask(std::span<const value> pairs) {
+  std::uint64_t mask = 0;
+  for (std::size_t i = 0; i < pairs.size(); i += 2) {
+    value key = pairs[i];
+    if (key.kind() == vkind::string && key.payload() < 64) mask |= std::uint64_t{1} << key.payload();
+  }
+  return mask;
+}
+
+const char* kind_name(vkind kind) {
+  switch (kind) {
+    case vkind::none: return "None";
+    case vkind::boolean: return "a bool";
+    case vkind::integer:
+    case vkind::big_integer: return "an int";
+    case vkind::real: return "a float";
+    case vkind::string: return "a str";
+    case vkind::bytes: return "bytes";
+    case vkind::frame: return "a frame";
+    case vkind::stack: return "a list of frames";
+    case vkind::event: return "a trace entry";
+    case vkind::block: return "a block";
+    case vkind::segment: return "a segment";
+    case vkind::annotation: return "an annotation";
+    case vkind::empty_list: return "an empty list";
+    default: return "a container";
+  }
+}
+
+bool fail(error& failure, std::string_view record, std::string_view key, std::string_view expected, vkind seen) {
+  failure = {errc::not_a_snapshot, 0,
+             std::string(record) + " key '" + std::string(key) + "' is " + kind_name(seen) + ", expected " +
+                 std::string(expected)};
+  return false;
+}
+
+}  // namespace
+
+std::size_t snapshot_builder::frame_key_hash::operator()(const frame& f) const noexcept {
+  std::uint64_t h = (std::uint64_t{f.name} << 32) ^ f.filename;
+  h ^= static_cast<std::uint64_t>(f.line) * 0x9e3779b97f4a7c15ULL;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+snapshot_builder::snapshot_builder() {
+  for (std::string_view text : known_strings) make_string(text, false);
+  stack_offsets_.push_back(0);
+  stack_offsets_.push_back(0);  // stack 0: the empty stack
+}
+
+value snapshot_builder::make_integer(std::int64_t number) {
+  if (number >= value::inline_min && number <= value::inline_max) {
+    return value::make(vkind::integer, static_cast<std::uint64_t>(number));
+  }
+  wide_integers_.push_back(number);
+  return value::make(vkind::big_integer, wide_integers_.size() - 1);
+}
+
+value snapshot_builder::make_real(double number) {
+  reals_.push_back(number);
+  return value::make(vkind::real, reals_.size() - 1);
+}
+
+value snapshot_builder::make_string(std::string_view text, bool is_bytes) {
+  vkind kind = is_bytes ? vkind::bytes : vkind::string;
+  auto found = string_ids_.find(text);
+  if (found != string_ids_.end()) return value::make(kind, found->second);
+  auto id = static_cast<string_id>(string_storage_.size());
+  const std::string& stored = string_storage_.emplace_back(text);
+  string_ids_.emplace(stored, id);
+  return value::make(kind, id);
+}
+
+std::uint32_t snapshot_builder::take_container_slot(container_type type) {
+  std::uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(containers_.size());
+    containers_.emplace_back();
+  }
+  containers_[slot].type = type;
+  containers_[slot].sealed = false;
+  containers_[slot].memo_index = UINT64_MAX;
+  return slot;
+}
+
+void snapshot_builder::release_container_slot(std::uint32_t slot) {
+  auto& items = containers_[slot].items;
+  items.clear();
+  if (items.capacity() > 64) items.shrink_to_fit();  // keep small buffers for reuse only
+  free_slots_.push_back(slot);
+}
+
+value snapshot_builder::new_container(container_type type) {
+  std::uint32_t slot = take_container_slot(type);
+  objects_.push_back(value::make(vkind::container, slot));
+  return value::make(vkind::object, objects_.size() - 1);
+}
+
+value snapshot_builder::make_filled(container_type type, std::span<const value> items) {
+  value made = new_container(type);
+  container& filled = containers_[objects_[made.index()].index()];
+  filled.items.assign(items.begin(), items.end());
+  filled.sealed = true;  // built whole by one opcode: never open
+  return made;
+}
+
+const snapshot_builder::container* snapshot_builder::generic_container(value item) const {
+  if (item.kind() != vkind::object) return nullptr;
+  value entry = objects_[item.index()];
+  return entry.kind() == vkind::container ? &containers_[entry.index()] : nullptr;
+}
+
+bool snapshot_builder::consume_object(value& item, error& failure) {
+  value entry = objects_[item.index()];
+  if (entry.kind() != vkind::container) {
+    item = entry;  // already became a record
+    return true;
+  }
+  if (containers_[entry.index()].sealed) return true;
+  return seal(item.index(), item, failure);
+}
+
+void snapshot_builder::note_memoized(value item, std::uint64_t index) {
+  if (item.kind() != vkind::object) return;
+  value entry = objects_[item.index()];
+  if (entry.kind() == vkind::container) containers_[entry.index()].memo_index = index;
+}
+
+bool snapshot_builder::extend(value target, std::span<const value> items, error& failure) {
+  if (target.kind() != vkind::object) {
+    failure = {errc::type_mismatch, 0, std::string("cannot add items to ") + kind_name(target.kind())};
+    return false;
+  }
+  value entry = objects_[target.index()];
+  if (entry.kind() != vkind::container) {
+    failure = {errc::container_reused, 0, std::string("container changed after it became ") + kind_name(entry.kind())};
+    return false;
+  }
+  container& into = containers_[entry.index()];
+  if (into.type == container_type::tuple) {
+    failure = {errc::type_mismatch, 0, "cannot add items to a tuple"};
+    return false;
+  }
+  into.items.insert(into.items.end(), items.begin(), items.end());
+  return true;
+}
+
+bool snapshot_builder::seal(std::uint32_t object_id, value& sealed, error& failure) {
+  std::uint32_t slot = objects_[object_id].index();
+  container& sealing = containers_[slot];
+  sealing.sealed = true;
+  value converted = value::make(vkind::object, object_id);
+  bool ok = true;
+  if (sealing.type == container_type::list) {
+    ok = seal_list(sealing, converted);
+  } else if (sealing.type == container_type::dict) {
+    ok = seal_dict(sealing, converted, failure);
+  }
+  if (!ok) return false;
+  if (converted.kind() != vkind::object) {
+    objects_[object_id] = converted;
+    std::uint64_t memo_index = sealing.memo_index;
+    if (memo_ != nullptr && memo_index < memo_->size() && (*memo_)[memo_index].bits == value::make(vkind::object, object_id).bits) {
+      (*memo_)[memo_index] = converted;
+    }
+    release_container_slot(slot);
+  }
+  sealed = converted;
+  return true;
+}
+
+bool snapshot_builder::seal_list(container& list, value& sealed) {
+  if (list.items.empty()) {
+    sealed = value::make(vkind::empty_list, 0);
+    return true;
+  }
+  for (value item : list.items) {
+    if (item.kind() != vkind::frame) return true;  // a generic list
+  }
+  sealed = value::make(vkind::stack, intern_stack(list.items));
+  return true;
+}
+
+bool snapshot_builder::seal_dict(container& dict, value& sealed, error& failure) {
+  if (dict.items.size() % 2 != 0) {
+    failure = {errc::type_mismatch, 0, "dict with a key and no value"};
+    return false;
+  }
+  std::uint64_t mask = key_mask(dict.items);
+  if (mask & bit(s_action)) return make_event(dict.items, sealed, failure);
+  if ((mask & (bit(s_name) | bit(s_filename) | bit(s_line))) == (bit(s_name) | bit(s_filename) | bit(s_line))) {
+    return make_frame(dict.items, sealed, failure);
+  }
+  if ((mask & (bit(s_total_size) | bit(s_blocks))) == (bit(s_total_size) | bit(s_blocks))) {
+    return make_segment(dict.items, sealed, failure);
+  }
+  if ((mask & (bit(s_state) | bit(s_size))) == (bit(s_state) | bit(s_size))) {
+    return make_block(dict.items, sealed, failure);
+  }
+  if ((mask & (bit(s_stage) | bit(s_name))) == (bit(s_stage) | bit(s_name))) {
+    return make_annotation(dict.items, sealed, failure);
+  }
+  return true;  // a generic dict
+}
+
+bool snapshot_builder::get_integer(value item, std::int64_t& out) const {
+  if (item.kind() == vkind::integer) {
+    out = item.inline_integer();
+    return true;
+  }
+  if (item.kind() == vkind::big_integer) {
+    out = wide_integers_[item.index()];
+    return true;
+  }
+  return false;
+}
+
+bool snapshot_builder::get_string(value item, std::string_view& out) const {
+  if (item.kind() != vkind::string) return false;
+  out = string_storage_[item.index()];
+  return true;
+}
+
+bool snapshot_builder::make_event(std::span<const value> pairs, value& sealed, error& failure) {
+  trace_event event;
+  for (std::size_t i = 0; i < pairs.size(); i += 2) {
+    value key = pairs[i];
+    value item = pairs[i + 1];
+    if (key.kind() != vkind::string) continue;
+    std::int64_t number = 0;
+    auto need_integer = [&](std::string_view name) {
+      return get_integer(item, number) || fail(failure, "trace entry", name, "an int", item.kind());
+    };
+    switch (key.index()) {
+      case s_action:
+        if (item.kind() != vkind::string) return fail(failure, "trace entry", "action", "a str", item.kind());
+        event.action_name = item.index();
+        event.action = (item.index() >= s_alloc && item.index() <= s_annotate)
+                           ? static_cast<trace_action>(item.index() - s_alloc)
+                           : trace_action::unknown;
+        break;
+      case s_addr:
+      case s_device_free:
+        if (!need_integer("addr")) return false;
+        event.addr = static_cast<std::uint64_t>(number);
+        break;
+      case s_size:
+        if (!need_integer("size")) return false;
+        event.size = static_cast<std::uint64_t>(number);
+        break;
+      case s_stream:
+        if (!need_integer("stream")) return false;
+        event.stream = intern_stream(static_cast<std::uint64_t>(number));
+        break;
+      case s_time_us:
+        if (!need_integer("time_us")) return false;
+        event.time_us = number;
+        break;
+      case s_compile_context:
+        if (item.kind() == vkind::string) event.compile_context = item.index();
+        break;
+      case s_user_metadata:
+        if (item.kind() == vkind::string) event.user_metadata = item.index();
+        break;
+      case s_frames:
+        if (item.kind() == vkind::stack) {
+          event.stack = item.index();
+        } else if (item.kind() != vkind::empty_list && item.kind() != vkind::none) {
+          return fail(failure, "trace entry", "frames", "a list of frames", item.kind());
+        }
+        break;
+      default:
+        break;  // keys from newer torch versions are ignored
+    }
+  }
+  events_.push_back(event);
+  sealed = value::make(vkind::event, events_.size() - 1);
+  return true;
+}
+
+bool snapshot_builder::make_frame(std::span<const value> pairs, value& sealed, error& failure) {
+  frame made;
+  for (std::size_t i = 0; i < pairs.size(); i += 2) {
+    value key = pairs[i];
+    value item = pairs[i + 1];
+    if (key.kind() != vkind::string) continue;
+    if (key.index() == s_name || key.index() == s_filename) {
+      if (item.kind() != vkind::string) return fail(failure, "frame", known_strings[key.index()], "a str", item.kind());
+      (key.index() == s_name ? made.name : made.filename) = item.index();
+    } else if (key.index() == s_line) {
+      if (!get_integer(item, made.line)) return fail(failure, "frame", "line", "an int", item.kind());
+    }
+  }
+  auto [found, inserted] = frame_ids_.try_emplace(made, static_cast<frame_id>(frames_.size()));
+  if (inserted) frames_.push_back(made);
+  sealed = value::make(vkind::frame, found->second);
+  return true;
+}
+
+bool snapshot_builder::make_block(std::span<const value> pairs, value& sealed, error& failure) {
+  block made;
+  made.address = missing_address_block;  // older torch: derived from the segment later
+  bool has_address = false;
+  for (std::size_t i = 0; i < pairs.size(); i += 2) {
+    value key = pairs[i];
+    value item = pairs[i + 1];
+    if (key.kind() != vkind::string) continue;
+    std::int64_t number = 0;
+    switch (key.index()) {
+      case s_address:
+      case s_size:
+      case s_requested_size:
+        if (!get_integer(item, number)) return fail(failure, "block", known_strings[key.index()], "an int", item.kind());
+        if (key.index() == s_address) {
+          made.address = static_cast<std::uint64_t>(number);
+          has_address = true;
+        } else {
+          (key.index() == s_size ? made.size : made.requested_size) = static_cast<std::uint64_t>(number);
+        }
+        break;
+      case s_state:
+        if (item.kind() != vkind::string) return fail(failure, "block", "state", "a str", item.kind());
+        switch (item.index()) {
+          case s_active_allocated: made.state = block_state::active_allocated; break;
+          case s_active_pending_free:
+          case s_active_awaiting_free: made.state = block_state::active_pending_free; break;
+          case s_inactive: made.state = block_state::inactive; break;
+          default: made.state = block_state::unknown; break;
+        }
+        break;
+      case s_frames:
+        if (item.kind() == vkind::stack) made.stack = item.index();
+        break;
+      default:
+        break;
+    }
+  }
+  if (!has_address) made.address = missing_address_block;
+  blocks_.push_back(made);
+  sealed = value::make(vkind::block, blocks_.size() - 1);
+  return true;
+}
+
+bool snapshot_builder::make_segment(std::span<const value> pairs, value& sealed, error& failure) {
+  segment made;
+  const container* block_list = nullptr;
+  for (std::size_t i = 0; i < pairs.size(); i += 2) {
+    value key = pairs[i];
+    value item = pairs[i + 1];
+    if (key.kind() != vkind::string) continue;
+    std::int64_t number = 0;
+    auto integer_field = [&](auto& field) {
+      if (!get_integer(item, number)) return fail(failure, "segment", known_strings[key.index()], "an int", item.kind());
+      field = static_cast<std::remove_reference_t<decltype(field)>>(number);
+      return true;
+    };
+    switch (key.index()) {
+      case s_device: if (!integer_field(made.device)) return false; break;
+      case s_address: if (!integer_field(made.address)) return false; break;
+      case s_total_size: if (!integer_field(made.total_size)) return false; break;
+      case s_allocated_size: if (!integer_field(made.allocated_size)) return false; break;
+      case s_active_size: if (!integer_field(made.active_size)) return false; break;
+      case s_requested_size: if (!integer_field(made.requested_size)) return false; break;
+      case s_stream: if (!integer_field(made.stream)) return false; break;
+      case s_segment_type:
+        if (item.kind() == vkind::string) made.segment_type = item.index();
+        break;
+      case s_is_expandable:
+        made.is_expandable = item.kind() == vkind::boolean && item.payload() != 0;
+        break;
+      case s_frames:
+        if (item.kind() == vkind::stack) made.stack = item.index();
+        break;
+      case s_segment_pool_id:
+        if (const container* pool = generic_container(item); pool != nullptr && pool->items.size() == 2) {
+          get_integer(pool->items[0], made.pool_id_first);
+          get_integer(pool->items[1], made.pool_id_second);
+        }
+        break;
+      case s_blocks:
+        if (item.kind() == vkind::empty_list) break;
+        block_list = generic_container(item);
+        if (block_list == nullptr) return fail(failure, "segment", "blocks", "a list of blocks", item.kind());
+        break;
+      default:
+        break;
+    }
+  }
+  if (block_list != nullptr) {
+    // Blocks are usually sealed right before their segment, so they already form a range.
+    bool contiguous = true;
+    for (std::size_t i = 0; i < block_list->items.size(); ++i) {
+      value item = block_list->items[i];
+      if (item.kind() != vkind::block) {
+        failure = {errc::not_a_snapshot, 0, std::string("segment blocks hold ") + kind_name(item.kind())};
+        return false;
+      }
+      if (item.index() != block_list->items[0].index() + i) contiguous = false;
+    }
+    if (contiguous) {
+      made.first_block = block_list->items[0].index();
+    } else {
+      made.first_block = static_cast<std::uint32_t>(blocks_.size());
+      for (value item : block_list->items) blocks_.push_back(blocks_[item.index()]);
+    }
+    made.block_count = static_cast<std::uint32_t>(block_list->items.size());
+    std::uint64_t next_address = made.address;
+    for (std::uint32_t i = 0; i < made.block_count; ++i) {
+      block& owned = blocks_[made.first_block + i];
+      if (owned.address == missing_address_block) owned.address = next_address;
+      next_address = owned.address + owned.size;
+    }
+  }
+  segments_.push_back(made);
+  sealed = value::make(vkind::segment, segments_.size() - 1);
+  return true;
+}
+
+bool snapshot_builder::make_annotation(std::span<const value> pairs, value& sealed, error&) {
+  annotation made;
+  for (std::size_t i = 0; i < pairs.size(); i += 2) {
+    value key = pairs[i];
+    value item = pairs[i + 1];
+    std::string_view text;
+    if (key.kind() != vkind::string) continue;
+    if (key.index() == s_stage && get_string(item, text)) made.stage = text;
+    if (key.index() == s_name && get_string(item, text)) made.name = text;
+    if (key.index() == s_device) get_integer(item, made.device);
+    if (key.index() == s_time_us) get_integer(item, made.time_us);
+  }
+  annotations_.push_back(std::move(made));
+  sealed = value::make(vkind::annotation, annotations_.size() - 1);
+  return true;
+}
+
+stack_id snapshot_builder::intern_stack(std::span<const value> frames) {
+  std::uint64_t hash = 1469598103934665603ULL;
+  for (value item : frames) hash = (hash ^ item.payload()) * 1099511628211ULL;
+  auto equal = [&](stack_id id) {
+    std::uint32_t begin = stack_offsets_[id];
+    std::uint32_t end = stack_offsets_[id + 1];
+    if (end - begin != frames.size()) return false;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      if (stack_frames_[begin + i] != frames[i].index()) return false;
+    }
+    return true;
+  };
+  auto head = stack_by_hash_.find(hash);
+  if (head != stack_by_hash_.end()) {
+    for (stack_id id = head->second; id != 0; id = stack_next_[id]) {
+      if (equal(id)) return id;
+    }
+  }
+  auto id = static_cast<stack_id>(stack_offsets_.size() - 1);
+  for (value item : frames) stack_frames_.push_back(item.index());
+  stack_offsets_.push_back(static_cast<std::uint32_t>(stack_frames_.size()));
+  stack_next_.resize(id + 1, 0);
+  if (head != stack_by_hash_.end()) {
+    stack_next_[id] = head->second;
+    head->second = id;
+  } else {
+    stack_by_hash_.emplace(hash, id);
+  }
+  return id;
+}
+
+std::uint32_t snapshot_builder::intern_stream(std::uint64_t raw_stream) {
+  auto [found, inserted] = stream_ids_.try_emplace(raw_stream, static_cast<std::uint32_t>(streams_.size()));
+  if (inserted) streams_.push_back(raw_stream);
+  return found->second;
+}
+
+bool snapshot_builder::to_plain(value item, plain_value& out, int depth, error& failure) const {
+  if (depth > 32) {
+    failure = {errc::not_a_snapshot, 0, "allocator_settings nested more than 32 levels"};
+    return false;
+  }
+  switch (item.kind()) {
+    case vkind::none: out.type = plain_value::kind::none; return true;
+    case vkind::boolean: out.type = plain_value::kind::boolean; out.boolean = item.payload() != 0; return true;
+    case vkind::integer:
+    case vkind::big_integer: out.type = plain_value::kind::integer; get_integer(item, out.integer); return true;
+    case vkind::real: out.type = plain_value::kind::real; out.real = reals_[item.index()]; return true;
+    case vkind::string:
+    case vkind::bytes: out.type = plain_value::kind::text; out.text = string_storage_[item.index()]; return true;
+    case vkind::empty_list: out.type = plain_value::kind::list; return true;
+    default: break;
+  }
+  const container* source = generic_container(item);
+  if (source == nullptr) {
+    out.type = plain_value::kind::text;
+    out.text = std::string("<") + kind_name(item.kind()) + ">";
+    return true;
+  }
+  bool is_dict = source->type == container_type::dict;
+  out.type = is_dict ? plain_value::kind::dict : plain_value::kind::list;
+  std::size_t step = is_dict ? 2 : 1;
+  for (std::size_t i = 0; i < source->items.size(); i += step) {
+    if (is_dict) {
+      std::string_view key;
+      out.keys.emplace_back(get_string(source->items[i], key) ? std::string(key) : std::string("<key>"));
+    }
+    out.items.emplace_back();
+    if (!to_plain(source->items[i + step - 1], out.items.back(), depth + 1, failure)) return false;
+  }
+  return true;
+}
+
+bool snapshot_builder::finish(value root, snapshot& out, error& failure) {
+  const container* top = generic_container(root);
+  value segments_value = value::make(vkind::none, 0);
+  value traces_value = value::make(vkind::none, 0);
+  value settings_value = value::make(vkind::none, 0);
+  value annotations_value = value::make(vkind::none, 0);
+  if (top != nullptr && top->type == container_type::dict) {
+    for (std::size_t i = 0; i < top->items.size(); i += 2) {
+      value key = top->items[i];
+      if (key.kind() != vkind::string) continue;
+      switch (key.index()) {
+        case s_segments: segments_value = top->items[i + 1]; break;
+        case s_device_traces: traces_value = top->items[i + 1]; break;
+        case s_allocator_settings: settings_value = top->items[i + 1]; break;
+        case s_external_annotations: annotations_value = top->items[i + 1]; break;
+        default: break;
+      }
+    }
+    if (segments_value.kind() == vkind::none && traces_value.kind() == vkind::none) {
+      failure = {errc::not_a_snapshot, 0, "a dict without 'segments' or 'device_traces'"};
+      return false;
+    }
+  } else if ((top != nullptr && top->type == container_type::list) || root.kind() == vkind::empty_list) {
+    segments_value = root;  // the legacy format: a bare list of segments
+    out.had_legacy_list_format = true;
+  } else {
+    failure = {errc::not_a_snapshot, 0, std::string("the pickle holds ") + kind_name(root.kind()) + ", not a dict"};
+    return false;
+  }
+
+  auto items_of = [&](value list, std::string_view what, std::span<const value>& items) {
+    if (list.kind() == vkind::none || list.kind() == vkind::empty_list) return true;
+    const container* held = generic_container(list);
+    if (held == nullptr || held->type == container_type::dict) {
+      failure = {errc::not_a_snapshot, 0, std::string(what) + " is " + kind_name(list.kind()) + ", expected a list"};
+      return false;
+    }
+    items = held->items;
+    return true;
+  };
+
+  std::span<const value> segment_items;
+  if (!items_of(segments_value, "'segments'", segment_items)) return false;
+  out.segments.reserve(segment_items.size());
+  for (value item : segment_items) {
+    if (item.kind() != vkind::segment) {
+      failure = {errc::not_a_snapshot, 0, std::string("'segments' holds ") + kind_name(item.kind())};
+      return false;
+    }
+    out.segments.push_back(segments_[item.index()]);
+  }
+
+  std::span<const value> trace_lists;
+  if (!items_of(traces_value, "'device_traces'", trace_lists)) return false;
+  // Events are sealed in pickle order, so each device's list is normally a range already;
+  // otherwise copy them into device order.
+  bool in_order = true;
+  std::uint32_t expected = 0;
+  std::vector<std::span<const value>> per_device(trace_lists.size());
+  for (std::size_t device = 0; device < trace_lists.size(); ++device) {
+    if (!items_of(trace_lists[device], "a device trace", per_device[device])) return false;
+    for (value item : per_device[device]) {
+      if (item.kind() != vkind::event) {
+        failure = {errc::not_a_snapshot, 0, "device_traces[" + std::to_string(device) + "] holds " + kind_name(item.kind())};
+        return false;
+      }
+      if (item.index() != expected++) in_order = false;
+    }
+  }
+  std::vector<trace_event> ordered;
+  if (!in_order) {
+    ordered.reserve(expected);
+    for (auto items : per_device) {
+      for (value item : items) ordered.push_back(events_[item.index()]);
+    }
+  } else {
+    events_.resize(expected);
+    ordered = std::move(events_);
+  }
+  std::uint32_t first = 0;
+  for (std::size_t device = 0; device < per_device.size(); ++device) {
+    auto count = static_cast<std::uint32_t>(per_device[device].size());
+    out.device_traces.push_back({static_cast<std::int64_t>(device), first, count});
+    first += count;
+  }
+  out.events = std::move(ordered);
+
+  if (const container* settings = generic_container(settings_value); settings && settings->type == container_type::dict) {
+    for (std::size_t i = 0; i + 1 < settings->items.size(); i += 2) {
+      std::string_view key;
+      if (!get_string(settings->items[i], key)) continue;
+      plain_value converted;
+      if (!to_plain(settings->items[i + 1], converted, 0, failure)) return false;
+      out.allocator_settings.emplace_back(std::string(key), std::move(converted));
+    }
+  }
+  std::span<const value> annotation_items;
+  if (generic_container(annotations_value) != nullptr && items_of(annotations_value, "", annotation_items)) {
+    for (value item : annotation_items) {
+      if (item.kind() == vkind::annotation) out.annotations.push_back(std::move(annotations_[item.index()]));
+    }
+  }
+
+  out.blocks = std::move(blocks_);
+  out.streams = std::move(streams_);
+  out.frames = std::move(frames_);
+  out.stack_frames = std::move(stack_frames_);
+  out.stack_offsets = std::move(stack_offsets_);
+  string_ids_.clear();
+  out.strings.reserve(string_storage_.size());
+  for (auto& text : string_storage_) out.strings.push_back(std::move(text));
+  string_storage_.clear();
+  return true;
+}
+
+}  // namespace rlmem::detail

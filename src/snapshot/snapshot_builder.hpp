@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Turns the pickle machine's containers into snapshot records as soon as each one is complete,
+// so a snapshot never exists as a generic object tree: frames, stacks and strings are interned
+// on the fly and trace entries become 48-byte records.
+
+#include "value.hpp"
+
+#include <rlmem/error.hpp>
+#include <rlmem/snapshot.hpp>
+#include <rlmem/snapshot_reader.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace rlmem::detail {
+
+enum class container_type : std::uint8_t { list, tuple, dict, set };
+
+class snapshot_builder {
+ public:
+  snapshot_builder();
+
+  value make_integer(std::int64_t number);
+  value make_real(double number);
+  value make_string(std::string_view text, bool is_bytes);
+  /// A new, open container; the returned value has kind `object`.
+  value new_container(container_type type);
+
+  /// Seals `item` on its way into a parent (or out as the root): a complete container becomes
+  /// a record (frame, stack, event, block, segment) or stays a generic container.
+  /// Returns false with `failure` set when a container's content is not what its shape says.
+  bool consume(value& item, error& failure) {
+    return item.kind() != vkind::object || consume_object(item, failure);
+  }
+  /// Appends already consumed items to the open container `target`. Dicts take key/value pairs.
+  bool extend(value target, std::span<const value> items, error& failure);
+  /// A sealed tuple, list, dict or frozenset made of already consumed items.
+  value make_filled(container_type type, std::span<const value> items);
+
+  /// Lets the builder replace memo entries of containers that become records, so later memo
+  /// lookups yield the record directly. IMPORTANT: `memo` must outlive the builder's use.
+  void track_memo(std::vector<value>& memo) { memo_ = &memo; }
+  /// Tells the builder that `item` was stored at memo `index`.
+  void note_memoized(value item, std::uint64_t index);
+
+  /// Builds the snapshot from the consumed root value.
+  bool finish(value root, snapshot& out, error& failure);
+
+ private:
+  struct container {
+    container_type type = container_type::list;
+    bool sealed = false;
+    std::uint64_t memo_index = UINT64_MAX;  // where the pickle memoized it, if it did
+    std::vector<value> items;
+  };
+  struct frame_key_hash {
+    std::size_t operator()(const frame& f) const noexcept;
+  };
+  struct frame_key_equal {
+    bool operator()(const frame& a, const frame& b) const noexcept {
+      return a.name == b.name && a.filename == b.filename && a.line == b.line;
+    }
+  };
+
+  bool consume_object(value& item, error& failure);
+  std::uint32_t take_container_slot(container_type type);
+  void release_container_slot(std::uint32_t slot);
+  const container* generic_container(value item) const;
+
+  bool seal(std::uint32_t object_id, value& sealed, error& failure);
+  bool seal_list(container& list, value& sealed);
+  bool seal_dict(container& dict, value& sealed, error& failure);
+  bool make_event(std::span<const value> pairs, value& sealed, error& failure);
+  bool make_frame(std::span<const value> pairs, value& sealed, error& failure);
+  bool make_block(std::span<const value> pairs, value& sealed, error& failure);
+  bool make_segment(std::span<const value> pairs, value& sealed, error& failure);
+  bool make_annotation(std::span<const value> pairs, value& sealed, error& failure);
+  bool to_plain(value item, plain_value& out, int depth, error& failure) const;
+
+  bool get_integer(value item, std::int64_t& out) const;
+  bool get_string(value item, std::string_view& out) const;
+  stack_id intern_stack(std::span<const value> frames);
+  std::uint32_t intern_stream(std::uint64_t raw_stream);
+
+  // Interned strings; the views in string_ids_ point into string_storage_ (a deque: stable).
+  std::deque<std::string> string_storage_;
+  std::unordered_map<std::string_view, string_id> string_ids_;
+  std::vector<std::int64_t> wide_integers_;
+  std::vector<double> reals_;
+
+  std::vector<value>* memo_ = nullptr;
+  std::vector<value> objects_;         // object id -> container or the record it became
+  std::vector<container> containers_;  // open and generic containers; slots are reused
+  std::vector<std::uint32_t> free_slots_;
+
+  std::vector<frame> frames_;
+  std::unordered_map<frame, frame_id, frame_key_hash, frame_key_equal> frame_ids_;
+  std::vector<frame_id> stack_frames_;
+  std::vector<std::uint32_t> stack_offsets_;
+  std::unordered_map<std::uint64_t, stack_id> stack_by_hash_;  // head of a collision chain
+  std::vector<stack_id> stack_next_;                           // next stack with the same hash
+
+  std::vector<trace_event> events_;
+  std::vector<block> blocks_;
+  std::vector<segment> segments_;
+  std::vector<annotation> annotations_;
+  std::vector<std::uint64_t> streams_;
+  std::unordered_map<std::uint64_t, std::uint32_t> stream_ids_;
+};
+
+}  // namespace rlmem::detail
