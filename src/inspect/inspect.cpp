@@ -119,20 +119,25 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   std::vector<site_usage> sites;
   for (const auto& [address, held] : state.blocks()) {
     if (held.pending_free) continue;
-    auto cached = site_of_stack.find(held.stack);
+    // Stack 0 means two things: made before recording began, or made where torch saw no
+    // Python frames (the autograd engine's backward threads); keep them apart.
+    stack_id cache_key = held.stack == 0 && held.before_trace ? UINT32_MAX : held.stack;
+    auto cached = site_of_stack.find(cache_key);
     std::size_t index;
     if (cached != site_of_stack.end()) {
       index = cached->second;
     } else {
       allocation_site resolved = resolve_site(snap, held.stack);
-      if (held.stack == 0 && held.before_trace) resolved.label = "<allocated before recording, no stack>";
+      if (held.stack == 0) {
+        resolved.label = held.before_trace ? "<allocated before recording began>" : "<no Python stack: autograd backward or a C++ thread>";
+      }
       auto [found, inserted] = site_index.try_emplace(resolved.label, sites.size());
       if (inserted) {
         sites.push_back({std::move(resolved), 0, 0});
         largest_in_site.push_back(0);
       }
       index = found->second;
-      site_of_stack.emplace(held.stack, index);
+      site_of_stack.emplace(cache_key, index);
     }
     site_usage& usage = sites[index];
     usage.bytes += held.bytes;

@@ -63,15 +63,16 @@ void live_set::unmap_range(std::uint64_t address, std::uint64_t size) {
 
 std::uint64_t live_set::block_size_for(const trace_event& event) const {
   std::uint64_t rounded = allocator_rounded_size(event.size);
+  // Expandable segments map pages on demand: a segment's mapped bytes are not one contiguous
+  // range, so the free space after a block cannot be read off the segments. The dumps we have
+  // show their blocks at the rounded size.
+  if (expandable_) return rounded;
   // End of the reserved memory that holds the address (adjacent mapped ranges are one segment).
   auto range = mapped_.upper_bound(event.addr);
   if (range == mapped_.begin()) return rounded;
   --range;
   std::uint64_t reserved_end = range->first + range->second;
   if (reserved_end <= event.addr) return rounded;
-  if (expandable_) {
-    for (auto next = std::next(range); next != mapped_.end() && next->first == reserved_end; ++next) reserved_end += next->second;
-  }
   auto next_block = blocks_.upper_bound(event.addr);
   std::uint64_t free_end = next_block == blocks_.end() ? reserved_end : std::min(reserved_end, next_block->first);
   if (free_end < event.addr + rounded) return rounded;

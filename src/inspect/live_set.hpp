@@ -43,7 +43,7 @@ class live_set {
   std::map<std::uint64_t, live_block> blocks_;
   std::map<std::uint64_t, std::uint64_t> mapped_;  // reserved ranges: address -> bytes
   std::uint64_t max_split_bytes_ = UINT64_MAX;
-  bool expandable_ = false;  // adjacent mapped ranges belong to one growing segment
+  bool expandable_ = false;  // expandable_segments:True in the allocator settings
   std::int64_t allocated_bytes_ = 0;
   std::uint64_t frees_of_earlier_blocks_ = 0;
   std::uint64_t inconsistencies_ = 0;

@@ -91,6 +91,7 @@ snapshot_builder::snapshot_builder() {
   for (std::string_view text : known_strings) make_string(text, false);
   stack_offsets_.push_back(0);
   stack_offsets_.push_back(0);  // stack 0: the empty stack
+  intern_stream(0);             // stream 0: the default stream, for entries without the key
 }
 
 value snapshot_builder::make_integer(std::int64_t number) {

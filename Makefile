@@ -1,0 +1,64 @@
+# rlmem: two commands do everything on a fresh Debian 12 machine: `make demo` and `make test`.
+# Each installs what is missing first (as root via apt-get; otherwise it prints the line to run).
+
+PACKAGES := cmake g++ make pkg-config nlohmann-json3-dev libfmt-dev libcli11-dev \
+            zlib1g-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev
+FUZZ_PACKAGES := clang libclang-rt-dev
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+DEMO_SNAPSHOT := testdata/snapshots/grpo_clean.pickle.zst
+
+.PHONY: all deps build demo test test-release test-sanitize bench fuzz clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(PACKAGES) $(EXTRA_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  else \
+	    echo "rlmem needs Debian packages; run:"; echo "  sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+# Release binary at build/rlmem.
+build: deps
+	cmake --preset release
+	cmake --build --preset release --target rlmem -j $(JOBS)
+
+demo: build
+	./build/rlmem inspect $(DEMO_SNAPSHOT)
+
+# Every test, twice: a Release build, then an AddressSanitizer + UBSan build.
+test: test-release test-sanitize
+
+test-release: deps
+	cmake --preset release
+	cmake --build --preset release -j $(JOBS)
+	ctest --preset release -j $(JOBS)
+
+test-sanitize: deps
+	cmake --preset sanitize
+	cmake --build --preset sanitize -j $(JOBS)
+	ctest --preset sanitize -j $(JOBS)
+
+bench: deps
+	cmake --preset bench
+	cmake --build --preset bench -j $(JOBS)
+	./build-bench/bench/rlmem_bench --benchmark_counters_tabular=true
+	bench/peak_rss.sh build-bench/rlmem
+
+# libFuzzer run of the snapshot reader: make fuzz FUZZ_SECONDS=600
+FUZZ_SECONDS ?= 600
+fuzz:
+	$(MAKE) deps EXTRA_PACKAGES="$(FUZZ_PACKAGES)"
+	cmake --preset fuzz
+	cmake --build --preset fuzz --target all_fuzzers -j $(JOBS)
+	mkdir -p build-fuzz/corpus && cp -n fuzz/corpus/fuzz_snapshot_reader/* build-fuzz/corpus/
+	./build-fuzz/fuzz/fuzz_snapshot_reader build-fuzz/corpus -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=build-fuzz/
+
+clean:
+	rm -rf build build-debug build-sanitize build-fuzz build-bench

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+// libFuzzer target: any byte string must give a snapshot or an error, never a crash.
+
+#include <rlmem/inspect.hpp>
+#include <rlmem/snapshot_reader.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // An exact-size copy, so AddressSanitizer sees any read past the end.
+  auto copy = std::make_unique<std::byte[]>(size);
+  if (size > 0) std::memcpy(copy.get(), data, size);
+  rlmem::read_options options;
+  options.limits.max_input_bytes = std::uint64_t{64} << 20;
+  options.limits.max_string_bytes = std::uint64_t{1} << 20;
+  options.limits.max_depth = 256;
+  auto read = rlmem::read_snapshot_bytes({copy.get(), size}, options);
+  if (read.ok()) {
+    // Whatever parsed must also survive the analyses.
+    rlmem::inspection result = rlmem::inspect(read.value());
+    (void)result;
+  }
+  return 0;
+}

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+// The reader against real snapshots: counts, fields and settings as PyTorch wrote them.
+
+#include "fixtures.hpp"
+
+#include <rlmem/snapshot_reader.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <string>
+
+namespace rlmem {
+
+using testing::fixture;
+
+namespace {
+
+std::array<std::uint64_t, trace_action_count> count_actions(const snapshot& snap) {
+  std::array<std::uint64_t, trace_action_count> counts{};
+  for (const trace_event& event : snap.events) ++counts[static_cast<std::size_t>(event.action)];
+  return counts;
+}
+
+std::string frame_string(const snapshot& snap, frame_id id) {
+  const frame& f = snap.frames[id];
+  return std::string(snap.str(f.name)) + "@" + std::string(snap.str(f.filename)) + ":" + std::to_string(f.line);
+}
+
+}  // namespace
+
+TEST(reader, grpo_clean_has_the_records_torch_wrote) {
+  const snapshot& snap = fixture("grpo_clean.pickle.zst");
+  EXPECT_EQ(snap.segments.size(), 69u);
+  EXPECT_EQ(snap.blocks.size(), 467u);
+  ASSERT_EQ(snap.device_traces.size(), 1u);
+  EXPECT_EQ(snap.device_traces[0].event_count, 188494u);
+  auto counts = count_actions(snap);
+  EXPECT_EQ(counts[static_cast<std::size_t>(trace_action::alloc)], 62947u);
+  EXPECT_EQ(counts[static_cast<std::size_t>(trace_action::free_requested)], 62748u);
+  EXPECT_EQ(counts[static_cast<std::size_t>(trace_action::free_completed)], 62748u);
+  EXPECT_EQ(counts[static_cast<std::size_t>(trace_action::segment_alloc)], 51u);
+  EXPECT_EQ(snap.frames.size(), 136u) << "distinct (name, filename, line) frames";
+  EXPECT_EQ(snap.annotations.size(), 12u);
+  EXPECT_EQ(snap.annotations[0].name, "Optimizer.step#AdamW.step");
+  EXPECT_EQ(snap.annotations[0].stage, "START");
+  EXPECT_EQ(snap.annotations[0].time_us, 1795307816754044);
+}
+
+TEST(reader, first_and_last_events_keep_every_field) {
+  const snapshot& snap = fixture("grpo_clean.pickle.zst");
+  const trace_event& first = snap.events.front();
+  EXPECT_EQ(first.action, trace_action::alloc);
+  EXPECT_EQ(first.addr, 140066208813568u);
+  EXPECT_EQ(first.size, 1024u);
+  EXPECT_EQ(first.time_us, 1795307810956326);
+  EXPECT_EQ(snap.streams[first.stream], 0u);
+  EXPECT_EQ(snap.str(first.compile_context), "N/A");
+  EXPECT_EQ(snap.str(first.user_metadata), "");
+  auto frames = snap.stack(first.stack);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frame_string(snap, frames[0]), "grpo_steps@/home/user/rl/record.py:52");
+  EXPECT_EQ(frame_string(snap, frames[2]), "<module>@/home/user/rl/record.py:197");
+  const trace_event& last = snap.events.back();
+  EXPECT_EQ(last.action, trace_action::free_completed);
+  EXPECT_EQ(last.addr, 140063778274816u);
+  EXPECT_EQ(last.size, 4u);
+}
+
+TEST(reader, segments_and_blocks_keep_every_field) {
+  const snapshot& snap = fixture("grpo_clean.pickle.zst");
+  const segment& first = snap.segments.front();
+  EXPECT_EQ(first.address, 140063514034176u);
+  EXPECT_EQ(first.total_size, 50331648u);
+  EXPECT_EQ(snap.str(first.segment_type), "large");
+  EXPECT_FALSE(first.is_expandable);
+  EXPECT_EQ(first.pool_id_first, 0);
+  ASSERT_EQ(first.block_count, 1u);
+  const block& only = snap.blocks_of(first)[0];
+  EXPECT_EQ(only.address, first.address);
+  EXPECT_EQ(only.requested_size, 49152000u);
+  EXPECT_EQ(only.state, block_state::inactive);
+  // Blocks tile their segment.
+  for (const segment& seg : snap.segments) {
+    std::uint64_t covered = 0;
+    for (const block& held : snap.blocks_of(seg)) covered += held.size;
+    EXPECT_EQ(covered, seg.total_size) << "segment at " << seg.address;
+  }
+}
+
+TEST(reader, allocator_settings_keep_types) {
+  const snapshot& snap = fixture("grpo_clean.pickle.zst");
+  const plain_value* split = snap.setting("max_split_size");
+  ASSERT_NE(split, nullptr);
+  EXPECT_EQ(split->integer, -1);
+  const plain_value* threshold = snap.setting("garbage_collection_threshold");
+  ASSERT_NE(threshold, nullptr);
+  EXPECT_EQ(threshold->type, plain_value::kind::real);
+  const plain_value* divisions = snap.setting("roundup_power2_divisions");
+  ASSERT_NE(divisions, nullptr);
+  EXPECT_EQ(divisions->type, plain_value::kind::dict);
+  EXPECT_EQ(divisions->keys.size(), 16u);
+  EXPECT_EQ(divisions->keys.back(), "32768");
+}
+
+TEST(reader, cpp_stacks_oom_entry_and_metadata) {
+  const snapshot& snap = fixture("tiny_oom_cpp_stacks.pickle");
+  ASSERT_EQ(snap.events.size(), 70u);
+  const trace_event* oom = nullptr;
+  for (const trace_event& event : snap.events) {
+    if (event.action == trace_action::oom) oom = &event;
+  }
+  ASSERT_NE(oom, nullptr);
+  EXPECT_EQ(oom->addr, 149148532736u) << "device_free is kept in addr";
+  EXPECT_EQ(oom->size, 40000000000000u);
+  EXPECT_EQ(snap.str(oom->user_metadata), "phase=train");
+  EXPECT_EQ(snap.frames.size() > 100, true) << "C++ frames are read";
+}
+
+TEST(reader, expandable_segments_and_compile_context) {
+  const snapshot& snap = fixture("tiny_oom_expandable_compile.pickle");
+  auto counts = count_actions(snap);
+  EXPECT_EQ(counts[static_cast<std::size_t>(trace_action::segment_map)], 6u);
+  EXPECT_EQ(counts[static_cast<std::size_t>(trace_action::segment_unmap)], 1u);
+  ASSERT_EQ(snap.segments.size(), 3u);
+  EXPECT_TRUE(snap.segments[0].is_expandable);
+  std::size_t compiled = 0;
+  for (const trace_event& event : snap.events) compiled += snap.str(event.compile_context) == "Torch-Compiled Region: 0/0";
+  EXPECT_EQ(compiled, 1u);
+  // torch writes an unknown line as 2**64 - 1; it must read, not fail.
+  bool unknown_line = false;
+  for (const frame& f : snap.frames) unknown_line = unknown_line || f.line == -1;
+  EXPECT_TRUE(unknown_line);
+}
+
+TEST(reader, gzip_and_plain_give_the_same_snapshot) {
+  const snapshot& plain = fixture("tiny_oom_expandable_compile.pickle");
+  const snapshot& zipped = fixture("tiny_oom_expandable_compile.pickle.gz");
+  ASSERT_EQ(plain.events.size(), zipped.events.size());
+  for (std::size_t i = 0; i < plain.events.size(); ++i) {
+    EXPECT_EQ(plain.events[i].addr, zipped.events[i].addr) << "event " << i;
+    EXPECT_EQ(plain.events[i].stack, zipped.events[i].stack) << "event " << i;
+  }
+  EXPECT_EQ(plain.strings, zipped.strings);
+}
+
+class protocols : public ::testing::TestWithParam<int> {};
+
+TEST_P(protocols, every_protocol_gives_the_same_snapshot) {
+  const snapshot& reference = fixture("tiny_oom_cpp_stacks.pickle");  // protocol 4, as torch writes
+  const snapshot& other = fixture("tiny_oom_cpp_stacks.protocol" + std::to_string(GetParam()) + ".pickle.zst");
+  ASSERT_EQ(other.events.size(), reference.events.size());
+  ASSERT_EQ(other.segments.size(), reference.segments.size());
+  for (std::size_t i = 0; i < reference.events.size(); ++i) {
+    const trace_event& a = reference.events[i];
+    const trace_event& b = other.events[i];
+    EXPECT_EQ(a.action, b.action) << "event " << i;
+    EXPECT_EQ(a.addr, b.addr) << "event " << i;
+    EXPECT_EQ(a.size, b.size) << "event " << i;
+    auto frames_a = reference.stack(a.stack);
+    auto frames_b = other.stack(b.stack);
+    ASSERT_EQ(frames_a.size(), frames_b.size()) << "event " << i;
+    for (std::size_t f = 0; f < frames_a.size(); ++f) {
+      EXPECT_EQ(frame_string(reference, frames_a[f]), frame_string(other, frames_b[f])) << "event " << i;
+    }
+  }
+  EXPECT_EQ(other.allocator_settings.size(), reference.allocator_settings.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(pickle, protocols, ::testing::Values(2, 3, 5));
+
+}  // namespace rlmem
