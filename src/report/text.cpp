@@ -124,12 +124,16 @@ std::string render_inspection_text(const snapshot& snap, const inspection& resul
       shown += usage.bytes;
       double share = result.peak_allocated_bytes > 0 ? 100.0 * static_cast<double>(usage.bytes) / static_cast<double>(result.peak_allocated_bytes) : 0.0;
       std::string site = usage.site.label;
-      if (!usage.site.user_frame.empty() && usage.site.user_frame != usage.site.label) site += "  <- " + usage.site.user_frame;
+      std::string user;
+      if (!usage.site.user_frame.empty() && usage.site.user_frame != usage.site.label) user = "<- " + usage.site.user_frame;
+      bool user_fits = !user.empty() && site.size() + 2 + user.size() <= site_width;
+      if (user_fits) site += "  " + user;
       out += fmt::format("  {:>10} {:>5.1f}% {:>6}  {}\n", format_bytes(static_cast<std::int64_t>(usage.bytes)), share,
                          format_count(usage.count), truncate(site, site_width));
+      if (!user.empty() && !user_fits) out += fmt::format("  {:>26}{}\n", "", truncate(user, site_width));
       auto frames = snap.stack(usage.site.stack);
       for (std::size_t i = 0; i < std::min(options.frames, frames.size()); ++i) {
-        out += fmt::format("  {:>25}{}\n", "", truncate(detail::frame_text(snap, frames[i]), site_width));
+        out += fmt::format("  {:>26}{}\n", "", truncate(detail::frame_text(snap, frames[i]), site_width));
       }
     }
     auto rest = static_cast<std::int64_t>(result.peak_allocated_bytes) - static_cast<std::int64_t>(shown);

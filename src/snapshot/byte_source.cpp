@@ -146,6 +146,7 @@ std::size_t file_source::read(std::span<std::byte> dst, error& failure) {
 
 std::size_t memory_source::read(std::span<std::byte> dst, error&) {
   std::size_t count = std::min(dst.size(), bytes_.size() - position_);
+  if (count == 0) return 0;  // an empty span may have a null data()
   std::memcpy(dst.data(), bytes_.data() + position_, count);
   position_ += count;
   return count;
