@@ -13,7 +13,7 @@ namespace rlmem::detail {
 
 namespace {
 
-constexpr std::size_t chunk_bytes = std::size_t{1} << 20;
+constexpr std::size_t chunk_bytes = std::size_t{256} << 10;
 
 class gzip_source final : public byte_source {
  public:

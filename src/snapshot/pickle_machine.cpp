@@ -3,9 +3,11 @@
 
 #include "pickle_machine.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -40,11 +42,41 @@ T load_le(const std::byte* at) {
   return static_cast<T>(raw);
 }
 
+// The machine's value stack: a vector whose push is always inlined (about 60% of opcodes push),
+// with growth kept out of the hot path.
+class value_stack {
+ public:
+  [[gnu::always_inline]] void push_back(value item) {
+    if (size_ == capacity_) [[unlikely]] grow();
+    data_[size_++] = item;
+  }
+  value& back() { return data_[size_ - 1]; }
+  void pop_back() { --size_; }
+  std::size_t size() const { return size_; }
+  void resize(std::size_t size) { size_ = size; }  // only ever shrinks
+  value* data() { return data_.get(); }
+  value& operator[](std::size_t index) { return data_[index]; }
+
+ private:
+  [[gnu::noinline]] void grow() {
+    std::size_t capacity = capacity_ == 0 ? 4096 : capacity_ * 2;
+    auto bigger = std::make_unique<value[]>(capacity);
+    if (size_ > 0) std::memcpy(bigger.get(), data_.get(), size_ * sizeof(value));
+    data_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+  std::unique_ptr<value[]> data_;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
+
 class machine {
  public:
-  machine(input_window& input, const read_limits& limits, snapshot_builder& builder, error& failure)
+  machine(input_window& input, const read_limits& limits, snapshot_builder& builder, error& failure,
+          std::uint64_t size_hint)
       : in_(input), limits_(limits), builder_(builder), failure_(failure) {
-    stack_.reserve(1u << 12);
+    // Torch's pickles memoize one value per 35 to 55 bytes; reserving avoids regrowth copies.
+    memo_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(size_hint / 24, limits.max_memo_entries)));
     builder_.track_memo(memo_);
   }
 
@@ -189,7 +221,7 @@ class machine {
   const read_limits& limits_;
   snapshot_builder& builder_;
   error& failure_;
-  std::vector<value> stack_;
+  value_stack stack_;
   std::vector<std::size_t> marks_;
   std::vector<value> memo_;
   std::unordered_map<std::uint64_t, value> sparse_memo_;
@@ -406,8 +438,9 @@ std::string_view opcode_name(unsigned char code) noexcept {
 }
 
 bool run_pickle(input_window& input, const read_limits& limits, snapshot_builder& builder, value& root,
-                error& failure, const std::function<void()>& on_progress) {
-  machine vm(input, limits, builder, failure);
+                error& failure, const std::function<void()>& on_progress, std::uint64_t size_hint) {
+  builder.reserve_for_input(size_hint);
+  machine vm(input, limits, builder, failure, size_hint);
   return vm.run(root, on_progress);
 }
 

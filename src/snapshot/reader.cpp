@@ -52,7 +52,9 @@ result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64
 
   std::span<const std::byte> peeked(head, got);
   std::unique_ptr<detail::byte_source> source = std::make_unique<prefixed>(peeked, std::move(raw));
-  switch (detail::detect_format(peeked)) {
+  detail::input_format format = detail::detect_format(peeked);
+  std::uint64_t size_hint = format == detail::input_format::pickle ? raw_size : 0;
+  switch (format) {
     case detail::input_format::gzip: source = detail::make_gzip_source(std::move(source)); break;
     case detail::input_format::zstd: source = detail::make_zstd_source(std::move(source)); break;
     case detail::input_format::pickle: break;
@@ -70,7 +72,7 @@ result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64
   auto on_progress = [&] {
     if (options.progress) options.progress(source->raw_consumed(), raw_size);
   };
-  if (!detail::run_pickle(window, options.limits, builder, root, failure, on_progress)) return failure;
+  if (!detail::run_pickle(window, options.limits, builder, root, failure, on_progress, size_hint)) return failure;
   snapshot made;
   if (!builder.finish(root, made, failure)) {
     failure.offset = window.offset();

@@ -49,6 +49,10 @@ class snapshot_builder {
   /// Tells the builder that `item` was stored at memo `index`.
   void note_memoized(value item, std::uint64_t index);
 
+  /// Sizes record buffers for a pickle of about `bytes` bytes (0: unknown), so they do not
+  /// regrow and copy while reading. Untouched reservations cost no resident memory.
+  void reserve_for_input(std::uint64_t bytes);
+
   /// Builds the snapshot from the consumed root value.
   bool finish(value root, snapshot& out, error& failure);
 
