@@ -42,9 +42,108 @@ struct site_usage {
   std::uint64_t count = 0;
 };
 
+/// What live memory is for, from the frames that allocated it.
+enum class memory_category : std::uint8_t {
+  weights, optimizer_state, gradients, activations, kv_cache, logits, temporaries, other, count_
+};
+inline constexpr std::size_t memory_category_count = static_cast<std::size_t>(memory_category::count_);
+using category_bytes = std::array<std::int64_t, memory_category_count>;
+
+/// "optimizer_state".
+std::string_view memory_category_name(memory_category category) noexcept;
+
+/// One row of the category table. Frames are matched as "path:line function". Rules marked
+/// any_frame are tried first, in order, against every frame; then the others, frame by frame
+/// from the innermost outwards, so the frame closest to the allocation decides.
+struct category_rule {
+  memory_category category = memory_category::other;
+  std::string pattern;     ///< a substring of the frame text
+  bool any_frame = false;  ///< written "@category pattern" in a rules file
+};
+
+/// The built-in rules (see docs/inspect.md); `--categories FILE` replaces them.
+const std::vector<category_rule>& default_category_rules();
+
+/// Parses a rules file: one `[@]<category> <substring>` per line (quotes keep spaces), `#`
+/// comments, blank lines.
+/// Returns false and sets `message` ("line 3: unknown category 'weight'") on bad input.
+bool parse_category_rules(std::string_view text, std::vector<category_rule>& rules, std::string& message);
+
 struct inspect_options {
   std::int64_t device = -1;  ///< -1: the device with the longest trace
   std::size_t top = 10;      ///< sites kept in the peak breakdown
+  std::string step_marker;   ///< ECMAScript regex on frames "path:line function"; "" = automatic
+  std::int64_t limit_bytes = 0;             ///< the memory limit for OOM verdicts; 0 = derive
+  std::vector<category_rule> category_rules; ///< empty = default_category_rules()
+};
+
+/// The end of one training step, found in the trace.
+struct step_end {
+  std::uint64_t event = 0;          ///< index of the step's last event
+  std::int64_t time_us = 0;
+  std::int64_t allocated_bytes = 0; ///< after that event
+  std::int64_t reserved_bytes = 0;
+};
+
+/// A site whose live bytes keep growing from step to step.
+struct leak {
+  allocation_site site;
+  std::int64_t bytes_per_step = 0;      ///< mean growth per step once growing
+  std::uint64_t steps = 0;              ///< steps over which it grew
+  std::uint64_t first_step = 0;         ///< 1-based step in which it first grew
+  std::int64_t live_bytes_at_end = 0;   ///< at the last step end
+  std::uint64_t live_count_at_end = 0;
+  std::vector<std::int64_t> bytes_at_step_end;  ///< trace start, then each step end
+};
+
+/// Largest free block of one pool and stream at an OOM.
+struct free_block_summary {
+  bool small_pool = false;  ///< blocks of requests up to 1 MiB, in 2 MiB segments
+  std::uint64_t stream = 0;
+  std::uint64_t largest_free_bytes = 0;
+  std::uint64_t free_bytes = 0;
+};
+
+enum class oom_verdict : std::uint8_t { fragmentation, capacity };
+
+/// Forensics of one `oom` event.
+struct oom_report {
+  std::uint64_t event = 0;
+  std::int64_t time_us = 0;
+  std::uint64_t requested_bytes = 0;    ///< rounded as the allocator rounds
+  std::uint64_t segment_bytes = 0;      ///< the segment a cudaMalloc would have needed
+  std::int64_t allocated_bytes = 0;
+  std::int64_t reserved_bytes = 0;
+  std::int64_t reserved_unallocated_bytes = 0;
+  std::uint64_t device_free_bytes = 0;  ///< what CUDA reported free
+  std::int64_t limit_low_bytes = 0;     ///< the limit is at least this (reserved reached earlier)
+  std::int64_t limit_high_bytes = 0;    ///< and below this (the request + a new segment failed)
+  bool limit_given = false;             ///< --limit was passed: low == high == it
+  std::uint64_t largest_free_block_bytes = 0;
+  std::vector<free_block_summary> free_by_pool;
+  oom_verdict verdict = oom_verdict::capacity;
+  std::string explanation;  ///< why the verdict follows from the numbers
+  std::string advice;       ///< one line of what to do
+  allocation_site largest_site;  ///< the site holding the most bytes at the OOM
+  std::uint64_t largest_site_bytes = 0;
+};
+
+/// Reserved-but-unallocated memory and free blocks.
+struct fragmentation_report {
+  std::int64_t max_unallocated_bytes = 0;  ///< reserved - allocated, worst over the trace
+  std::int64_t max_unallocated_event = -1;
+  std::int64_t unallocated_at_peak_reserved_bytes = 0;
+  std::uint64_t largest_free_block_at_peak_reserved_bytes = 0;
+  std::int64_t unallocated_at_end_bytes = 0;
+  std::uint64_t largest_free_block_at_end_bytes = 0;
+  std::uint64_t mostly_empty_segments = 0;       ///< at dump: under 10% allocated
+  std::uint64_t mostly_empty_segment_bytes = 0;
+};
+
+/// Bytes by category at sampled events (downsampled like the timeline).
+struct category_timeline {
+  std::vector<std::uint64_t> events;
+  std::vector<category_bytes> bytes;
 };
 
 /// The whole result of `rlmem inspect` on one device.
@@ -74,6 +173,14 @@ struct inspection {
   timeline memory;
   std::vector<site_usage> peak_by_site;    ///< largest first, at most options.top
   std::uint64_t peak_site_count = 0;       ///< sites live at the peak before the cut to top
+
+  std::string step_method;                 ///< how steps were found, "" when none were
+  std::vector<step_end> steps;
+  std::vector<leak> leaks;                 ///< largest bytes_per_step first
+  std::vector<oom_report> ooms;
+  fragmentation_report fragmentation;
+  category_bytes categories_at_peak{};
+  category_timeline categories;
   std::vector<std::string> notes;          ///< things a reader should know about the trace
 };
 

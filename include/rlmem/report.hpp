@@ -3,6 +3,7 @@
 // Renders analysis results for people (aligned text) and for programs (JSON, schema in
 // docs/schema/inspect.schema.json). Renderers return strings; they never print.
 
+#include <rlmem/format.hpp>
 #include <rlmem/inspect.hpp>
 #include <rlmem/snapshot.hpp>
 
@@ -10,11 +11,6 @@
 #include <string>
 
 namespace rlmem {
-
-/// "512 B", "46.9 MiB", "1.25 GiB": binary units, three significant digits or so.
-std::string format_bytes(std::int64_t bytes);
-/// "188,494".
-std::string format_count(std::uint64_t count);
 
 struct text_options {
   std::size_t frames = 0;  ///< stack frames printed under each peak site

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `rlmem inspect FILE`: timeline, peak and what held it.
 
+#include "arguments.hpp"
 #include "commands.hpp"
 #include "progress.hpp"
 
@@ -24,7 +25,31 @@ struct inspect_arguments {
   std::size_t width = 100;
   bool json = false;
   bool quiet = false;
+  std::string step_marker;
+  std::string limit;
+  std::string categories_file;
 };
+
+// Checks the options that need more than CLI11's checks; prints one line and returns false.
+bool prepare_options(const inspect_arguments& args, inspect_options& choices) {
+  std::string message;
+  choices.device = args.device;
+  choices.top = args.top;
+  choices.step_marker = args.step_marker;
+  if (!args.step_marker.empty() && !valid_regex(args.step_marker, message)) {
+    std::fprintf(stderr, "rlmem: --step-marker %s\n", message.c_str());
+    return false;
+  }
+  if (!args.limit.empty() && !parse_size(args.limit, choices.limit_bytes)) {
+    std::fprintf(stderr, "rlmem: --limit '%s' is not a size (examples: 2805590497, 2.6GiB, 80GB)\n", args.limit.c_str());
+    return false;
+  }
+  if (!args.categories_file.empty() && !load_category_rules(args.categories_file, choices.category_rules, message)) {
+    std::fprintf(stderr, "rlmem: --categories %s\n", message.c_str());
+    return false;
+  }
+  return true;
+}
 
 int run_inspect(const inspect_arguments& args) {
   read_options options;
@@ -37,8 +62,7 @@ int run_inspect(const inspect_arguments& args) {
   }
   const snapshot& snap = read.value();
   inspect_options choices;
-  choices.device = args.device;
-  choices.top = args.top;
+  if (!prepare_options(args, choices)) return exit_bad_input;
   inspection result = inspect(snap, choices);
   if (args.device >= 0 && std::find(result.devices.begin(), result.devices.end(), args.device) == result.devices.end()) {
     std::string known;
@@ -66,9 +90,24 @@ void add_inspect_command(CLI::App& app, command_body& run) {
   command->add_option("--frames", args->frames, "Stack frames to print under each site (innermost first)")
       ->capture_default_str();
   command->add_option("--width", args->width, "Columns of the text report")->capture_default_str()->check(CLI::Range(60, 1000));
+  command->add_option("--step-marker", args->step_marker,
+                      "Regex on frames ('path:line function') whose allocations start a step\n"
+                      "(default: ProfilerStep or optimizer annotations, then optimizer frames)");
+  command->add_option("--limit", args->limit,
+                      "Memory limit for OOM verdicts, e.g. 2805590497 or 2.6GiB\n"
+                      "(default: bounded from what the trace reserved and the failed request)");
+  command->add_option("--categories", args->categories_file,
+                      "Rules file replacing the built-in category table (see docs/inspect.md)")
+      ->check(CLI::ExistingFile);
   command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/inspect.schema.json) instead of text");
   command->add_flag("--quiet", args->quiet, "No progress line on stderr");
-  command->footer("Example: rlmem inspect snapshot.pickle --top 15 --frames 8\n"
+  command->footer("Reports the peak and what held it, the steps, LEAKs (sites that grow every step),\n"
+                  "a verdict for each OOM (fragmentation or capacity), fragmentation, and categories.\n"
+                  "Examples:\n"
+                  "  rlmem inspect snapshot.pickle --top 15 --frames 8\n"
+                  "  rlmem inspect oom.pickle --limit 2805590497     # the cap set_per_process_memory_fraction gave\n"
+                  "  rlmem inspect run.pickle --step-marker 'train.py:[0-9]+ train_step'\n"
+                  "  rlmem inspect snapshots/                         # one row per rank, files read in parallel\n"
                   "Memory allocated before recording began is derived by undoing the trace against the\n"
                   "segments in the file, as PyTorch's own viewer does.");
   command->callback([&run, args] { run = [args] { return run_inspect(*args); }; });

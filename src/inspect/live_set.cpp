@@ -44,8 +44,11 @@ constexpr std::uint64_t small_request_bytes = std::uint64_t{1} << 20;  // kSmall
 constexpr std::uint64_t min_block_bytes = 512;                         // kMinBlockSize
 }  // namespace
 
-void live_set::map_range(std::uint64_t address, std::uint64_t size) {
-  if (size > 0) mapped_[address] = std::max(mapped_[address], size);
+void live_set::map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream) {
+  if (size == 0) return;
+  mapped_range& range = mapped_[address];
+  range.bytes = std::max(range.bytes, size);
+  range.stream = stream;
 }
 
 void live_set::unmap_range(std::uint64_t address, std::uint64_t size) {
@@ -54,10 +57,11 @@ void live_set::unmap_range(std::uint64_t address, std::uint64_t size) {
   if (range != mapped_.begin()) --range;
   while (range != mapped_.end() && range->first < end) {
     std::uint64_t start = range->first;
-    std::uint64_t stop = start + range->second;
+    std::uint64_t stop = start + range->second.bytes;
+    std::uint64_t stream = range->second.stream;
     range = mapped_.erase(range);
-    if (start < address) mapped_[start] = std::min(stop, address) - start;
-    if (stop > end) mapped_[end] = stop - end;
+    if (start < address) mapped_[start] = {std::min(stop, address) - start, stream};
+    if (stop > end) mapped_[end] = {stop - end, stream};
   }
 }
 
@@ -71,7 +75,7 @@ std::uint64_t live_set::block_size_for(const trace_event& event) const {
   auto range = mapped_.upper_bound(event.addr);
   if (range == mapped_.begin()) return rounded;
   --range;
-  std::uint64_t reserved_end = range->first + range->second;
+  std::uint64_t reserved_end = range->first + range->second.bytes;
   if (reserved_end <= event.addr) return rounded;
   auto next_block = blocks_.upper_bound(event.addr);
   std::uint64_t free_end = next_block == blocks_.end() ? reserved_end : std::min(reserved_end, next_block->first);
@@ -84,6 +88,7 @@ std::uint64_t live_set::block_size_for(const trace_event& event) const {
 
 live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events) {
   live_set state;
+  state.streams_ = &snap.streams;
   if (const plain_value* split = snap.setting("max_split_size"); split && split->integer > 0) {
     state.max_split_bytes_ = static_cast<std::uint64_t>(split->integer);
   }
@@ -92,7 +97,7 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
   }
   for (const segment& seg : snap.segments) {
     if (seg.device != device) continue;
-    state.map_range(seg.address, seg.total_size);
+    state.map_range(seg.address, seg.total_size, seg.stream);
     for (const block& held : snap.blocks_of(seg)) {
       if (held.state != block_state::active_allocated && held.state != block_state::active_pending_free) continue;
       state.blocks_[held.address] = {held.size, held.stack, held.state == block_state::active_pending_free, true};
@@ -122,7 +127,7 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
         break;
       case trace_action::segment_free:
       case trace_action::segment_unmap:
-        state.map_range(event->addr, event->size);
+        state.map_range(event->addr, event->size, snap.streams[event->stream]);
         break;
       default:
         break;
@@ -135,7 +140,12 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
   return state;
 }
 
-void live_set::apply(const trace_event& event) {
+allocation_change live_set::apply(const trace_event& event) {
+  allocation_change change;
+  auto freed = [&](const live_block& held) {
+    allocated_bytes_ -= static_cast<std::int64_t>(held.bytes);
+    change = {-static_cast<std::int64_t>(held.bytes), held.stack, held.before_trace};
+  };
   switch (event.action) {
     case trace_action::alloc: {
       live_block made{block_size_for(event), event.stack, false, false};
@@ -145,7 +155,8 @@ void live_set::apply(const trace_event& event) {
         if (!found->second.pending_free) allocated_bytes_ -= static_cast<std::int64_t>(found->second.bytes);
         found->second = made;
       }
-      allocated_bytes_ += static_cast<std::int64_t>(found->second.bytes);
+      allocated_bytes_ += static_cast<std::int64_t>(made.bytes);
+      change = {static_cast<std::int64_t>(made.bytes), made.stack, false};
       break;
     }
     case trace_action::free_requested: {
@@ -155,7 +166,7 @@ void live_set::apply(const trace_event& event) {
         break;
       }
       if (found->second.before_trace) ++frees_of_earlier_blocks_;
-      if (!found->second.pending_free) allocated_bytes_ -= static_cast<std::int64_t>(found->second.bytes);
+      if (!found->second.pending_free) freed(found->second);
       found->second.pending_free = true;
       break;
     }
@@ -168,14 +179,14 @@ void live_set::apply(const trace_event& event) {
       if (!found->second.pending_free) {
         // A free_completed with no free_requested before it: the request fell out of the trace.
         if (found->second.before_trace) ++frees_of_earlier_blocks_;
-        allocated_bytes_ -= static_cast<std::int64_t>(found->second.bytes);
+        freed(found->second);
       }
       blocks_.erase(found);
       break;
     }
     case trace_action::segment_alloc:
     case trace_action::segment_map:
-      map_range(event.addr, event.size);
+      map_range(event.addr, event.size, (*streams_)[event.stream]);
       break;
     case trace_action::segment_free:
     case trace_action::segment_unmap:
@@ -184,6 +195,30 @@ void live_set::apply(const trace_event& event) {
     default:
       break;
   }
+  return change;
+}
+
+std::vector<free_space> live_set::free_spaces() const {
+  std::vector<free_space> spaces;
+  spaces.reserve(mapped_.size());
+  for (const auto& [start, range] : mapped_) {
+    std::uint64_t end = start + range.bytes;
+    free_space space{range.bytes, range.stream, 0, 0};
+    std::uint64_t cursor = start;
+    for (auto held = blocks_.lower_bound(start); held != blocks_.end() && held->first < end; ++held) {
+      if (held->first > cursor) {
+        space.free_bytes += held->first - cursor;
+        space.largest_free_bytes = std::max(space.largest_free_bytes, held->first - cursor);
+      }
+      cursor = std::max(cursor, held->first + held->second.bytes);
+    }
+    if (end > cursor) {
+      space.free_bytes += end - cursor;
+      space.largest_free_bytes = std::max(space.largest_free_bytes, end - cursor);
+    }
+    spaces.push_back(space);
+  }
+  return spaces;
 }
 
 }  // namespace rlmem::detail

@@ -18,13 +18,32 @@ struct live_block {
   bool before_trace = false; // allocated before the first event
 };
 
+/// What an event did to allocated bytes, and to which allocation.
+struct allocation_change {
+  std::int64_t bytes = 0;  ///< +size on alloc, -size when the user frees, else 0
+  stack_id stack = 0;
+  bool before_trace = false;
+};
+
+/// Free space of one reserved range (a segment) at some moment.
+struct free_space {
+  std::uint64_t segment_bytes = 0;
+  std::uint64_t stream = 0;  ///< raw cudaStream_t
+  std::uint64_t largest_free_bytes = 0;
+  std::uint64_t free_bytes = 0;
+};
+
 class live_set {
  public:
   /// The allocations live before the first event of `events` on `device`.
   static live_set at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events);
 
   /// Moves the state past one event.
-  void apply(const trace_event& event);
+  allocation_change apply(const trace_event& event);
+
+  /// The free space of every reserved range now: gaps between live blocks (pending frees
+  /// count as live, as the allocator cannot reuse them yet).
+  std::vector<free_space> free_spaces() const;
 
   /// Bytes allocated and not yet freed by the user (torch's allocated_bytes).
   std::int64_t allocated_bytes() const noexcept { return allocated_bytes_; }
@@ -37,11 +56,16 @@ class live_set {
   // when splitting it would leave too little (CUDACachingAllocator.cpp should_split), and the
   // free space between two live blocks of a segment is one block, since frees coalesce.
   std::uint64_t block_size_for(const trace_event& event) const;
-  void map_range(std::uint64_t address, std::uint64_t size);
   void unmap_range(std::uint64_t address, std::uint64_t size);
 
   std::map<std::uint64_t, live_block> blocks_;
-  std::map<std::uint64_t, std::uint64_t> mapped_;  // reserved ranges: address -> bytes
+  struct mapped_range {
+    std::uint64_t bytes = 0;
+    std::uint64_t stream = 0;  // raw cudaStream_t
+  };
+  void map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream);
+  std::map<std::uint64_t, mapped_range> mapped_;  // reserved ranges by address
+  const std::vector<std::uint64_t>* streams_ = nullptr;  // snapshot::streams
   std::uint64_t max_split_bytes_ = UINT64_MAX;
   bool expandable_ = false;  // expandable_segments:True in the allocator settings
   std::int64_t allocated_bytes_ = 0;

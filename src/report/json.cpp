@@ -2,7 +2,7 @@
 // The JSON report of `rlmem inspect`; docs/schema/inspect.schema.json describes it.
 
 #include "stack_text.hpp"
-#include "timeline_points.hpp"
+#include "inspect/timeline_points.hpp"
 
 #include <rlmem/report.hpp>
 
@@ -99,6 +99,83 @@ std::string render_inspection_json(const snapshot& snap, const inspection& resul
                      {"stack", stack_json(snap, usage.site.stack)}});
   }
   peak["by_site"] = sites;
+
+  json& steps = out["steps"];
+  steps["method"] = result.step_method.empty() ? json(nullptr) : json(result.step_method);
+  steps["count"] = result.steps.size();
+  json step_ends = json::array();
+  for (std::size_t k = 0; k < result.steps.size(); ++k) {
+    const step_end& end = result.steps[k];
+    step_ends.push_back({{"step", k + 1}, {"event", end.event}, {"time_us", end.time_us},
+                         {"allocated_bytes", end.allocated_bytes}, {"reserved_bytes", end.reserved_bytes}});
+  }
+  steps["ends"] = step_ends;
+
+  json leaks = json::array();
+  for (const leak& found : result.leaks) {
+    leaks.push_back({{"site", found.site.label},
+                     {"user_frame", found.site.user_frame.empty() ? json(nullptr) : json(found.site.user_frame)},
+                     {"stack", stack_json(snap, found.site.stack)},
+                     {"bytes_per_step", found.bytes_per_step},
+                     {"steps", found.steps},
+                     {"first_step", found.first_step},
+                     {"live_bytes_at_end", found.live_bytes_at_end},
+                     {"live_count_at_end", found.live_count_at_end},
+                     {"bytes_at_step_end", found.bytes_at_step_end}});
+  }
+  out["leaks"] = leaks;
+
+  json ooms = json::array();
+  for (const oom_report& oom : result.ooms) {
+    json pools = json::array();
+    for (const free_block_summary& pool : oom.free_by_pool) {
+      pools.push_back({{"pool", pool.small_pool ? "small" : "large"}, {"stream", pool.stream},
+                       {"largest_free_bytes", pool.largest_free_bytes}, {"free_bytes", pool.free_bytes}});
+    }
+    ooms.push_back({{"event_index", oom.event},
+                    {"time_us", oom.time_us},
+                    {"requested_bytes", oom.requested_bytes},
+                    {"segment_bytes", oom.segment_bytes},
+                    {"allocated_bytes", oom.allocated_bytes},
+                    {"reserved_bytes", oom.reserved_bytes},
+                    {"reserved_unallocated_bytes", oom.reserved_unallocated_bytes},
+                    {"device_free_bytes", oom.device_free_bytes},
+                    {"limit_low_bytes", oom.limit_low_bytes},
+                    {"limit_high_bytes", oom.limit_high_bytes},
+                    {"limit_given", oom.limit_given},
+                    {"largest_free_block_bytes", oom.largest_free_block_bytes},
+                    {"free_by_pool", pools},
+                    {"largest_site", {{"site", oom.largest_site.label}, {"bytes", oom.largest_site_bytes}}},
+                    {"verdict", oom.verdict == oom_verdict::fragmentation ? "fragmentation" : "capacity"},
+                    {"explanation", oom.explanation},
+                    {"advice", oom.advice}});
+  }
+  out["oom"] = ooms;
+
+  const fragmentation_report& frag = result.fragmentation;
+  out["fragmentation"] = {{"max_unallocated_bytes", frag.max_unallocated_bytes},
+                          {"max_unallocated_event", event_or_null(frag.max_unallocated_event)},
+                          {"unallocated_at_peak_reserved_bytes", frag.unallocated_at_peak_reserved_bytes},
+                          {"largest_free_block_at_peak_reserved_bytes", frag.largest_free_block_at_peak_reserved_bytes},
+                          {"unallocated_at_end_bytes", frag.unallocated_at_end_bytes},
+                          {"largest_free_block_at_end_bytes", frag.largest_free_block_at_end_bytes},
+                          {"mostly_empty_segments", frag.mostly_empty_segments},
+                          {"mostly_empty_segment_bytes", frag.mostly_empty_segment_bytes}};
+
+  json category_columns = json::array({"event"});
+  json at_peak = json::object();
+  for (std::size_t c = 0; c < memory_category_count; ++c) {
+    std::string name(memory_category_name(static_cast<memory_category>(c)));
+    category_columns.push_back(name);
+    at_peak[name] = result.categories_at_peak[c];
+  }
+  json category_points = json::array();
+  for (std::size_t i = 0; i < result.categories.events.size(); ++i) {
+    json point = json::array({result.categories.events[i]});
+    for (std::int64_t bytes : result.categories.bytes[i]) point.push_back(bytes);
+    category_points.push_back(std::move(point));
+  }
+  out["categories"] = {{"at_peak", at_peak}, {"timeline", {{"columns", category_columns}, {"points", category_points}}}};
 
   json points = json::array();
   for (std::size_t index : detail::timeline_points(line, max_timeline_points / 2)) {

@@ -2,13 +2,14 @@
 // The text report of `rlmem inspect`: summary, a small chart, the peak table, notes.
 
 #include "stack_text.hpp"
-#include "timeline_points.hpp"
+#include "inspect/timeline_points.hpp"
 
 #include <rlmem/report.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace rlmem {
 
@@ -41,6 +42,121 @@ std::string settings_line(const snapshot& snap) {
 std::string truncate(std::string text, std::size_t width) {
   if (text.size() <= width) return text;
   return text.substr(0, width > 3 ? width - 3 : 0) + "...";
+}
+
+// Wraps prose to `width` columns, every line starting with `indent` spaces; a size's unit
+// ("MiB") stays on the line of its number.
+std::string wrap(std::string_view text, std::size_t indent, std::size_t width) {
+  std::vector<std::string> words;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = std::min(text.find(' ', start), text.size());
+    std::string word(text.substr(start, end - start));
+    bool unit = !words.empty() && (word.starts_with("B") || word.starts_with("KiB") || word.starts_with("MiB") ||
+                                   word.starts_with("GiB") || word.starts_with("TiB"));
+    if (unit) {
+      words.back() += " " + word;
+    } else if (!word.empty()) {
+      words.push_back(std::move(word));
+    }
+    start = end + 1;
+  }
+  std::string out;
+  std::string line(indent, ' ');
+  for (const std::string& word : words) {
+    if (line.size() > indent && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.assign(indent, ' ');
+    }
+    if (line.size() > indent) line += ' ';
+    line += word;
+  }
+  if (line.size() > indent) out += line + "\n";
+  return out;
+}
+
+std::string percent(std::int64_t part, std::int64_t whole) {
+  return whole > 0 ? fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole)) : "-";
+}
+
+void append_steps_and_leaks(std::string& out, const snapshot& snap, const inspection& result, const text_options& options) {
+  if (result.steps.empty()) {
+    out += "\nSteps: none found\n";
+  } else {
+    out += fmt::format("\nSteps: {} (from {})\n", result.steps.size(), result.step_method);
+    out += fmt::format("  {:>5} {:>14} {:>12} {:>12}\n", "step", "ends at event", "allocated", "reserved");
+    for (std::size_t k = 0; k < result.steps.size(); ++k) {
+      const step_end& end = result.steps[k];
+      out += fmt::format("  {:>5} {:>14} {:>12} {:>12}\n", k + 1, format_count(end.event), format_bytes(end.allocated_bytes),
+                         format_bytes(end.reserved_bytes));
+    }
+  }
+  if (result.leaks.empty()) {
+    if (result.steps.size() >= 3) out += "\nNo leaks: live memory of every allocation site stops growing after the first step.\n";
+    return;
+  }
+  out += fmt::format("\nLeaks: {}\n", result.leaks.size());
+  for (const leak& found : result.leaks) {
+    out += fmt::format("  LEAK {}  +{} per step over {} steps (from step {})\n", found.site.label, format_bytes(found.bytes_per_step),
+                       found.steps, found.first_step);
+    out += fmt::format("       {} live in {} allocations at the last step end\n", format_bytes(found.live_bytes_at_end),
+                       format_count(found.live_count_at_end));
+    auto frames = snap.stack(found.site.stack);
+    std::size_t shown = std::max<std::size_t>(options.frames, 4);
+    for (std::size_t i = 0; i < std::min(shown, frames.size()); ++i) {
+      out += "       " + truncate(detail::frame_text(snap, frames[i]), options.width - 7) + "\n";
+    }
+  }
+}
+
+void append_ooms(std::string& out, const inspection& result, const text_options& options) {
+  for (const oom_report& oom : result.ooms) {
+    out += fmt::format("\nOOM at event {} ({}): {}\n", format_count(oom.event), seconds_after(oom.time_us, result.first_time_us),
+                       oom.verdict == oom_verdict::fragmentation ? "FRAGMENTATION" : "CAPACITY");
+    out += fmt::format("  requested {}   allocated {}   reserved {} ({} unallocated)\n",
+                       format_bytes(static_cast<std::int64_t>(oom.requested_bytes)), format_bytes(oom.allocated_bytes),
+                       format_bytes(oom.reserved_bytes), format_bytes(oom.reserved_unallocated_bytes));
+    std::string limit = oom.limit_given ? format_bytes(oom.limit_low_bytes) + " (--limit)"
+                                        : format_bytes(oom.limit_low_bytes) + " to " + format_bytes(oom.limit_high_bytes);
+    out += fmt::format("  limit {}   CUDA free {}   largest free block {}\n", limit,
+                       format_bytes(static_cast<std::int64_t>(oom.device_free_bytes)),
+                       format_bytes(static_cast<std::int64_t>(oom.largest_free_block_bytes)));
+    for (const free_block_summary& pool : oom.free_by_pool) {
+      out += fmt::format("    {} pool, stream {}: {} free, largest block {}\n", pool.small_pool ? "small" : "large",
+                         pool.stream == 0 ? std::string("default") : fmt::format("{:#x}", pool.stream),
+                         format_bytes(static_cast<std::int64_t>(pool.free_bytes)),
+                         format_bytes(static_cast<std::int64_t>(pool.largest_free_bytes)));
+    }
+    out += wrap("why: " + oom.explanation, 2, options.width);
+    out += wrap("advice: " + oom.advice, 2, options.width);
+  }
+}
+
+void append_fragmentation(std::string& out, const inspection& result) {
+  const fragmentation_report& frag = result.fragmentation;
+  out += "\nFragmentation (reserved but unallocated)\n";
+  out += fmt::format("  worst {} at event {}; at peak reserved {} (largest free block {})\n",
+                     format_bytes(frag.max_unallocated_bytes),
+                     frag.max_unallocated_event < 0 ? std::string("start") : format_count(static_cast<std::uint64_t>(frag.max_unallocated_event)),
+                     format_bytes(frag.unallocated_at_peak_reserved_bytes),
+                     format_bytes(static_cast<std::int64_t>(frag.largest_free_block_at_peak_reserved_bytes)));
+  out += fmt::format("  at dump {} (largest free block {}); {} mostly empty segments (<10% used) hold {}\n",
+                     format_bytes(frag.unallocated_at_end_bytes), format_bytes(static_cast<std::int64_t>(frag.largest_free_block_at_end_bytes)),
+                     format_count(frag.mostly_empty_segments), format_bytes(static_cast<std::int64_t>(frag.mostly_empty_segment_bytes)));
+}
+
+void append_categories(std::string& out, const inspection& result, std::size_t width) {
+  out += fmt::format("\nCategories at peak allocated ({})\n", format_bytes(result.peak_allocated_bytes));
+  std::size_t bar_width = width > 60 ? width - 44 : 16;
+  for (std::size_t c = 0; c < memory_category_count; ++c) {
+    std::int64_t bytes = result.categories_at_peak[c];
+    if (bytes == 0) continue;
+    auto cells = result.peak_allocated_bytes > 0
+                     ? static_cast<std::size_t>(static_cast<double>(bar_width) * static_cast<double>(bytes) / static_cast<double>(result.peak_allocated_bytes) + 0.5)
+                     : 0;
+    out += fmt::format("  {:<16} {:>10} {:>5}  {}\n", memory_category_name(static_cast<memory_category>(c)), format_bytes(bytes),
+                       percent(bytes, result.peak_allocated_bytes), std::string(std::min(cells, bar_width), '#'));
+  }
 }
 
 void append_chart(std::string& out, const inspection& result, std::size_t width) {
@@ -142,9 +258,13 @@ std::string render_inspection_text(const snapshot& snap, const inspection& resul
                          format_count(result.peak_site_count - result.peak_by_site.size()));
     }
   }
+  append_categories(out, result, options.width);
+  append_steps_and_leaks(out, snap, result, options);
+  append_ooms(out, result, options);
+  append_fragmentation(out, result);
   if (!result.notes.empty()) {
     out += "\nNotes\n";
-    for (const std::string& note : result.notes) out += "  - " + note + "\n";
+    for (const std::string& note : result.notes) out += wrap("- " + note, 2, options.width);
   }
   return out;
 }

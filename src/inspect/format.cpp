@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Human number formats shared by every text report.
 
-#include <rlmem/report.hpp>
+#include <rlmem/format.hpp>
 
 #include <fmt/format.h>
 

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+// Memory categories: one table of rules over stack frames, replaceable from a file.
+
+#include "analysis.hpp"
+
+#include <rlmem/inspect.hpp>
+
+#include <array>
+#include <sstream>
+
+namespace rlmem {
+
+namespace {
+
+constexpr std::array<std::string_view, memory_category_count> category_names = {
+    "weights", "optimizer_state", "gradients", "activations", "kv_cache", "logits", "temporaries", "other"};
+
+std::vector<category_rule> build_default_rules() {
+  // "@" rules look at every frame and come first; the others are tried frame by frame from the
+  // innermost outwards, so the frame closest to the allocation decides.
+  static constexpr std::string_view table = R"(
+@kv_cache         cache_utils.py
+@kv_cache         past_key_value
+@optimizer_state  _init_group
+@temporaries      torch/optim/
+@weights          modeling_utils.py
+@weights          safetensors
+@weights          load_state_dict
+@weights          deepcopy
+@weights          module.py:1097
+@weights          _apply
+@temporaries      generation/utils.py
+gradients         torch/autograd/
+gradients         AccumulateGrad
+logits            log_softmax
+logits            logsumexp
+logits            cross_entropy
+logits            logprob
+logits            log_prob
+logits            logits
+logits            lm_head
+activations       torch/nn/functional.py
+activations       " forward"
+temporaries       torch/
+)";
+  std::vector<category_rule> rules;
+  std::string message;
+  parse_category_rules(table, rules, message);
+  return rules;
+}
+
+}  // namespace
+
+std::string_view memory_category_name(memory_category category) noexcept {
+  auto index = static_cast<std::size_t>(category);
+  return index < category_names.size() ? category_names[index] : "other";
+}
+
+const std::vector<category_rule>& default_category_rules() {
+  static const std::vector<category_rule> rules = build_default_rules();
+  return rules;
+}
+
+bool parse_category_rules(std::string_view text, std::vector<category_rule>& rules, std::string& message) {
+  std::vector<category_rule> parsed;
+  std::size_t line_number = 0;
+  while (!text.empty()) {
+    ++line_number;
+    std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::size_t start = line.find_first_not_of(" \t");
+    if (start == std::string_view::npos || line[start] == '#') continue;
+    line = line.substr(start);
+    bool context = line.front() == '@';
+    if (context) line.remove_prefix(1);
+    std::size_t gap = line.find_first_of(" \t");
+    std::string_view name = line.substr(0, gap);
+    std::string_view pattern = gap == std::string_view::npos ? std::string_view{} : line.substr(gap);
+    pattern.remove_prefix(std::min(pattern.size(), pattern.find_first_not_of(" \t")));
+    // Quotes keep leading or trailing spaces: activations " forward" matches the function name.
+    if (pattern.size() >= 2 && pattern.front() == '"' && pattern.back() == '"') pattern = pattern.substr(1, pattern.size() - 2);
+    std::size_t index = 0;
+    while (index < category_names.size() && category_names[index] != name) ++index;
+    if (index == category_names.size()) {
+      message = "line " + std::to_string(line_number) + ": unknown category '" + std::string(name) +
+                "' (one of weights, optimizer_state, gradients, activations, kv_cache, logits, temporaries, other)";
+      return false;
+    }
+    if (pattern.empty()) {
+      message = "line " + std::to_string(line_number) + ": a rule needs a pattern after the category";
+      return false;
+    }
+    parsed.push_back({static_cast<memory_category>(index), std::string(pattern), context});
+  }
+  rules = std::move(parsed);
+  return true;
+}
+
+}  // namespace rlmem
+
+namespace rlmem::detail {
+
+std::string frame_match_text(const snapshot& snap, frame_id id) {
+  const frame& f = snap.frames[id];
+  std::string text(snap.str(f.filename));
+  text += ":" + std::to_string(f.line) + " ";
+  text += snap.str(f.name);
+  return text;
+}
+
+memory_category categorize(const snapshot& snap, stack_id stack, bool before_trace, const std::vector<category_rule>& rules) {
+  auto frames = snap.stack(stack);
+  if (frames.empty()) return before_trace ? memory_category::weights : memory_category::gradients;
+  std::vector<std::string> texts;
+  texts.reserve(frames.size());
+  for (frame_id id : frames) texts.push_back(frame_match_text(snap, id));
+  for (const category_rule& rule : rules) {
+    if (!rule.any_frame) continue;
+    for (const std::string& text : texts) {
+      if (text.find(rule.pattern) != std::string::npos) return rule.category;
+    }
+  }
+  for (const std::string& text : texts) {
+    for (const category_rule& rule : rules) {
+      if (!rule.any_frame && text.find(rule.pattern) != std::string::npos) return rule.category;
+    }
+  }
+  return memory_category::other;
+}
+
+}  // namespace rlmem::detail

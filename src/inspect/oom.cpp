@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// OOM verdicts: did live data plus the request fit under the limit (fragmentation) or not
+// (capacity), and what follows from the numbers.
+
+#include "analysis.hpp"
+
+#include <rlmem/format.hpp>
+
+#include <algorithm>
+
+namespace rlmem::detail {
+
+std::uint64_t segment_size_for(std::uint64_t requested_bytes) noexcept {
+  constexpr std::uint64_t small_request = std::uint64_t{1} << 20;   // kSmallSize
+  constexpr std::uint64_t small_segment = std::uint64_t{2} << 20;   // kSmallBuffer
+  constexpr std::uint64_t large_segment = std::uint64_t{20} << 20;  // kLargeBuffer
+  constexpr std::uint64_t min_large_alloc = std::uint64_t{10} << 20;
+  constexpr std::uint64_t round_large = std::uint64_t{2} << 20;
+  if (requested_bytes <= small_request) return small_segment;
+  if (requested_bytes < min_large_alloc) return large_segment;
+  return (requested_bytes + round_large - 1) / round_large * round_large;
+}
+
+void judge_oom(oom_report& report, bool expandable_segments) {
+  std::int64_t need = report.allocated_bytes + static_cast<std::int64_t>(report.requested_bytes);
+  std::string limit_text = report.limit_given ? format_bytes(report.limit_low_bytes)
+                           : report.limit_low_bytes == report.limit_high_bytes
+                               ? format_bytes(report.limit_low_bytes)
+                               : "between " + format_bytes(report.limit_low_bytes) + " and " + format_bytes(report.limit_high_bytes);
+  if (need <= report.limit_low_bytes) {
+    report.verdict = oom_verdict::fragmentation;
+    report.explanation = "live tensors (" + format_bytes(report.allocated_bytes) + ") plus the request (" +
+                         format_bytes(static_cast<std::int64_t>(report.requested_bytes)) + ") fit under the limit (" + limit_text +
+                         "), but " + format_bytes(report.reserved_unallocated_bytes) +
+                         " reserved and unallocated is split into free blocks of at most " +
+                         format_bytes(static_cast<std::int64_t>(report.largest_free_block_bytes)) + ", and a new " +
+                         format_bytes(static_cast<std::int64_t>(report.segment_bytes)) + " segment would pass the limit";
+    report.advice = expandable_segments
+                        ? "already on expandable segments: allocate the " + format_bytes(static_cast<std::int64_t>(report.requested_bytes)) +
+                              " buffer once and reuse it, or call torch.cuda.empty_cache() before the step that makes it"
+                        : "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (free space then joins into one block); "
+                          "or call torch.cuda.empty_cache() before the step that makes this request";
+  } else {
+    report.verdict = oom_verdict::capacity;
+    std::int64_t short_by = need - report.limit_high_bytes;
+    report.explanation = "live tensors (" + format_bytes(report.allocated_bytes) + ") plus the request (" +
+                         format_bytes(static_cast<std::int64_t>(report.requested_bytes)) + ") need " + format_bytes(need) +
+                         ", more than the limit (" + limit_text + ")";
+    std::string site = report.largest_site.label.empty() ? "the largest allocation site" : report.largest_site.label;
+    report.advice = "shrink what is live by at least " + format_bytes(std::max<std::int64_t>(short_by, 0)) +
+                    " (the largest holder is " + site + " with " +
+                    format_bytes(static_cast<std::int64_t>(report.largest_site_bytes)) +
+                    "): a smaller micro-batch or sequence length, activation checkpointing, or a card with at least " +
+                    format_bytes(need) + " free";
+  }
+}
+
+}  // namespace rlmem::detail
