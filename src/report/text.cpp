@@ -140,7 +140,7 @@ void append_fragmentation(std::string& out, const inspection& result) {
                      frag.max_unallocated_event < 0 ? std::string("start") : format_count(static_cast<std::uint64_t>(frag.max_unallocated_event)),
                      format_bytes(frag.unallocated_at_peak_reserved_bytes),
                      format_bytes(static_cast<std::int64_t>(frag.largest_free_block_at_peak_reserved_bytes)));
-  out += fmt::format("  at dump {} (largest free block {}); {} mostly empty segments (<10% used) hold {}\n",
+  out += fmt::format("  at dump {} (largest free block {}); {} segments under 10% used hold {}\n",
                      format_bytes(frag.unallocated_at_end_bytes), format_bytes(static_cast<std::int64_t>(frag.largest_free_block_at_end_bytes)),
                      format_count(frag.mostly_empty_segments), format_bytes(static_cast<std::int64_t>(frag.mostly_empty_segment_bytes)));
 }

@@ -49,11 +49,8 @@ TEST(text_report, fits_in_the_width_and_names_the_peak_site) {
   while (start < text.size()) {
     std::size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
-    // The notes are prose and may wrap in the terminal; tables and charts must not.
     std::string line = text.substr(start, end - start);
-    if (line.rfind("  - ", 0) != 0) {
-      EXPECT_LE(line.size(), 100u) << line;
-    }
+    EXPECT_LE(line.size(), 100u) << line;
     start = end + 1;
   }
   EXPECT_NE(text.find("rl/record.py:42 logprobs_of"), std::string::npos);

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+// Steps, leaks, OOM verdicts, fragmentation and categories on the real snapshots, checked
+// against what the recording runs measured.
+
+#include "fixtures.hpp"
+
+#include <rlmem/inspect.hpp>
+
+#include <gtest/gtest.h>
+
+namespace rlmem {
+
+using testing::fixture;
+
+namespace {
+
+constexpr double mib = 1024.0 * 1024.0;
+
+std::vector<double> step_end_mib(const inspection& result) {
+  std::vector<double> ends;
+  for (const step_end& end : result.steps) ends.push_back(static_cast<double>(end.allocated_bytes) / mib);
+  return ends;
+}
+
+}  // namespace
+
+TEST(steps, grpo_clean_returns_to_368_mib_after_each_of_its_3_steps) {
+  inspection result = inspect(fixture("grpo_clean.pickle.zst"));
+  ASSERT_EQ(result.steps.size(), 3u) << result.step_method;
+  for (double allocated : step_end_mib(result)) EXPECT_NEAR(allocated, 368.0, 1.0);
+}
+
+TEST(steps, grpo_leak_logits_ends_its_4_steps_at_415_462_508_555_mib) {
+  inspection result = inspect(fixture("grpo_leak_logits.pickle.zst"));
+  auto ends = step_end_mib(result);
+  ASSERT_EQ(ends.size(), 4u) << result.step_method;
+  const double recorded[] = {415, 462, 508, 555};
+  for (std::size_t k = 0; k < 4; ++k) EXPECT_NEAR(ends[k], recorded[k], 1.0) << "step " << k + 1;
+}
+
+TEST(steps, fragmentation_runs_have_10_steps) {
+  EXPECT_EQ(inspect(fixture("frag_default.pickle.zst")).steps.size(), 10u);
+  EXPECT_EQ(inspect(fixture("frag_expandable.pickle.zst")).steps.size(), 10u);
+}
+
+TEST(steps, a_step_marker_finds_the_same_steps_as_the_annotations) {
+  const snapshot& snap = fixture("grpo_clean.pickle.zst");
+  inspection automatic = inspect(snap);
+  inspect_options marked;
+  marked.step_marker = R"(record\.py:52 grpo_steps)";
+  inspection result = inspect(snap, marked);
+  ASSERT_EQ(result.steps.size(), automatic.steps.size());
+  for (std::size_t k = 0; k < result.steps.size(); ++k) EXPECT_EQ(result.steps[k].event, automatic.steps[k].event);
+  EXPECT_NE(result.step_method.find("--step-marker"), std::string::npos);
+}
+
+TEST(steps, an_invalid_marker_is_reported_not_thrown) {
+  inspect_options marked;
+  marked.step_marker = "(";
+  inspection result = inspect(fixture("tiny_oom_cpp_stacks.pickle"), marked);
+  EXPECT_TRUE(result.steps.empty());
+  bool noted = false;
+  for (const auto& note : result.notes) noted = noted || note.find("not a valid regular expression") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(leaks, the_fp32_logits_kept_for_logging_leak_47_mib_per_step) {
+  inspection result = inspect(fixture("grpo_leak_logits.pickle.zst"));
+  ASSERT_EQ(result.leaks.size(), 1u);
+  const leak& found = result.leaks[0];
+  EXPECT_EQ(found.site.label, "rl/record.py:41 logprobs_of");
+  EXPECT_NEAR(static_cast<double>(found.bytes_per_step) / mib, 46.9, 4.69) << "within 10%";
+  EXPECT_EQ(found.steps, 4u);
+  EXPECT_EQ(found.first_step, 1u);
+  EXPECT_EQ(found.live_count_at_end, 4u);
+  EXPECT_NE(found.site.stack, 0u) << "a leak carries the stack that allocated it";
+}
+
+class clean_runs : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(clean_runs, have_no_leaks_even_with_optimizer_state_created_in_step_1) {
+  inspection result = inspect(fixture(GetParam()));
+  EXPECT_GE(result.steps.size(), 3u);
+  for (const leak& found : result.leaks) ADD_FAILURE() << "unexpected leak at " << found.site.label << ": " << found.bytes_per_step << " B/step";
+}
+
+INSTANTIATE_TEST_SUITE_P(fixtures, clean_runs,
+                         ::testing::Values("grpo_clean.pickle.zst", "frag_default.pickle.zst", "frag_expandable.pickle.zst"));
+
+TEST(oom, frag_default_oom_is_fragmentation_and_brackets_the_real_cap) {
+  inspection result = inspect(fixture("frag_default_oom.pickle.zst"));
+  ASSERT_EQ(result.ooms.size(), 1u);
+  const oom_report& oom = result.ooms[0];
+  EXPECT_EQ(oom.requested_bytes, 490'880'000u);
+  EXPECT_EQ(oom.verdict, oom_verdict::fragmentation) << oom.explanation;
+  EXPECT_NEAR(static_cast<double>(oom.reserved_unallocated_bytes) / mib, 338.0, 1.0);
+  EXPECT_LT(oom.largest_free_block_bytes, oom.requested_bytes) << "otherwise the allocation would have succeeded";
+  // set_per_process_memory_fraction capped the run at 2,805,590,497 bytes.
+  EXPECT_LE(oom.limit_low_bytes, 2'805'590'497);
+  EXPECT_GE(oom.limit_high_bytes, 2'805'590'497);
+  EXPECT_NE(oom.advice.find("expandable_segments"), std::string::npos) << oom.advice;
+}
+
+TEST(oom, a_given_limit_is_used_as_is) {
+  inspect_options capped;
+  capped.limit_bytes = 2'805'590'497;
+  inspection result = inspect(fixture("frag_default_oom.pickle.zst"), capped);
+  ASSERT_EQ(result.ooms.size(), 1u);
+  EXPECT_TRUE(result.ooms[0].limit_given);
+  EXPECT_EQ(result.ooms[0].limit_low_bytes, 2'805'590'497);
+  EXPECT_EQ(result.ooms[0].verdict, oom_verdict::fragmentation);
+}
+
+TEST(oom, asking_for_40_tb_is_a_capacity_oom) {
+  for (const char* name : {"tiny_oom_cpp_stacks.pickle", "tiny_oom_expandable_compile.pickle"}) {
+    inspection result = inspect(fixture(name));
+    ASSERT_EQ(result.ooms.size(), 1u) << name;
+    EXPECT_EQ(result.ooms[0].requested_bytes, 40'000'000'000'000u) << name;
+    EXPECT_EQ(result.ooms[0].verdict, oom_verdict::capacity) << name;
+    EXPECT_NE(result.ooms[0].advice.find("rl/p.py"), std::string::npos) << "names the largest holder: " << result.ooms[0].advice;
+  }
+}
+
+TEST(fragmentation, default_allocator_strands_more_than_expandable_segments) {
+  inspection plain = inspect(fixture("frag_default.pickle.zst"));
+  inspection expandable = inspect(fixture("frag_expandable.pickle.zst"));
+  EXPECT_EQ(plain.fragmentation.unallocated_at_end_bytes, plain.final_reserved_bytes - plain.final_allocated_bytes);
+  EXPECT_GT(plain.fragmentation.max_unallocated_bytes, expandable.fragmentation.max_unallocated_bytes);
+  EXPECT_GT(plain.fragmentation.mostly_empty_segments, 10u);
+  EXPECT_GE(plain.fragmentation.largest_free_block_at_end_bytes, std::uint64_t{500} << 20);
+}
+
+TEST(categories, add_up_to_the_peak_and_adamw_state_matches_the_policy_weights) {
+  inspection result = inspect(fixture("grpo_clean.pickle.zst"));
+  std::int64_t total = 0;
+  for (std::int64_t bytes : result.categories_at_peak) total += bytes;
+  EXPECT_EQ(total, result.peak_allocated_bytes);
+  // Two bf16 models (policy, reference) are the weights; AdamW keeps two bf16 tensors per
+  // policy parameter, so optimizer state equals the weights of both models.
+  auto weights = static_cast<double>(result.categories_at_peak[static_cast<std::size_t>(memory_category::weights)]);
+  auto state = static_cast<double>(result.categories_at_peak[static_cast<std::size_t>(memory_category::optimizer_state)]);
+  EXPECT_NEAR(state / weights, 1.0, 0.02);
+  EXPECT_GT(result.categories_at_peak[static_cast<std::size_t>(memory_category::kv_cache)], 0);
+  EXPECT_GT(result.categories_at_peak[static_cast<std::size_t>(memory_category::logits)], 0);
+}
+
+TEST(categories, the_leaked_logits_are_logits) {
+  inspection result = inspect(fixture("grpo_leak_logits.pickle.zst"));
+  EXPECT_GE(result.categories_at_peak[static_cast<std::size_t>(memory_category::logits)], std::int64_t{4} * 49'152'000);
+}
+
+TEST(categories, timeline_is_downsampled_and_sums_to_allocated) {
+  inspection result = inspect(fixture("grpo_clean.pickle.zst"));
+  ASSERT_FALSE(result.categories.events.empty());
+  EXPECT_LE(result.categories.events.size(), 2000u);
+  for (std::size_t i = 0; i < result.categories.events.size(); ++i) {
+    std::int64_t total = 0;
+    for (std::int64_t bytes : result.categories.bytes[i]) total += bytes;
+    EXPECT_EQ(total, result.memory.allocated[result.categories.events[i]]) << "sample " << i;
+  }
+}
+
+TEST(categories, rules_files_parse_and_name_their_errors) {
+  std::vector<category_rule> rules;
+  std::string message;
+  ASSERT_TRUE(parse_category_rules("# mine\n@kv_cache  my_cache.py\nactivations \" forward\"\n\nlogits lm_head\n", rules, message)) << message;
+  ASSERT_EQ(rules.size(), 3u);
+  EXPECT_TRUE(rules[0].any_frame);
+  EXPECT_EQ(rules[1].pattern, " forward");
+  EXPECT_EQ(rules[2].category, memory_category::logits);
+  EXPECT_FALSE(parse_category_rules("weights a\nweight b\n", rules, message));
+  EXPECT_EQ(message.rfind("line 2: unknown category 'weight'", 0), 0u) << message;
+  EXPECT_FALSE(parse_category_rules("logits\n", rules, message));
+  EXPECT_NE(message.find("line 1"), std::string::npos) << message;
+}
+
+TEST(categories, a_custom_table_replaces_the_default) {
+  inspect_options custom;
+  ASSERT_TRUE(std::string("").empty());
+  std::string message;
+  ASSERT_TRUE(parse_category_rules("kv_cache record.py\n", custom.category_rules, message));
+  inspection result = inspect(fixture("grpo_clean.pickle.zst"), custom);
+  EXPECT_EQ(result.categories_at_peak[static_cast<std::size_t>(memory_category::optimizer_state)], 0);
+  EXPECT_GT(result.categories_at_peak[static_cast<std::size_t>(memory_category::kv_cache)], std::int64_t{100} << 20);
+}
+
+}  // namespace rlmem
