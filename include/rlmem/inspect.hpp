@@ -174,6 +174,9 @@ struct inspection {
   std::vector<site_usage> peak_by_site;    ///< largest first, at most options.top
   std::uint64_t peak_site_count = 0;       ///< sites live at the peak before the cut to top
 
+  std::vector<site_usage> end_by_site;     ///< live after the last event, every site, largest first
+  category_bytes categories_at_end{};
+
   std::string step_method;                 ///< how steps were found, "" when none were
   std::vector<step_end> steps;
   std::vector<leak> leaks;                 ///< largest bytes_per_step first

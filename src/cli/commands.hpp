@@ -16,5 +16,6 @@ inline constexpr int exit_bad_input = 2;
 using command_body = std::function<int()>;
 
 void add_inspect_command(CLI::App& app, command_body& run);
+void add_diff_command(CLI::App& app, command_body& run);
 
 }  // namespace rlmem::cli

@@ -5,12 +5,14 @@
 #include "commands.hpp"
 #include "progress.hpp"
 
+#include <rlmem/compare.hpp>
 #include <rlmem/inspect.hpp>
 #include <rlmem/report.hpp>
 #include <rlmem/snapshot_reader.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace rlmem::cli {
@@ -51,7 +53,34 @@ bool prepare_options(const inspect_arguments& args, inspect_options& choices) {
   return true;
 }
 
+// A folder: every snapshot in it, one row per rank, read in parallel.
+int run_inspect_folder(const inspect_arguments& args, const inspect_options& choices) {
+  auto files = snapshot_files_in(args.file);
+  if (files.empty()) {
+    std::fprintf(stderr, "rlmem: %s holds no snapshot files (.pickle, .pkl, optionally .gz or .zst)\n", args.file.c_str());
+    return exit_bad_input;
+  }
+  std::vector<rank_result> ranks = inspect_ranks(files, choices);
+  rank_imbalance imbalance = measure_imbalance(ranks);
+  std::string text = args.json ? render_ranks_json(ranks, imbalance, args.file)
+                               : render_ranks_text(ranks, imbalance, args.file, {args.frames, args.width});
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::size_t failed = 0;
+  for (const rank_result& one : ranks) failed += !one.ok;
+  if (failed > 0) {
+    std::fprintf(stderr, "rlmem: %zu of %zu snapshots in %s could not be read (see the table)\n", failed, ranks.size(), args.file.c_str());
+    return exit_bad_input;
+  }
+  return exit_ok;
+}
+
 int run_inspect(const inspect_arguments& args) {
+  std::error_code status;
+  if (std::filesystem::is_directory(args.file, status)) {
+    inspect_options choices;
+    if (!prepare_options(args, choices)) return exit_bad_input;
+    return run_inspect_folder(args, choices);
+  }
   read_options options;
   options.progress = make_progress(args.file, !args.quiet);
   auto read = read_snapshot_file(args.file, options);
@@ -82,7 +111,9 @@ int run_inspect(const inspect_arguments& args) {
 void add_inspect_command(CLI::App& app, command_body& run) {
   auto args = std::make_shared<inspect_arguments>();
   CLI::App* command = app.add_subcommand("inspect", "What held GPU memory: timeline, peaks, and the allocation sites at peak");
-  command->add_option("FILE", args->file, "Snapshot from torch.cuda.memory._dump_snapshot (.pickle, .gz or .zst)")
+  command->add_option("FILE", args->file,
+                      "Snapshot from torch.cuda.memory._dump_snapshot (.pickle, .gz or .zst), or a folder of\n"
+                      "per-rank snapshots (one row per rank and the imbalance across ranks)")
       ->required();
   command->add_option("--device", args->device, "CUDA device to report (default: the one with the longest trace)")
       ->check(CLI::NonNegativeNumber);

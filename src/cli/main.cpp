@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
              "then: rlmem inspect snapshot.pickle");
   rlmem::cli::command_body run;
   rlmem::cli::add_inspect_command(app, run);
+  rlmem::cli::add_diff_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

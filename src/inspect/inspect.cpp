@@ -108,6 +108,22 @@ std::vector<site_total> totals_by_site(const detail::live_set& state, stack_inde
   return totals;
 }
 
+// Site totals as usages, largest first, each with the stack of its largest allocation.
+std::vector<site_usage> usage_by_site(const snapshot& snap, const std::vector<site_total>& totals, const stack_index& stacks) {
+  std::vector<site_usage> usages;
+  for (std::uint32_t id = 0; id < totals.size(); ++id) {
+    if (totals[id].count == 0) continue;
+    allocation_site site = stacks.site_info(id);
+    site.stack = totals[id].largest_stack;
+    if (site.stack != 0) site.user_frame = resolve_site(snap, site.stack).user_frame;
+    usages.push_back({std::move(site), totals[id].bytes, totals[id].count});
+  }
+  std::sort(usages.begin(), usages.end(), [](const site_usage& a, const site_usage& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.site.label < b.site.label;
+  });
+  return usages;
+}
+
 enum checkpoint_kind : std::uint8_t {
   at_sample = 1, at_peak_allocated = 2, at_peak_reserved = 4, at_step_end = 8, at_oom = 16, at_end = 32
 };
@@ -266,14 +282,11 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     if (kind & at_step_end) at_step_ends.push_back(totals_by_site(state, stacks));
     if (kind & at_peak_allocated) {
       result.categories_at_peak = by_category;
-      std::vector<site_total> totals = totals_by_site(state, stacks);
-      for (std::uint32_t id = 0; id < totals.size(); ++id) {
-        if (totals[id].count == 0) continue;
-        allocation_site site = stacks.site_info(id);
-        site.stack = totals[id].largest_stack;
-        if (site.stack != 0) site.user_frame = resolve_site(snap, site.stack).user_frame;
-        result.peak_by_site.push_back({std::move(site), totals[id].bytes, totals[id].count});
-      }
+      result.peak_by_site = usage_by_site(snap, totals_by_site(state, stacks), stacks);
+    }
+    if (kind & at_end) {
+      result.categories_at_end = by_category;
+      result.end_by_site = usage_by_site(snap, totals_by_site(state, stacks), stacks);
     }
     if (kind & (at_peak_reserved | at_end)) {
       std::uint64_t largest = 0;
@@ -327,9 +340,6 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     }
   }
 
-  std::sort(result.peak_by_site.begin(), result.peak_by_site.end(), [](const site_usage& a, const site_usage& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.site.label < b.site.label;
-  });
   result.peak_site_count = result.peak_by_site.size();
   if (result.peak_by_site.size() > options.top) result.peak_by_site.resize(options.top);
 

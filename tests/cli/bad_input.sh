@@ -38,7 +38,22 @@ expect_bad "truncated pickle" inspect "$work/truncated.pickle"
 expect_bad "absurd length prefix" inspect "$work/huge_length.pickle"
 expect_bad "truncated zstd" inspect "$work/truncated.pickle.zst"
 expect_bad "missing file" inspect "$work/does-not-exist.pickle"
-expect_bad "a directory" inspect "$work"
+mkdir -p "$work/no_snapshots" "$work/ranks"
+cp "$work/truncated.pickle" "$work/ranks/rank1.pickle"
+cp "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" "$work/ranks/rank0.pickle"
+expect_bad "a folder without snapshots" inspect "$work/no_snapshots"
+"$rlmem" inspect "$work/ranks" >"$work/out" 2>"$work/err"
+if [ $? -ne 2 ] || [ "$(wc -l <"$work/err")" -ne 1 ] || ! grep -q "ERROR" "$work/out"; then
+  echo "FAIL a folder with one bad rank: expected exit 2, one stderr line and the rank marked ERROR"; failures=$((failures + 1))
+else
+  echo "ok   a folder with one bad rank: $(cat "$work/err")"
+fi
+expect_bad "invalid --step-marker" inspect "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --step-marker "("
+expect_bad "--limit that is not a size" inspect "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --limit lots
+printf 'weight foo\n' >"$work/bad_rules.txt"
+expect_bad "bad --categories file" inspect "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --categories "$work/bad_rules.txt"
+expect_bad "diff with a bad snapshot" diff "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" "$work/truncated.pickle"
+expect_bad "diff with one file" diff "$testdata/snapshots/tiny_oom_cpp_stacks.pickle"
 expect_bad "unknown device" inspect "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --device 7
 expect_bad "unknown option" inspect "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --frobnicate
 expect_bad "no file" inspect
