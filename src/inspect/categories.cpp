@@ -27,8 +27,7 @@ std::vector<category_rule> build_default_rules() {
 @weights          safetensors
 @weights          load_state_dict
 @weights          deepcopy
-@weights          module.py:1097
-@weights          _apply
+@weights          " _apply"
 @temporaries      generation/utils.py
 gradients         torch/autograd/
 gradients         AccumulateGrad
