@@ -108,6 +108,19 @@ class machine {
     in_.advance(count);
     return at;
   }
+  // Peephole for the pickler's most common pairs: when the next opcode is `op`, consume it
+  // now and return true. Saves a dispatch, the costliest part of the loop.
+  [[gnu::always_inline]] bool take_next(unsigned char op) {
+    if (!in_.ensure(1) || std::to_integer<unsigned char>(*in_.cursor()) != op) return false;
+    opcode_offset_ = in_.offset();
+    current_ = op;
+    in_.advance(1);
+    return true;
+  }
+  // The pickler memoizes every string and container right after pushing it.
+  [[gnu::always_inline]] bool memoize_if_next() {
+    return !take_next(MEMOIZE) || memo_put(memo_.size() + sparse_memo_.size());
+  }
   std::size_t frame_base() const { return marks_.empty() ? 0 : marks_.back(); }
   bool need(std::size_t count) {
     if (stack_.size() - frame_base() >= count) return true;
@@ -334,11 +347,13 @@ bool machine::run(value& root, const std::function<void()>& on_progress) {
       case SHORT_BINSTRING:
         if (!(at = argument(1))) return false;
         if (!push_string(std::to_integer<std::size_t>(*at), current_ == SHORT_BINBYTES)) return false;
+        if (!memoize_if_next()) return false;
         break;
       case BINUNICODE:
       case BINBYTES:
         if (!(at = argument(4))) return false;
         if (!push_string(load_le<std::uint32_t>(at), current_ == BINBYTES)) return false;
+        if (!memoize_if_next()) return false;
         break;
       case BINSTRING: {
         if (!(at = argument(4))) return false;
@@ -356,8 +371,14 @@ bool machine::run(value& root, const std::function<void()>& on_progress) {
         if (!push_string(static_cast<std::size_t>(length), current_ != BINUNICODE8)) return false;
         break;
       }
-      case EMPTY_LIST: stack_.push_back(builder_.new_container(container_type::list)); break;
-      case EMPTY_DICT: stack_.push_back(builder_.new_container(container_type::dict)); break;
+      case EMPTY_LIST:
+        stack_.push_back(builder_.new_container(container_type::list));
+        if (!memoize_if_next()) return false;
+        break;
+      case EMPTY_DICT:
+        stack_.push_back(builder_.new_container(container_type::dict));
+        if (!memoize_if_next()) return false;
+        break;
       case EMPTY_SET: stack_.push_back(builder_.new_container(container_type::set)); break;
       case EMPTY_TUPLE: stack_.push_back(builder_.make_filled(container_type::tuple, {})); break;
       case TUPLE1: if (!make_tuple(1)) return false; break;
@@ -388,8 +409,11 @@ bool machine::run(value& root, const std::function<void()>& on_progress) {
         if (!memo_get(std::to_integer<std::uint64_t>(*at))) return false;
         break;
       case LONG_BINGET:
-        if (!(at = argument(4))) return false;
-        if (!memo_get(load_le<std::uint32_t>(at))) return false;
+        // Frame lists are long runs of LONG_BINGET: stay in this loop while they last.
+        do {
+          if (!(at = argument(4))) return false;
+          if (!memo_get(load_le<std::uint32_t>(at))) return false;
+        } while (take_next(LONG_BINGET));
         break;
       case GLOBAL: case STACK_GLOBAL: case REDUCE: case BUILD: case INST: case OBJ: case NEWOBJ:
       case NEWOBJ_EX: case EXT1: case EXT2: case EXT4: case PERSID: case BINPERSID:

@@ -116,11 +116,27 @@ value snapshot_builder::make_real(double number) {
 
 value snapshot_builder::make_string(std::string_view text, bool is_bytes) {
   vkind kind = is_bytes ? vkind::bytes : vkind::string;
+  short_string_slot* slot = nullptr;
+  if (text.size() <= sizeof(short_string_slot::text)) {
+    unsigned hash = static_cast<unsigned>(text.size()) * 31u;
+    if (!text.empty()) hash += static_cast<unsigned char>(text.front()) * 7u + static_cast<unsigned char>(text.back()) * 131u + static_cast<unsigned char>(text[text.size() / 2]);
+    slot = &short_strings_[hash & 0xffu];
+    if (slot->length == text.size() && std::memcmp(slot->text, text.data(), text.size()) == 0) return value::make(kind, slot->id);
+  }
   auto found = string_ids_.find(text);
-  if (found != string_ids_.end()) return value::make(kind, found->second);
-  auto id = static_cast<string_id>(string_storage_.size());
-  const std::string& stored = string_storage_.emplace_back(text);
-  string_ids_.emplace(stored, id);
+  string_id id;
+  if (found != string_ids_.end()) {
+    id = found->second;
+  } else {
+    id = static_cast<string_id>(string_storage_.size());
+    const std::string& stored = string_storage_.emplace_back(text);
+    string_ids_.emplace(stored, id);
+  }
+  if (slot != nullptr) {
+    slot->length = static_cast<std::uint8_t>(text.size());
+    if (!text.empty()) std::memcpy(slot->text, text.data(), text.size());
+    slot->id = id;
+  }
   return value::make(kind, id);
 }
 

@@ -10,6 +10,7 @@
 #include <rlmem/snapshot.hpp>
 #include <rlmem/snapshot_reader.hpp>
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <span>
@@ -95,6 +96,14 @@ class snapshot_builder {
   // Interned strings; the views in string_ids_ point into string_storage_ (a deque: stable).
   std::deque<std::string> string_storage_;
   std::unordered_map<std::string_view, string_id> string_ids_;
+  // A direct-mapped cache in front of string_ids_ for short strings: torch writes the same
+  // action and key names as fresh strings in every trace entry.
+  struct short_string_slot {
+    std::uint8_t length = 0xff;  // 0xff: empty
+    char text[23] = {};
+    string_id id = 0;
+  };
+  std::array<short_string_slot, 256> short_strings_{};
   std::vector<std::int64_t> wide_integers_;
   std::vector<double> reals_;
 
