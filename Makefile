@@ -51,14 +51,18 @@ bench: deps
 	./build-bench/bench/rlmem_bench --benchmark_counters_tabular=true
 	bench/peak_rss.sh build-bench/rlmem
 
-# libFuzzer run of the snapshot reader: make fuzz FUZZ_SECONDS=600
+# libFuzzer runs of every parser (the snapshot reader with inspect(), the category rules):
+# make fuzz FUZZ_SECONDS=600
 FUZZ_SECONDS ?= 600
 fuzz:
 	$(MAKE) deps EXTRA_PACKAGES="$(FUZZ_PACKAGES)"
 	cmake --preset fuzz
 	cmake --build --preset fuzz --target all_fuzzers -j $(JOBS)
-	mkdir -p build-fuzz/corpus && cp -n fuzz/corpus/fuzz_snapshot_reader/* build-fuzz/corpus/
-	./build-fuzz/fuzz/fuzz_snapshot_reader build-fuzz/corpus -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=build-fuzz/
+	for target in fuzz_snapshot_reader fuzz_category_rules; do \
+	  mkdir -p build-fuzz/corpus/$$target && cp -n fuzz/corpus/$$target/* build-fuzz/corpus/$$target/ && \
+	  ./build-fuzz/fuzz/$$target build-fuzz/corpus/$$target -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	    -artifact_prefix=build-fuzz/$$target- || exit 1; \
+	done
 
 clean:
 	rm -rf build build-debug build-sanitize build-fuzz build-bench

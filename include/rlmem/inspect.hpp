@@ -190,9 +190,6 @@ struct inspection {
 /// Resolves the site and the nearest user frame of a stack (frames innermost first).
 allocation_site resolve_site(const snapshot& snap, stack_id stack);
 
-/// Replays one device's trace against its final segments.
-timeline build_timeline(const snapshot& snap, std::int64_t device);
-
 /// Runs every analysis of `rlmem inspect`.
 inspection inspect(const snapshot& snap, const inspect_options& options = {});
 

@@ -130,29 +130,6 @@ enum checkpoint_kind : std::uint8_t {
 
 }  // namespace
 
-timeline build_timeline(const snapshot& snap, std::int64_t device) {
-  timeline line;
-  line.device = device;
-  const device_trace* trace = snap.trace_for(device);
-  std::span<const trace_event> events = trace ? snap.events_of(*trace) : std::span<const trace_event>{};
-  detail::live_set state = detail::live_set::at_trace_start(snap, device, events);
-  line.allocated_at_start = state.allocated_bytes();
-  line.blocks_live_at_start = state.blocks().size();
-  line.reserved_at_start = detail::reserved_at_trace_start(snap, device, events);
-  line.allocated.reserve(events.size());
-  line.reserved.reserve(events.size());
-  std::int64_t reserved = line.reserved_at_start;
-  for (const trace_event& event : events) {
-    state.apply(event);
-    reserved += detail::reserved_delta(event);
-    line.allocated.push_back(state.allocated_bytes());
-    line.reserved.push_back(reserved);
-  }
-  line.frees_of_earlier_blocks = state.frees_of_earlier_blocks();
-  line.inconsistencies = state.inconsistencies();
-  return line;
-}
-
 inspection inspect(const snapshot& snap, const inspect_options& options) {
   inspection result;
   result.device = pick_device(snap, options.device);
