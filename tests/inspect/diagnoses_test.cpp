@@ -185,3 +185,25 @@ TEST(categories, a_custom_table_replaces_the_default) {
 }
 
 }  // namespace rlmem
+
+namespace rlmem {
+
+class without_annotations : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(without_annotations, optimizer_frames_find_the_same_steps_and_leaks) {
+  const snapshot& annotated = testing::fixture(GetParam());
+  snapshot bare = annotated;
+  bare.annotations.clear();
+  inspection expected = inspect(annotated);
+  inspection result = inspect(bare);
+  EXPECT_EQ(result.step_method, "optimizer allocations in the stacks");
+  ASSERT_EQ(result.steps.size(), expected.steps.size());
+  for (std::size_t k = 0; k < result.steps.size(); ++k) EXPECT_EQ(result.steps[k].allocated_bytes, expected.steps[k].allocated_bytes);
+  ASSERT_EQ(result.leaks.size(), expected.leaks.size());
+  for (std::size_t i = 0; i < result.leaks.size(); ++i) EXPECT_EQ(result.leaks[i].site.label, expected.leaks[i].site.label);
+}
+
+INSTANTIATE_TEST_SUITE_P(fixtures, without_annotations,
+                         ::testing::Values("grpo_clean.pickle.zst", "grpo_leak_logits.pickle.zst", "validation_kv_leak.pickle.zst"));
+
+}  // namespace rlmem
