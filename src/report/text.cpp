@@ -215,15 +215,20 @@ std::string render_inspection_text(const snapshot& snap, const inspection& resul
   row("streams", fmt::format("{} ({})", result.streams.size(), streams));
   row("allocator", settings_line(snap));
   std::string actions;
+  constexpr std::size_t value_column = 19;  // where row() starts a value
+  std::size_t line_length = value_column;
   for (std::size_t action = 0; action < trace_action_count; ++action) {
     if (result.events_by_action[action] == 0) continue;
     std::string item = fmt::format("{} {}", trace_action_name(static_cast<trace_action>(action)), format_count(result.events_by_action[action]));
-    if (!actions.empty() && (actions.size() % options.width) + item.size() + 3 > options.width - 20) {
-      actions += "\n" + std::string(19, ' ');
+    if (!actions.empty() && line_length + 2 + item.size() > options.width) {
+      actions += "\n" + std::string(value_column, ' ');
+      line_length = value_column;
     } else if (!actions.empty()) {
       actions += ", ";
+      line_length += 2;
     }
     actions += item;
+    line_length += item.size();
   }
   row("events", actions.empty() ? "none" : actions);
 

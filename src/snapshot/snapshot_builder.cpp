@@ -40,7 +40,8 @@ static_assert(s_external_annotations < 64, "keys must fit the 64-bit key mask");
 static_assert(s_annotate - s_alloc + 1 == static_cast<int>(trace_action::unknown));
 
 constexpr std::uint64_t bit(known key) { return std::uint64_t{1} << key; }
-constexpr std::uint32_t missing_address_block = UINT32_MAX;
+// Marks a block read without an 'address' key (torch before 2.1); its segment fills it in.
+constexpr std::uint64_t missing_address = UINT64_MAX;
 
 // The key mask of a dict: one bit per known key it holds.
 std::uint64_t key_mask(std::span<const value> pairs) {
@@ -371,8 +372,7 @@ bool snapshot_builder::make_frame(std::span<const value> pairs, value& sealed, e
 
 bool snapshot_builder::make_block(std::span<const value> pairs, value& sealed, error& failure) {
   block made;
-  made.address = missing_address_block;  // older torch: derived from the segment later
-  bool has_address = false;
+  made.address = missing_address;
   for (std::size_t i = 0; i < pairs.size(); i += 2) {
     value key = pairs[i];
     value item = pairs[i + 1];
@@ -385,7 +385,6 @@ bool snapshot_builder::make_block(std::span<const value> pairs, value& sealed, e
         if (!get_integer(item, number)) return fail(failure, "block", known_strings[key.index()], "an int", item.kind());
         if (key.index() == s_address) {
           made.address = static_cast<std::uint64_t>(number);
-          has_address = true;
         } else {
           (key.index() == s_size ? made.size : made.requested_size) = static_cast<std::uint64_t>(number);
         }
@@ -407,7 +406,6 @@ bool snapshot_builder::make_block(std::span<const value> pairs, value& sealed, e
         break;
     }
   }
-  if (!has_address) made.address = missing_address_block;
   blocks_.push_back(made);
   sealed = value::make(vkind::block, blocks_.size() - 1);
   return true;
@@ -480,7 +478,7 @@ bool snapshot_builder::make_segment(std::span<const value> pairs, value& sealed,
     std::uint64_t next_address = made.address;
     for (std::uint32_t i = 0; i < made.block_count; ++i) {
       block& owned = blocks_[made.first_block + i];
-      if (owned.address == missing_address_block) owned.address = next_address;
+      if (owned.address == missing_address) owned.address = next_address;
       next_address = owned.address + owned.size;
     }
   }
