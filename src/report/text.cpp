@@ -122,6 +122,7 @@ void append_ooms(std::string& out, const inspection& result, const text_options&
                        format_bytes(static_cast<std::int64_t>(oom.device_free_bytes)),
                        format_bytes(static_cast<std::int64_t>(oom.largest_free_block_bytes)));
     for (const free_block_summary& pool : oom.free_by_pool) {
+      if (pool.free_bytes == 0) continue;
       out += fmt::format("    {} pool, stream {}: {} free, largest block {}\n", pool.small_pool ? "small" : "large",
                          pool.stream == 0 ? std::string("default") : fmt::format("{:#x}", pool.stream),
                          format_bytes(static_cast<std::int64_t>(pool.free_bytes)),
@@ -166,8 +167,9 @@ void append_chart(std::string& out, const inspection& result, std::size_t width)
   auto peaks = detail::timeline_columns(result.memory, columns);
   if (peaks.empty()) return;
   std::int64_t top = std::max<std::int64_t>(1, std::max(result.peak_reserved_bytes, result.peak_allocated_bytes));
-  out += "\nTimeline  (# allocated, : reserved but unallocated; one column = "
-         + format_count(std::max<std::size_t>(1, result.memory.allocated.size() / peaks.size())) + " events)\n";
+  std::size_t per_column = std::max<std::size_t>(1, result.memory.allocated.size() / peaks.size());
+  out += "\nTimeline  (# allocated, : reserved but unallocated; one column = " + format_count(per_column) +
+         (per_column == 1 ? " event)\n" : " events)\n");
   for (std::size_t row = 0; row < rows; ++row) {
     std::int64_t threshold = top * static_cast<std::int64_t>(rows - row) / static_cast<std::int64_t>(rows);
     std::string label = row == 0 ? format_bytes(top) : (row == rows - 1 ? format_bytes(top / static_cast<std::int64_t>(rows)) : "");
