@@ -187,6 +187,9 @@ struct inspection {
   std::vector<std::string> notes;          ///< things a reader should know about the trace
 };
 
+/// The device a report covers by default: the one with the longest trace.
+std::int64_t default_device(const snapshot& snap);
+
 /// Resolves the site and the nearest user frame of a stack (frames innermost first).
 allocation_site resolve_site(const snapshot& snap, stack_id stack);
 

@@ -6,9 +6,11 @@
 #include <rlmem/compare.hpp>
 #include <rlmem/format.hpp>
 #include <rlmem/inspect.hpp>
+#include <rlmem/replay.hpp>
 #include <rlmem/snapshot.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace rlmem {
@@ -38,5 +40,23 @@ std::string render_ranks_text(const std::vector<rank_result>& ranks, const rank_
                               const std::string& folder, const text_options& options = {});
 /// `rlmem inspect DIR --json`.
 std::string render_ranks_json(const std::vector<rank_result>& ranks, const rank_imbalance& imbalance, const std::string& folder);
+
+/// What `rlmem replay` prints: the run under one setting, and optionally the smallest capacity
+/// and the comparison of settings.
+struct replay_report {
+  std::string file;
+  std::int64_t device = 0;
+  allocator_settings settings;
+  bool settings_recorded = true;  ///< the snapshot's own settings
+  std::uint64_t capacity_bytes = 0;
+  replay_result result;
+  std::optional<std::uint64_t> min_capacity_bytes;
+  std::vector<settings_comparison> comparison;
+};
+
+/// `rlmem replay` for people.
+std::string render_replay_text(const replay_report& report, const text_options& options = {});
+/// `rlmem replay --json` (schema in docs/schema/replay.schema.json).
+std::string render_replay_json(const replay_report& report);
 
 }  // namespace rlmem

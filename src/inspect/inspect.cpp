@@ -17,8 +17,9 @@ namespace rlmem {
 
 namespace {
 
-std::int64_t pick_device(const snapshot& snap, std::int64_t requested) {
-  if (requested >= 0) return requested;
+}  // namespace
+
+std::int64_t default_device(const snapshot& snap) {
   std::int64_t best = snap.segments.empty() ? 0 : snap.segments.front().device;
   std::uint32_t longest = 0;
   for (const device_trace& trace : snap.device_traces) {
@@ -29,6 +30,8 @@ std::int64_t pick_device(const snapshot& snap, std::int64_t requested) {
   }
   return best;
 }
+
+namespace {
 
 std::string human_count(std::uint64_t count, std::string_view noun) {
   return format_count(count) + " " + std::string(noun) + (count == 1 ? "" : "s");
@@ -132,7 +135,7 @@ enum checkpoint_kind : std::uint8_t {
 
 inspection inspect(const snapshot& snap, const inspect_options& options) {
   inspection result;
-  result.device = pick_device(snap, options.device);
+  result.device = options.device >= 0 ? options.device : default_device(snap);
   for (const segment& seg : snap.segments) result.devices.push_back(seg.device);
   for (const device_trace& trace : snap.device_traces) {
     if (trace.event_count > 0) result.devices.push_back(trace.device);

@@ -41,6 +41,13 @@ class live_set {
   /// Moves the state past one event.
   allocation_change apply(const trace_event& event);
 
+  /// A reserved range: a segment, or a mapped run of an expandable one.
+  struct mapped_range {
+    std::uint64_t bytes = 0;
+    std::uint64_t stream = 0;  // raw cudaStream_t
+  };
+  const std::map<std::uint64_t, mapped_range>& mapped() const noexcept { return mapped_; }
+
   /// The free space of every reserved range now: gaps between live blocks (pending frees
   /// count as live, as the allocator cannot reuse them yet).
   std::vector<free_space> free_spaces() const;
@@ -59,10 +66,6 @@ class live_set {
   void unmap_range(std::uint64_t address, std::uint64_t size);
 
   std::map<std::uint64_t, live_block> blocks_;
-  struct mapped_range {
-    std::uint64_t bytes = 0;
-    std::uint64_t stream = 0;  // raw cudaStream_t
-  };
   void map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream);
   std::map<std::uint64_t, mapped_range> mapped_;  // reserved ranges by address
   const std::vector<std::uint64_t>* streams_ = nullptr;  // snapshot::streams

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Replays a snapshot's allocation trace through a model of PyTorch's CUDA caching allocator
+// (native backend, torch 2.5 to 2.11) on a simulated device, and answers what-ifs: another
+// capacity, other PYTORCH_CUDA_ALLOC_CONF settings, the smallest capacity that completes.
+
+#include <rlmem/snapshot.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlmem {
+
+/// The caching allocator's settings that change its decisions.
+struct allocator_settings {
+  bool expandable_segments = false;
+  std::uint64_t max_split_size = UINT64_MAX;                          ///< max_split_size_mb
+  std::uint64_t max_non_split_rounding = std::uint64_t{20} << 20;     ///< max_non_split_rounding_mb
+  std::array<std::uint32_t, 16> roundup_power2_divisions{};           ///< per 2^k MiB bucket; 0 = off
+  double garbage_collection_threshold = 0.0;
+
+  bool operator==(const allocator_settings&) const = default;
+};
+
+/// Parses a PYTORCH_CUDA_ALLOC_CONF string ("expandable_segments:True,max_split_size_mb:128").
+/// Keys for the host allocator or other backends are accepted and ignored; `backend:cudaMallocAsync`
+/// and unknown keys are refused with a message.
+bool parse_alloc_conf(std::string_view conf, allocator_settings& settings, std::string& message);
+
+/// The settings as a PYTORCH_CUDA_ALLOC_CONF string, "" for the defaults.
+std::string to_alloc_conf(const allocator_settings& settings);
+
+/// The settings a snapshot was recorded under (its allocator_settings), defaults when absent.
+allocator_settings settings_of(const snapshot& snap);
+
+/// round_size of the caching allocator under `settings`.
+std::uint64_t round_request(std::uint64_t requested_bytes, const allocator_settings& settings) noexcept;
+
+struct replay_options {
+  std::int64_t device = -1;             ///< -1: the device with the longest trace
+  std::optional<allocator_settings> settings;  ///< none: the snapshot's own
+  std::uint64_t capacity_bytes = 0;     ///< set_per_process_memory_fraction as bytes; 0 = unlimited
+};
+
+/// The first allocation the model could not serve.
+struct replay_oom {
+  std::uint64_t event = 0;              ///< index of the alloc in the trace
+  std::uint64_t requested_bytes = 0;    ///< rounded
+  std::int64_t allocated_bytes = 0;
+  std::int64_t reserved_bytes = 0;
+};
+
+/// How well the replay reproduced what the recording did, under the recording's settings.
+struct replay_fidelity {
+  bool applicable = false;              ///< the replay ran under the recorded settings
+  std::uint64_t segment_events_expected = 0;
+  std::uint64_t segment_events_matched = 0;  ///< in order, by action and size, until the first mismatch
+  std::string first_mismatch;           ///< "" when every segment event matched
+};
+
+struct replay_result {
+  bool completed = false;               ///< every allocation of the trace was served
+  std::optional<replay_oom> oom;
+  std::string unsupported;              ///< set when the trace cannot be replayed faithfully, and why
+  std::int64_t peak_allocated_bytes = 0;
+  std::int64_t peak_reserved_bytes = 0;
+  std::uint64_t segments = 0;           ///< segments at the end
+  std::uint64_t num_alloc_retries = 0;
+  std::uint64_t events_replayed = 0;
+  bool recording_ended_in_oom = false;  ///< the recorded run stopped at an oom the replay got past
+  replay_fidelity fidelity;
+};
+
+/// Replays one device's trace. Never guesses: traces it cannot model (expandable segments,
+/// streams with pending frees it cannot place) come back with `unsupported` set.
+replay_result replay(const snapshot& snap, const replay_options& options = {});
+
+/// The smallest capacity, to 2 MiB, under which the trace completes with `settings`
+/// (0 when it does not complete even without a limit).
+std::uint64_t min_capacity(const snapshot& snap, const replay_options& options);
+
+/// One row of `rlmem replay --compare`.
+struct settings_comparison {
+  std::string label;           ///< "recorded", "expandable_segments:True", "max_split_size_mb:128", "floor"
+  allocator_settings settings;
+  replay_result result;        ///< under options.capacity_bytes
+  std::uint64_t min_capacity_bytes = 0;
+};
+
+/// The recorded settings, expandable segments, several max_split_size values, and the floor
+/// (peak allocated: what no setting can go below).
+std::vector<settings_comparison> compare_settings(const snapshot& snap, const replay_options& options);
+
+}  // namespace rlmem

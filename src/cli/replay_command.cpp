@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+// `rlmem replay FILE`: re-run the trace through the caching allocator model; what-ifs.
+
+#include "arguments.hpp"
+#include "commands.hpp"
+#include "progress.hpp"
+
+#include <rlmem/report.hpp>
+#include <rlmem/snapshot_reader.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+namespace rlmem::cli {
+
+namespace {
+
+struct replay_arguments {
+  std::string file;
+  std::string alloc_conf;
+  bool alloc_conf_given = false;
+  std::string capacity;
+  std::int64_t device = -1;
+  bool min_capacity = false;
+  bool compare = false;
+  bool json = false;
+  bool quiet = false;
+};
+
+int run_replay(const replay_arguments& args) {
+  replay_options options;
+  options.device = args.device;
+  if (!args.capacity.empty()) {
+    std::int64_t bytes = 0;
+    if (!parse_size(args.capacity, bytes)) {
+      std::fprintf(stderr, "rlmem: --capacity '%s' is not a size (examples: 2805590497, 2.6GiB, 80GB)\n", args.capacity.c_str());
+      return exit_bad_input;
+    }
+    options.capacity_bytes = static_cast<std::uint64_t>(bytes);
+  }
+  if (args.alloc_conf_given) {
+    allocator_settings settings;
+    std::string message;
+    if (!parse_alloc_conf(args.alloc_conf, settings, message)) {
+      std::fprintf(stderr, "rlmem: --alloc-conf: %s\n", message.c_str());
+      return exit_bad_input;
+    }
+    options.settings = settings;
+  }
+  read_options reading;
+  reading.progress = make_progress(args.file, !args.quiet);
+  auto read = read_snapshot_file(args.file, reading);
+  end_progress();
+  if (!read.ok()) {
+    std::fprintf(stderr, "rlmem: %s: %s\n", args.file.c_str(), describe(read.failure()).c_str());
+    return exit_bad_input;
+  }
+  const snapshot& snap = read.value();
+  replay_report report;
+  report.file = args.file;
+  report.device = options.device >= 0 ? options.device : default_device(snap);
+  report.settings = options.settings.value_or(settings_of(snap));
+  report.settings_recorded = report.settings == settings_of(snap);
+  report.capacity_bytes = options.capacity_bytes;
+  report.result = replay(snap, options);
+  if (!report.result.unsupported.empty()) {
+    std::fprintf(stderr, "rlmem: %s: cannot replay: %s\n", args.file.c_str(), report.result.unsupported.c_str());
+    return exit_bad_input;
+  }
+  if (args.min_capacity) report.min_capacity_bytes = min_capacity(snap, options);
+  if (args.compare) report.comparison = compare_settings(snap, options);
+  std::string text = args.json ? render_replay_json(report) : render_replay_text(report);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return exit_ok;
+}
+
+}  // namespace
+
+void add_replay_command(CLI::App& app, command_body& run) {
+  auto args = std::make_shared<replay_arguments>();
+  CLI::App* command = app.add_subcommand("replay", "Re-run the trace through a model of PyTorch's caching allocator: what-ifs");
+  command->add_option("FILE", args->file, "Snapshot from torch.cuda.memory._dump_snapshot (.pickle, .gz or .zst)")->required();
+  command->add_option("--alloc-conf", args->alloc_conf,
+                      "PYTORCH_CUDA_ALLOC_CONF to replay under, e.g. \"max_split_size_mb:128\"\n"
+                      "(default: the settings recorded in the snapshot)")
+      ->each([args](const std::string&) { args->alloc_conf_given = true; });
+  command->add_option("--capacity", args->capacity,
+                      "Memory limit (set_per_process_memory_fraction), e.g. 2805590497 or 40GiB (default: none)");
+  command->add_option("--device", args->device, "CUDA device (default: the one with the longest trace)")->check(CLI::NonNegativeNumber);
+  command->add_flag("--min-capacity", args->min_capacity, "Also find the smallest capacity (to 2 MiB) under which the trace completes");
+  command->add_flag("--compare", args->compare,
+                    "Also compare the recorded settings, expandable segments and max_split_size_mb 64..512:\n"
+                    "peak reserved and smallest capacity of each, and the floor (peak allocated)");
+  command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/replay.schema.json)");
+  command->add_flag("--quiet", args->quiet, "No progress line on stderr");
+  command->footer("The trace's allocation sequence does not depend on the allocator, so its decisions can be\n"
+                  "replayed on a CPU. Under the recorded settings the report says how many of the recorded\n"
+                  "segment events (cudaMalloc, cudaFree) the model reproduced. Examples:\n"
+                  "  rlmem replay run.pickle --capacity 40GiB                # would it fit in 40 GiB?\n"
+                  "  rlmem replay oom.pickle --capacity 2805590497 --compare\n"
+                  "  rlmem replay run.pickle --alloc-conf max_split_size_mb:256 --min-capacity");
+  command->callback([&run, args] { run = [args] { return run_replay(*args); }; });
+}
+
+}  // namespace rlmem::cli

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+// Allocator settings: PYTORCH_CUDA_ALLOC_CONF parsing, the snapshot's recorded settings, and
+// round_size (CUDACachingAllocator.cpp, roundup_power2_divisions from CUDAAllocatorConfig).
+
+#include <rlmem/replay.hpp>
+
+#include <bit>
+#include <charconv>
+#include <string>
+#include <vector>
+
+namespace rlmem {
+
+namespace {
+
+constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+
+bool parse_number(std::string_view text, std::uint64_t& number) {
+  auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), number);
+  return status == std::errc{} && end == text.data() + text.size();
+}
+
+// "[256:1,512:2,>:8]" or "4": fills the 16 buckets as the allocator does (torch >= 2.10).
+bool parse_divisions(std::string_view text, std::array<std::uint32_t, 16>& buckets, std::string& message) {
+  buckets.fill(0);
+  std::uint64_t single = 0;
+  if (parse_number(text, single)) {
+    buckets.fill(static_cast<std::uint32_t>(single));
+    return true;
+  }
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') {
+    message = "roundup_power2_divisions must be a number or a [size_mb:divisions,...] list";
+    return false;
+  }
+  text = text.substr(1, text.size() - 2);
+  bool first = true;
+  int last_index = -1;
+  while (!text.empty()) {
+    std::size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    std::size_t colon = item.find(':');
+    std::uint64_t divisions = 0;
+    if (colon == std::string_view::npos || !parse_number(item.substr(colon + 1), divisions)) {
+      message = "bad roundup_power2_divisions entry '" + std::string(item) + "'";
+      return false;
+    }
+    std::string_view key = item.substr(0, colon);
+    if (key == ">") {
+      for (int i = last_index + 1; i < 16; ++i) buckets[static_cast<std::size_t>(i)] = static_cast<std::uint32_t>(divisions);
+      continue;
+    }
+    std::uint64_t size_mb = 0;
+    if (!parse_number(key, size_mb) || !std::has_single_bit(size_mb)) {
+      message = "roundup_power2_divisions keys must be powers of two in MB, not '" + std::string(key) + "'";
+      return false;
+    }
+    int index = std::min(15, std::max(0, static_cast<int>(std::bit_width(size_mb)) - 1));
+    if (first) {
+      for (int i = 0; i < index; ++i) buckets[static_cast<std::size_t>(i)] = static_cast<std::uint32_t>(divisions);
+      first = false;
+    }
+    buckets[static_cast<std::size_t>(index)] = static_cast<std::uint32_t>(divisions);
+    last_index = index;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_alloc_conf(std::string_view conf, allocator_settings& settings, std::string& message) {
+  allocator_settings parsed;
+  while (!conf.empty()) {
+    // Split on commas outside brackets.
+    std::size_t depth = 0;
+    std::size_t end = 0;
+    for (; end < conf.size(); ++end) {
+      if (conf[end] == '[') ++depth;
+      if (conf[end] == ']' && depth > 0) --depth;
+      if (conf[end] == ',' && depth == 0) break;
+    }
+    std::string item;
+    for (char c : conf.substr(0, end)) {
+      if (c != ' ' && c != '\t') item += c;
+    }
+    conf = end < conf.size() ? conf.substr(end + 1) : std::string_view{};
+    if (item.empty()) continue;
+    std::size_t colon = item.find(':');
+    if (colon == std::string::npos) {
+      message = "'" + item + "' has no value (key:value)";
+      return false;
+    }
+    std::string key = item.substr(0, colon);
+    std::string value = item.substr(colon + 1);
+    std::uint64_t number = 0;
+    if (key == "expandable_segments") {
+      if (value != "True" && value != "False") {
+        message = "expandable_segments must be True or False";
+        return false;
+      }
+      parsed.expandable_segments = value == "True";
+    } else if (key == "max_split_size_mb") {
+      if (!parse_number(value, number) || number < 20) {
+        message = "max_split_size_mb must be a number of MB, at least 20";
+        return false;
+      }
+      parsed.max_split_size = number * mib;
+    } else if (key == "max_non_split_rounding_mb") {
+      if (!parse_number(value, number) || number < 20) {
+        message = "max_non_split_rounding_mb must be a number of MB, at least 20";
+        return false;
+      }
+      parsed.max_non_split_rounding = number * mib;
+    } else if (key == "roundup_power2_divisions") {
+      if (!parse_divisions(value, parsed.roundup_power2_divisions, message)) return false;
+    } else if (key == "garbage_collection_threshold") {
+      try {
+        parsed.garbage_collection_threshold = std::stod(value);
+      } catch (const std::exception&) {
+        parsed.garbage_collection_threshold = -1;
+      }
+      if (!(parsed.garbage_collection_threshold > 0 && parsed.garbage_collection_threshold < 1)) {
+        message = "garbage_collection_threshold must lie between 0 and 1";
+        return false;
+      }
+    } else if (key == "backend") {
+      if (value != "native") {
+        message = "backend:" + value + " is not the caching allocator rlmem models";
+        return false;
+      }
+    } else if (key.starts_with("pinned_") || key == "release_lock_on_cudamalloc" || key == "release_lock_on_hipmalloc" ||
+               key == "graph_capture_record_stream_reuse" || key == "per_process_memory_fraction") {
+      // No effect on device-memory decisions (host allocator, locking, graph capture).
+    } else {
+      message = "unknown allocator setting '" + key + "'";
+      return false;
+    }
+  }
+  settings = parsed;
+  return true;
+}
+
+std::string to_alloc_conf(const allocator_settings& settings) {
+  const allocator_settings defaults;
+  std::string conf;
+  auto add = [&](const std::string& item) { conf += (conf.empty() ? "" : ",") + item; };
+  if (settings.expandable_segments) add("expandable_segments:True");
+  if (settings.max_split_size != defaults.max_split_size) add("max_split_size_mb:" + std::to_string(settings.max_split_size / mib));
+  if (settings.max_non_split_rounding != defaults.max_non_split_rounding) {
+    add("max_non_split_rounding_mb:" + std::to_string(settings.max_non_split_rounding / mib));
+  }
+  if (settings.roundup_power2_divisions != defaults.roundup_power2_divisions) {
+    std::string list;
+    for (std::size_t i = 0; i < settings.roundup_power2_divisions.size(); ++i) {
+      list += (list.empty() ? "" : ",") + std::to_string(std::uint64_t{1} << i) + ":" + std::to_string(settings.roundup_power2_divisions[i]);
+    }
+    add("roundup_power2_divisions:[" + list + "]");
+  }
+  if (settings.garbage_collection_threshold > 0) add("garbage_collection_threshold:" + std::to_string(settings.garbage_collection_threshold));
+  return conf;
+}
+
+allocator_settings settings_of(const snapshot& snap) {
+  allocator_settings settings;
+  if (const plain_value* conf = snap.setting("PYTORCH_CUDA_ALLOC_CONF"); conf && !conf->text.empty()) {
+    std::string message;
+    if (parse_alloc_conf(conf->text, settings, message)) return settings;
+  }
+  if (const plain_value* expandable = snap.setting("expandable_segments")) settings.expandable_segments = expandable->boolean;
+  if (const plain_value* split = snap.setting("max_split_size"); split && split->integer > 0) {
+    settings.max_split_size = static_cast<std::uint64_t>(split->integer);
+  }
+  if (const plain_value* threshold = snap.setting("garbage_collection_threshold")) {
+    settings.garbage_collection_threshold = threshold->real;
+  }
+  if (const plain_value* divisions = snap.setting("roundup_power2_divisions"); divisions && divisions->type == plain_value::kind::dict) {
+    for (std::size_t i = 0; i < divisions->items.size() && i < 16; ++i) {
+      settings.roundup_power2_divisions[i] = static_cast<std::uint32_t>(std::max<std::int64_t>(0, divisions->items[i].integer));
+    }
+  }
+  return settings;
+}
+
+std::uint64_t round_request(std::uint64_t size, const allocator_settings& settings) noexcept {
+  constexpr std::uint64_t min_block = 512;
+  if (size < min_block) return min_block;
+  unsigned log2_size = static_cast<unsigned>(std::bit_width(size)) - 1;
+  std::size_t bucket = log2_size > 20 ? std::min<std::size_t>(log2_size - 20, 15) : 0;
+  std::uint64_t divisions = settings.roundup_power2_divisions[bucket];
+  if (divisions > 1 && size > min_block * divisions) {
+    if (std::has_single_bit(size)) return size;
+    std::uint64_t floor2 = std::bit_floor(size);
+    std::uint64_t step = floor2 >> (std::bit_width(divisions) - 1);
+    if (step == 0) return floor2 << 1;
+    std::uint64_t low = size & ~(step - 1);
+    return low == size ? size : low + step;
+  }
+  return (size + min_block - 1) / min_block * min_block;
+}
+
+}  // namespace rlmem

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+// Renders `rlmem replay`: the run, its fidelity to the recording, and the settings table.
+
+#include <rlmem/report.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace rlmem {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string settings_text(const allocator_settings& settings) {
+  std::string conf = to_alloc_conf(settings);
+  return conf.empty() ? "defaults" : conf;
+}
+
+std::string capacity_text(std::uint64_t bytes) { return bytes == 0 ? "no limit" : format_bytes(static_cast<std::int64_t>(bytes)); }
+
+json result_json(const replay_result& result) {
+  json out;
+  out["completed"] = result.completed;
+  out["oom"] = result.oom ? json{{"event_index", result.oom->event},
+                                 {"requested_bytes", result.oom->requested_bytes},
+                                 {"allocated_bytes", result.oom->allocated_bytes},
+                                 {"reserved_bytes", result.oom->reserved_bytes}}
+                          : json(nullptr);
+  out["peak_allocated_bytes"] = result.peak_allocated_bytes;
+  out["peak_reserved_bytes"] = result.peak_reserved_bytes;
+  out["segments"] = result.segments;
+  out["num_alloc_retries"] = result.num_alloc_retries;
+  out["events_replayed"] = result.events_replayed;
+  out["recording_ended_in_oom"] = result.recording_ended_in_oom;
+  return out;
+}
+
+}  // namespace
+
+std::string render_replay_text(const replay_report& report, const text_options& options) {
+  const replay_result& result = report.result;
+  std::string out = fmt::format("{}  device {}: replayed under {} ({}), capacity {}\n\n", report.file, report.device,
+                                settings_text(report.settings), report.settings_recorded ? "as recorded" : "what-if",
+                                capacity_text(report.capacity_bytes));
+  auto row = [&](std::string_view name, const std::string& text) { out += fmt::format("  {:<16} {}\n", name, text); };
+  if (result.oom) {
+    row("result", fmt::format("OOM at event {} asking for {} (allocated {}, reserved {})", format_count(result.oom->event),
+                              format_bytes(static_cast<std::int64_t>(result.oom->requested_bytes)),
+                              format_bytes(result.oom->allocated_bytes), format_bytes(result.oom->reserved_bytes)));
+  } else {
+    row("result", fmt::format("completed, {} events", format_count(result.events_replayed)));
+  }
+  row("peak allocated", format_bytes(result.peak_allocated_bytes));
+  row("peak reserved", format_bytes(result.peak_reserved_bytes));
+  row("segments", format_count(result.segments) + " at the end");
+  row("alloc retries", format_count(result.num_alloc_retries) + " (num_alloc_retries: cache flushed to make room)");
+  if (result.recording_ended_in_oom) row("note", "the recording stopped at an OOM here that this replay got past");
+  if (result.fidelity.applicable) {
+    std::string fidelity = fmt::format("{} of {} recorded segment events reproduced", format_count(result.fidelity.segment_events_matched),
+                                       format_count(result.fidelity.segment_events_expected));
+    row("fidelity", fidelity);
+    if (!result.fidelity.first_mismatch.empty()) {
+      row("", "first divergence: " + result.fidelity.first_mismatch);
+      row("", "(the model follows the recording only under the same settings and memory limit)");
+    }
+  }
+  if (report.min_capacity_bytes) {
+    row("min capacity", *report.min_capacity_bytes == 0 ? "does not complete at any capacity"
+                                                         : format_bytes(static_cast<std::int64_t>(*report.min_capacity_bytes)) +
+                                                               " (smallest limit, to 2 MiB, under which it completes)");
+  }
+  if (!report.comparison.empty()) {
+    out += fmt::format("\n  {:<30} {:>13} {:>13} {:>13}\n", "settings", "peak reserved", "min capacity",
+                       report.capacity_bytes ? "at capacity" : "");
+    for (const settings_comparison& compared : report.comparison) {
+      std::string label = compared.label == "recorded" ? "recorded: " + settings_text(compared.settings) : compared.label;
+      if (!compared.result.unsupported.empty()) {
+        out += fmt::format("  {:<30} {}\n", label.substr(0, 30), "not modelled yet");
+        continue;
+      }
+      out += fmt::format("  {:<30} {:>13} {:>13} {:>13}\n", label.substr(0, 30), format_bytes(compared.result.peak_reserved_bytes),
+                         format_bytes(static_cast<std::int64_t>(compared.min_capacity_bytes)),
+                         report.capacity_bytes ? (compared.result.completed ? "completes" : "OOM") : "");
+    }
+    if (!report.comparison.empty()) {
+      out += fmt::format("  {:<30} {:>13} {:>13}\n", "floor (peak allocated)", "",
+                         format_bytes(report.comparison.front().result.peak_allocated_bytes));
+    }
+  }
+  (void)options;
+  return out;
+}
+
+std::string render_replay_json(const replay_report& report) {
+  json out;
+  out["schema_version"] = 1;
+  out["command"] = "replay";
+  out["file"] = report.file;
+  out["device"] = report.device;
+  out["alloc_conf"] = to_alloc_conf(report.settings);
+  out["settings_recorded"] = report.settings_recorded;
+  out["capacity_bytes"] = report.capacity_bytes;
+  for (auto& [key, item] : result_json(report.result).items()) out[key] = item;
+  const replay_fidelity& fidelity = report.result.fidelity;
+  out["fidelity"] = fidelity.applicable ? json{{"segment_events_expected", fidelity.segment_events_expected},
+                                              {"segment_events_matched", fidelity.segment_events_matched},
+                                              {"first_mismatch", fidelity.first_mismatch.empty() ? json(nullptr) : json(fidelity.first_mismatch)}}
+                                        : json(nullptr);
+  if (report.min_capacity_bytes) out["min_capacity_bytes"] = *report.min_capacity_bytes;
+  if (!report.comparison.empty()) {
+    json rows = json::array();
+    for (const settings_comparison& compared : report.comparison) {
+      json row = {{"label", compared.label}, {"alloc_conf", to_alloc_conf(compared.settings)}};
+      if (!compared.result.unsupported.empty()) {
+        row["unsupported"] = compared.result.unsupported;
+      } else {
+        for (auto& [key, item] : result_json(compared.result).items()) row[key] = item;
+        row["min_capacity_bytes"] = compared.min_capacity_bytes;
+      }
+      rows.push_back(std::move(row));
+    }
+    out["compare"] = rows;
+    out["floor_bytes"] = report.comparison.front().result.peak_allocated_bytes;
+  }
+  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace rlmem

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+// The caching allocator model against real recordings: segment events, peaks, OOMs and the
+// frag_capacity.json table that PyTorch measured under several caps.
+
+#include "fixtures.hpp"
+
+#include <rlmem/replay.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace rlmem {
+
+using testing::fixture;
+
+TEST(alloc_conf, parses_the_settings_that_change_decisions) {
+  allocator_settings settings;
+  std::string message;
+  ASSERT_TRUE(parse_alloc_conf("expandable_segments:True, max_split_size_mb:128,roundup_power2_divisions:[256:1,512:2,>:8]",
+                               settings, message)) << message;
+  EXPECT_TRUE(settings.expandable_segments);
+  EXPECT_EQ(settings.max_split_size, std::uint64_t{128} << 20);
+  EXPECT_EQ(settings.roundup_power2_divisions[8], 1u);   // 256 MiB bucket
+  EXPECT_EQ(settings.roundup_power2_divisions[9], 2u);   // 512 MiB
+  EXPECT_EQ(settings.roundup_power2_divisions[10], 8u);  // > fills after the last one
+  EXPECT_EQ(settings.roundup_power2_divisions[0], 1u);   // the first value fills below it
+  EXPECT_EQ(to_alloc_conf(allocator_settings{}), "");
+  ASSERT_TRUE(parse_alloc_conf(to_alloc_conf(settings), settings, message)) << message;
+}
+
+TEST(alloc_conf, refuses_what_it_cannot_model_with_a_reason) {
+  allocator_settings settings;
+  std::string message;
+  EXPECT_FALSE(parse_alloc_conf("backend:cudaMallocAsync", settings, message));
+  EXPECT_NE(message.find("cudaMallocAsync"), std::string::npos);
+  EXPECT_FALSE(parse_alloc_conf("max_split_size_mb:10", settings, message));
+  EXPECT_FALSE(parse_alloc_conf("expandable_segments:yes", settings, message));
+  EXPECT_FALSE(parse_alloc_conf("frobnicate:1", settings, message));
+  EXPECT_NE(message.find("frobnicate"), std::string::npos);
+}
+
+TEST(round_request, follows_round_size) {
+  allocator_settings defaults;
+  EXPECT_EQ(round_request(1, defaults), 512u);
+  EXPECT_EQ(round_request(1200, defaults), 1536u);
+  EXPECT_EQ(round_request(490'880'000, defaults), 490'880'000u);
+  allocator_settings four;
+  four.roundup_power2_divisions.fill(4);
+  EXPECT_EQ(round_request(1200, four), 1536u) << "small sizes are never power-2 rounded";
+  EXPECT_EQ(round_request((std::uint64_t{5} << 20) + 1, four), std::uint64_t{6} << 20);
+  EXPECT_EQ(round_request(std::uint64_t{8} << 20, four), std::uint64_t{8} << 20);
+}
+
+TEST(replay, frag_default_reproduces_every_segment_event_and_its_peaks) {
+  replay_result result = replay(fixture("frag_default.pickle.zst"));
+  ASSERT_TRUE(result.unsupported.empty()) << result.unsupported;
+  EXPECT_TRUE(result.completed);
+  EXPECT_EQ(result.peak_reserved_bytes, 4'190'109'696);
+  EXPECT_EQ(result.peak_allocated_bytes, 2'646'783'488);
+  ASSERT_TRUE(result.fidelity.applicable);
+  EXPECT_EQ(result.fidelity.segment_events_expected, 78u);
+  EXPECT_EQ(result.fidelity.segment_events_matched, 78u) << result.fidelity.first_mismatch;
+  EXPECT_EQ(result.fidelity.first_mismatch, "");
+}
+
+TEST(replay, grpo_runs_reproduce_their_segment_events) {
+  for (const char* name : {"grpo_clean.pickle.zst", "grpo_leak_logits.pickle.zst", "validation_kv_leak.pickle.zst"}) {
+    replay_result result = replay(fixture(name));
+    EXPECT_TRUE(result.completed) << name;
+    EXPECT_GT(result.fidelity.segment_events_expected, 0u) << name;
+    EXPECT_EQ(result.fidelity.segment_events_matched, result.fidelity.segment_events_expected) << name << ": " << result.fidelity.first_mismatch;
+  }
+  EXPECT_EQ(replay(fixture("grpo_clean.pickle.zst")).peak_reserved_bytes, 811'597'824);
+}
+
+TEST(replay, the_capped_recording_ooms_where_it_did_when_given_its_cap) {
+  replay_options capped;
+  capped.capacity_bytes = 2'805'590'497;
+  const snapshot& snap = fixture("frag_default_oom.pickle.zst");
+  replay_result result = replay(snap, capped);
+  ASSERT_TRUE(result.oom.has_value());
+  EXPECT_EQ(snap.events[result.oom->event].action, trace_action::oom) << "the model fails at the recorded oom";
+  EXPECT_EQ(result.oom->requested_bytes, 490'880'000u);
+  EXPECT_EQ(result.fidelity.segment_events_matched, result.fidelity.segment_events_expected) << result.fidelity.first_mismatch;
+  // Without the cap the model cannot know why the recording failed, and says where it diverged.
+  replay_result uncapped = replay(snap);
+  EXPECT_TRUE(uncapped.completed);
+  EXPECT_TRUE(uncapped.recording_ended_in_oom);
+  EXPECT_FALSE(uncapped.fidelity.first_mismatch.empty());
+}
+
+TEST(replay, every_default_row_of_frag_capacity_is_predicted) {
+  std::ifstream input(testing::testdata("snapshots/frag_capacity.json"));
+  nlohmann::json rows = nlohmann::json::parse(input);
+  const snapshot& snap = fixture("frag_default.pickle.zst");
+  std::size_t checked = 0;
+  for (const auto& row : rows) {
+    replay_options options;
+    options.capacity_bytes = row["cap"].get<std::uint64_t>();
+    allocator_settings settings;
+    std::string message;
+    ASSERT_TRUE(parse_alloc_conf(row["conf"] == "expandable" ? "expandable_segments:True" : "", settings, message));
+    options.settings = settings;
+    replay_result result = replay(snap, options);
+    std::string label = row["conf"].get<std::string>() + " cap " + std::to_string(options.capacity_bytes);
+    if (settings.expandable_segments) {
+      EXPECT_FALSE(result.unsupported.empty()) << label << ": expandable segments must be refused, not guessed";
+      continue;
+    }
+    ++checked;
+    EXPECT_EQ(result.completed, row["completed"].get<bool>()) << label;
+    if (!result.completed) {
+      ASSERT_TRUE(result.oom.has_value()) << label;
+      EXPECT_EQ(result.oom->requested_bytes, 490'880'000u) << label;
+    }
+    EXPECT_EQ(result.peak_allocated_bytes, row["peak_alloc"].get<std::int64_t>()) << label;
+    EXPECT_EQ(result.peak_reserved_bytes, row["peak_reserved"].get<std::int64_t>()) << label;
+    EXPECT_EQ(result.num_alloc_retries, row["num_alloc_retries"].get<std::uint64_t>()) << label;
+  }
+  EXPECT_EQ(checked, 3u);
+}
+
+TEST(replay, min_capacity_lies_between_the_caps_that_fail_and_complete) {
+  const snapshot& snap = fixture("frag_default.pickle.zst");
+  std::uint64_t smallest = min_capacity(snap, {});
+  EXPECT_GT(smallest, 2'805'590'497u);
+  EXPECT_LE(smallest, 3'176'140'185u);
+  EXPECT_EQ(smallest % (std::uint64_t{2} << 20), 0u);
+  replay_options at;
+  at.capacity_bytes = smallest;
+  EXPECT_TRUE(replay(snap, at).completed);
+  at.capacity_bytes = smallest - (std::uint64_t{2} << 20);
+  EXPECT_FALSE(replay(snap, at).completed);
+}
+
+TEST(replay, comparison_covers_the_settings_and_refuses_to_guess_expandable) {
+  auto rows = compare_settings(fixture("frag_default.pickle.zst"), {});
+  ASSERT_GE(rows.size(), 5u);
+  EXPECT_EQ(rows[0].label, "recorded");
+  EXPECT_EQ(rows[0].result.peak_reserved_bytes, 4'190'109'696);
+  EXPECT_EQ(rows[1].label, "expandable_segments:True");
+  EXPECT_FALSE(rows[1].result.unsupported.empty());
+  for (std::size_t i = 2; i < rows.size(); ++i) {
+    EXPECT_TRUE(rows[i].result.completed) << rows[i].label;
+    EXPECT_GE(rows[i].min_capacity_bytes, static_cast<std::uint64_t>(rows[0].result.peak_allocated_bytes)) << "nothing beats the floor";
+  }
+}
+
+}  // namespace rlmem
