@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <unordered_map>
 
 namespace rlmem {
 
@@ -95,42 +96,41 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
   if (const plain_value* expandable = snap.setting("expandable_segments"); expandable && expandable->boolean) {
     state.expandable_ = true;
   }
+  // The first event of each address says whether its block predates the trace: a free first
+  // means it was allocated before recording began, an alloc first means it was not. This is
+  // undoing the trace from the dump, done in one forward pass over a hash map.
+  struct first_touch {
+    trace_action action;
+    std::uint64_t size;
+    stack_id stack;
+  };
+  std::unordered_map<std::uint64_t, first_touch> first;
+  first.reserve(1u << 14);
+  for (const trace_event& event : events) {
+    if (event.action == trace_action::alloc || event.action == trace_action::free_requested ||
+        event.action == trace_action::free_completed) {
+      first.try_emplace(event.addr, first_touch{event.action, event.size, event.stack});
+    }
+  }
+  for (const auto& [address, touch] : first) {
+    if (touch.action == trace_action::alloc) continue;
+    state.blocks_[address] = {allocator_rounded_size(touch.size), touch.stack, touch.action == trace_action::free_completed, true};
+  }
   for (const segment& seg : snap.segments) {
     if (seg.device != device) continue;
     state.map_range(seg.address, seg.total_size, seg.stream);
     for (const block& held : snap.blocks_of(seg)) {
       if (held.state != block_state::active_allocated && held.state != block_state::active_pending_free) continue;
+      if (first.contains(held.address)) continue;  // the trace decided above
       state.blocks_[held.address] = {held.size, held.stack, held.state == block_state::active_pending_free, true};
     }
   }
-  // Walk backwards: each event is undone, so what remains is the state before the first one.
+  // Reserved ranges: undo the segment events from the last to the first.
   for (auto event = events.rbegin(); event != events.rend(); ++event) {
-    switch (event->action) {
-      case trace_action::alloc:
-        if (state.blocks_.erase(event->addr) == 0) ++state.inconsistencies_;
-        break;
-      case trace_action::free_requested: {
-        auto found = state.blocks_.find(event->addr);
-        if (found != state.blocks_.end()) {
-          found->second.pending_free = false;
-        } else {
-          state.blocks_[event->addr] = {allocator_rounded_size(event->size), event->stack, false, true};
-        }
-        break;
-      }
-      case trace_action::free_completed:
-        state.blocks_[event->addr] = {allocator_rounded_size(event->size), event->stack, true, true};
-        break;
-      case trace_action::segment_alloc:
-      case trace_action::segment_map:
-        state.unmap_range(event->addr, event->size);
-        break;
-      case trace_action::segment_free:
-      case trace_action::segment_unmap:
-        state.map_range(event->addr, event->size, snap.streams[event->stream]);
-        break;
-      default:
-        break;
+    if (event->action == trace_action::segment_alloc || event->action == trace_action::segment_map) {
+      state.unmap_range(event->addr, event->size);
+    } else if (event->action == trace_action::segment_free || event->action == trace_action::segment_unmap) {
+      state.map_range(event->addr, event->size, snap.streams[event->stream]);
     }
   }
   for (auto& [address, held] : state.blocks_) {

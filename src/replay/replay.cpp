@@ -104,6 +104,7 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
   // The state at trace start: each reserved range with its live blocks, gaps free.
   detail::live_set start = detail::live_set::at_trace_start(snap, device, events);
   std::unordered_map<std::uint64_t, detail::model_block*> live;
+  live.reserve(1u << 14);
   auto held = start.blocks().begin();
   for (const auto& [address, range] : start.mapped()) {
     std::vector<detail::model_block> blocks;
