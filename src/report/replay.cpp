@@ -101,7 +101,8 @@ std::string render_replay_json(const replay_report& report) {
   out["alloc_conf"] = to_alloc_conf(report.settings);
   out["settings_recorded"] = report.settings_recorded;
   out["capacity_bytes"] = report.capacity_bytes;
-  for (auto& [key, item] : result_json(report.result).items()) out[key] = item;
+  json totals = result_json(report.result);  // a named json: items() must not outlive it
+  for (auto& [key, item] : totals.items()) out[key] = item;
   const replay_fidelity& fidelity = report.result.fidelity;
   out["fidelity"] = fidelity.applicable ? json{{"segment_events_expected", fidelity.segment_events_expected},
                                               {"segment_events_matched", fidelity.segment_events_matched},
@@ -115,7 +116,8 @@ std::string render_replay_json(const replay_report& report) {
       if (!compared.result.unsupported.empty()) {
         row["unsupported"] = compared.result.unsupported;
       } else {
-        for (auto& [key, item] : result_json(compared.result).items()) row[key] = item;
+        json compared_totals = result_json(compared.result);
+        for (auto& [key, item] : compared_totals.items()) row[key] = item;
         row["min_capacity_bytes"] = compared.min_capacity_bytes;
       }
       rows.push_back(std::move(row));

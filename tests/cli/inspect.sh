@@ -23,4 +23,8 @@ echo "$ranks" | grep -Eq "^ +7 +852.1 MiB +928.0 MiB +1 " || { echo "FAIL: rank 
 echo "$ranks" | grep -q "Imbalance: peak allocated from 713.0 MiB (rank 0) to 852.1 MiB (rank 7)" || { echo "FAIL: imbalance"; echo "$ranks"; exit 1; }
 diff_out=$("$rlmem" diff "$work/snapshot_rank0.pickle.zst" "$work/snapshot_rank7.pickle.zst" --json)
 echo "$diff_out" | grep -q '"key": "rl/record.py:41 logprobs_of"' || { echo "FAIL: diff lacks the leaking site"; exit 1; }
-echo "inspect CLI ok"
+replayed=$("$rlmem" replay "$testdata/snapshots/frag_default.pickle.zst" --capacity 2805590497 --json)
+echo "$replayed" | grep -q '"requested_bytes": 490880000' || { echo "FAIL: replay under the cap does not OOM asking 490880000"; exit 1; }
+"$rlmem" replay "$testdata/snapshots/frag_default.pickle.zst" | grep -q "fidelity         78 of 78 recorded segment events reproduced" ||
+  { echo "FAIL: replay fidelity line"; exit 1; }
+echo "inspect and replay CLI ok"

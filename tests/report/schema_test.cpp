@@ -118,6 +118,20 @@ TEST(schema, folder_output_follows_the_documented_schema) {
   expect_valid(render_ranks_json(ranks, measure_imbalance(ranks), "dir"), "ranks.schema.json");
 }
 
+TEST(schema, replay_output_follows_the_documented_schema) {
+  const snapshot& snap = testing::fixture("frag_default_oom.pickle.zst");
+  replay_report report;
+  report.file = "frag_default_oom";
+  report.settings = settings_of(snap);
+  report.capacity_bytes = 2'805'590'497;
+  replay_options options;
+  options.capacity_bytes = report.capacity_bytes;
+  report.result = replay(snap, options);
+  report.min_capacity_bytes = min_capacity(snap, options);
+  report.comparison = compare_settings(snap, options);
+  expect_valid(render_replay_json(report), "replay.schema.json");
+}
+
 TEST(schema, the_validator_catches_a_missing_key) {
   json schema = load_schema("inspect.schema.json");
   std::vector<std::string> problems;
