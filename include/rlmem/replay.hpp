@@ -73,10 +73,11 @@ struct replay_result {
   std::uint64_t events_replayed = 0;
   bool recording_ended_in_oom = false;  ///< the recorded run stopped at an oom the replay got past
   replay_fidelity fidelity;
+  std::vector<std::string> notes;       ///< what the reader should know about this replay
 };
 
-/// Replays one device's trace. Never guesses: traces it cannot model (expandable segments,
-/// streams with pending frees it cannot place) come back with `unsupported` set.
+/// Replays one device's trace. Never guesses: a trace it cannot model (recorded with expandable
+/// segments but replayed without, inconsistent with its segments) comes back with `unsupported`.
 replay_result replay(const snapshot& snap, const replay_options& options = {});
 
 /// The smallest capacity, to 2 MiB, under which the trace completes with `settings`

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The caching allocator model; comments name the CUDACachingAllocator.cpp function each part
-// follows (see ../shared notes: torch-caching-allocator.md).
+// follows.
 
 #include "caching_allocator.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace rlmem::detail {
 
@@ -14,17 +15,25 @@ constexpr std::uint64_t small_buffer = std::uint64_t{2} << 20;     // kSmallBuff
 constexpr std::uint64_t large_buffer = std::uint64_t{20} << 20;    // kLargeBuffer
 constexpr std::uint64_t min_large_alloc = std::uint64_t{10} << 20; // kMinLargeAlloc
 constexpr std::uint64_t round_large = std::uint64_t{2} << 20;      // kRoundLarge
+// An expandable segment reserves 1.125 x the device's memory; snapshots do not record the
+// device, so take a 141 GiB card (the reservation only has to be larger than what maps).
+constexpr std::uint64_t reservation_bytes = std::uint64_t{141} * 1125 / 1000 << 30;
 
 std::uint64_t allocation_size(std::uint64_t size) {  // get_allocation_size
   if (size <= small_size) return small_buffer;
   if (size < min_large_alloc) return large_buffer;
   return (size + round_large - 1) / round_large * round_large;
 }
+
+std::uint64_t round_up(std::uint64_t value, std::uint64_t step) { return (value + step - 1) / step * step; }
 }  // namespace
 
 caching_allocator_model::caching_allocator_model(const allocator_settings& settings, std::uint64_t capacity_bytes,
-                                                 std::function<std::uint64_t(std::uint64_t)> address_for)
-    : settings_(settings), capacity_(capacity_bytes), address_for_(std::move(address_for)) {}
+                                                 std::function<std::uint64_t(std::uint64_t)> address_for,
+                                                 std::vector<std::uint64_t> recorded_maps)
+    : settings_(settings), capacity_(capacity_bytes), address_for_(std::move(address_for)), recorded_maps_(std::move(recorded_maps)) {}
+
+std::uint64_t caching_allocator_model::page_of(bool small) const { return small ? small_buffer : large_buffer; }
 
 model_block* caching_allocator_model::new_block(const model_block& value) {
   if (!recycled_.empty()) {
@@ -38,14 +47,13 @@ model_block* caching_allocator_model::new_block(const model_block& value) {
 
 void caching_allocator_model::delete_block(model_block* block) { recycled_.push_back(block); }
 
-std::vector<model_block*> caching_allocator_model::add_existing_segment(std::uint64_t address, std::uint64_t size,
-                                                                        std::uint64_t stream, const std::vector<model_block>& live) {
-  bool small = size == small_buffer;
+std::vector<model_block*> caching_allocator_model::add_existing_segment(std::uint64_t address, std::uint64_t size, std::uint64_t stream,
+                                                                        const std::vector<model_block>& live, bool small, bool expandable) {
   std::vector<model_block*> made;
   model_block* previous = nullptr;
   std::uint64_t cursor = address;
   auto append = [&](std::uint64_t ptr, std::uint64_t bytes, bool in_use, bool allocated) {
-    model_block* block = new_block({ptr, bytes, stream, small, allocated, in_use, previous, nullptr});
+    model_block* block = new_block({ptr, bytes, stream, small, allocated, in_use, true, expandable, previous, nullptr});
     if (previous != nullptr) previous->next = block;
     previous = block;
     if (!in_use) pool_of(small).insert(block);
@@ -59,13 +67,51 @@ std::vector<model_block*> caching_allocator_model::add_existing_segment(std::uin
   }
   if (address + size > cursor) append(cursor, address + size - cursor, false, false);
   reserved_bytes_ += static_cast<std::int64_t>(size);
-  ++segments_;
+  if (expandable) {
+    model_block* head = previous;
+    while (head->prev != nullptr) head = head->prev;
+    existing_runs_.push_back(head);
+  } else {
+    ++segments_;
+  }
   return made;
+}
+
+void caching_allocator_model::close_existing_reservations() {
+  // Mapped runs by pool, stream and address: a run that starts within the reservation of the
+  // run before it (same pool and stream) continues that reservation after an unmapped gap.
+  std::sort(existing_runs_.begin(), existing_runs_.end(), [](const model_block* a, const model_block* b) {
+    return std::tie(a->small_pool, a->stream, a->ptr) < std::tie(b->small_pool, b->stream, b->ptr);
+  });
+  auto last_of = [](model_block* block) {
+    while (block->next != nullptr) block = block->next;
+    return block;
+  };
+  auto add_unmapped = [&](std::uint64_t from, std::uint64_t to, model_block* before, model_block* after) {
+    model_block* gap = new_block({from, to - from, before->stream, before->small_pool, false, false, false, true, before, after});
+    before->next = gap;
+    if (after != nullptr) after->prev = gap;
+    unmapped_of(gap->small_pool).insert(gap);
+  };
+  for (std::size_t i = 0; i < existing_runs_.size(); ++i) {
+    model_block* head = existing_runs_[i];
+    reservations_.push_back({head->ptr, reservation_bytes});
+    std::uint64_t reservation_end = head->ptr + reservation_bytes;
+    model_block* tail = last_of(head);
+    while (i + 1 < existing_runs_.size() && existing_runs_[i + 1]->small_pool == head->small_pool &&
+           existing_runs_[i + 1]->stream == head->stream && existing_runs_[i + 1]->ptr < reservation_end) {
+      model_block* following = existing_runs_[++i];
+      add_unmapped(tail->ptr + tail->size, following->ptr, tail, following);
+      tail = last_of(following);
+    }
+    if (tail->ptr + tail->size < reservation_end) add_unmapped(tail->ptr + tail->size, reservation_end, tail, nullptr);
+  }
+  existing_runs_.clear();
 }
 
 bool caching_allocator_model::should_split(const model_block* block, std::uint64_t size) const {
   std::uint64_t remaining = block->size - size;
-  if (block->small_pool) return remaining >= 512;
+  if (block->small_pool || settings_.expandable_segments) return remaining >= 512;
   return size < settings_.max_split_size && remaining > small_size;
 }
 
@@ -74,6 +120,13 @@ model_block* caching_allocator_model::take_free_block(pool& free, std::uint64_t 
   model_block key{0, size, stream};
   auto found = free.lower_bound(&key);
   if (found == free.end() || (*found)->stream != stream) return nullptr;
+  if ((*found)->expandable) {
+    // Prefer blocks that do not border the unmapped tail, which could grow instead.
+    auto with_tail = [](const model_block* b) { return b->size + (b->next != nullptr && !b->next->mapped ? b->next->size : 0); };
+    for (auto next = std::next(found); next != free.end() && (*next)->stream == stream && with_tail(*next) < with_tail(*found); ++next) {
+      found = next;
+    }
+  }
   model_block* block = *found;
   if (size < settings_.max_split_size && block->size >= settings_.max_split_size) return nullptr;
   if (size >= settings_.max_split_size && block->size >= size + settings_.max_non_split_rounding) return nullptr;
@@ -81,17 +134,84 @@ model_block* caching_allocator_model::take_free_block(pool& free, std::uint64_t 
   return block;
 }
 
+std::uint64_t caching_allocator_model::new_reservation_base(std::uint64_t bytes) {
+  auto inside_reservation = [&](std::uint64_t address) {
+    return std::any_of(reservations_.begin(), reservations_.end(),
+                       [&](const reservation& r) { return address >= r.base && address < r.base + r.bytes; });
+  };
+  while (next_recorded_map_ < recorded_maps_.size()) {
+    std::uint64_t address = recorded_maps_[next_recorded_map_++];
+    if (!inside_reservation(address)) return address;
+  }
+  std::uint64_t address = synthetic_base_;
+  synthetic_base_ += bytes;
+  return address;
+}
+
+// find_expandable_block: the lowest unmapped range of the pool and stream that, with the free
+// block before it, can hold `size`; otherwise a new reservation.
+model_block* caching_allocator_model::find_expandable_block(std::uint64_t size, std::uint64_t stream, bool small) {
+  unmapped_pool& unmapped = unmapped_of(small);
+  model_block key{0, 0, stream};
+  for (auto it = unmapped.lower_bound(&key); it != unmapped.end() && (*it)->stream == stream; ++it) {
+    model_block* candidate = *it;
+    if (candidate->prev != nullptr && !candidate->prev->in_use) candidate = candidate->prev;
+    std::uint64_t room = 0;
+    for (model_block* block = candidate; block != nullptr && !block->in_use && room < size; block = block->next) room += block->size;
+    if (room >= size) return candidate;
+  }
+  std::uint64_t base = new_reservation_base(reservation_bytes);
+  reservations_.push_back({base, reservation_bytes});
+  model_block* whole = new_block({base, reservation_bytes, stream, small, false, false, false, true, nullptr, nullptr});
+  unmapped.insert(whole);
+  return whole;
+}
+
+// map_block: map the pages that cover [ptr, ptr + size) of an unmapped block.
+bool caching_allocator_model::map_block(model_block* block, std::uint64_t size) {
+  std::uint64_t bytes = std::min(round_up(size, page_of(block->small_pool)), block->size);
+  if (device_bytes_ > 0 && static_cast<std::uint64_t>(reserved_bytes_) + bytes > device_bytes_) return false;  // cuMemCreate OOM
+  unmapped_of(block->small_pool).erase(block);
+  if (bytes < block->size) {
+    model_block* tail = new_block({block->ptr + bytes, block->size - bytes, block->stream, block->small_pool, false, false, false, true, block, block->next});
+    if (block->next != nullptr) block->next->prev = tail;
+    block->next = tail;
+    unmapped_of(block->small_pool).insert(tail);
+  }
+  block->size = bytes;
+  block->mapped = true;
+  reserved_bytes_ += static_cast<std::int64_t>(bytes);
+  events_.push_back({true, block->ptr, bytes});
+  merge_free_neighbours(block, pool_of(block->small_pool));
+  return true;
+}
+
+// try_allocate_expandable_block: map pages until one free block holds `size`.
+model_block* caching_allocator_model::expandable_block(std::uint64_t size, std::uint64_t stream, bool small) {
+  model_block* block = find_expandable_block(size, stream, small);
+  if (!block->mapped && !map_block(block, std::min(block->size, size))) return nullptr;
+  while (block->size < size) {
+    model_block* next = block->next;
+    // Out of reservation or of device memory: pages mapped so far stay mapped and free.
+    if (next == nullptr || next->mapped || !map_block(next, std::min(size - block->size, next->size))) return nullptr;
+    block = next;  // map_block merged `block` into `next`
+  }
+  pool_of(small).erase(block);
+  return block;
+}
+
 // alloc_block: a new segment from the device, unless the capacity forbids it.
 model_block* caching_allocator_model::new_segment(std::uint64_t size, std::uint64_t alloc_size, std::uint64_t stream,
                                                   bool small, bool retry) {
-  (void)size;
   if (retry) ++retries_;
   if (capacity_ > 0 && static_cast<std::uint64_t>(reserved_bytes_) + alloc_size > capacity_) return nullptr;
+  if (settings_.expandable_segments) return expandable_block(size, stream, small);
+  if (device_bytes_ > 0 && static_cast<std::uint64_t>(reserved_bytes_) + alloc_size > device_bytes_) return nullptr;  // cudaMalloc OOM
   std::uint64_t address = address_for_(alloc_size);
   reserved_bytes_ += static_cast<std::int64_t>(alloc_size);
   ++segments_;
   events_.push_back({true, address, alloc_size});
-  return new_block({address, alloc_size, stream, small, false, false, nullptr, nullptr});
+  return new_block({address, alloc_size, stream, small, false, false, true, false, nullptr, nullptr});
 }
 
 void caching_allocator_model::release_segment(model_block* block) {  // release_block
@@ -102,12 +222,55 @@ void caching_allocator_model::release_segment(model_block* block) {  // release_
   delete_block(block);
 }
 
+// unmap_block: give back the whole pages inside a free block of an expandable segment.
+void caching_allocator_model::unmap_block(model_block* block) {
+  std::uint64_t page = page_of(block->small_pool);
+  std::uint64_t begin = round_up(block->ptr, page);
+  std::uint64_t end = (block->ptr + block->size) / page * page;
+  if (end <= begin) return;
+  pool& free = pool_of(block->small_pool);
+  free.erase(block);
+  if (begin > block->ptr) {  // the part before the first whole page stays mapped and free
+    model_block* before = new_block({block->ptr, begin - block->ptr, block->stream, block->small_pool, false, false, true, true, block->prev, block});
+    if (block->prev != nullptr) block->prev->next = before;
+    block->prev = before;
+    free.insert(before);
+  }
+  if (block->ptr + block->size > end) {
+    model_block* after = new_block({end, block->ptr + block->size - end, block->stream, block->small_pool, false, false, true, true, block, block->next});
+    if (block->next != nullptr) block->next->prev = after;
+    block->next = after;
+    free.insert(after);
+  }
+  block->ptr = begin;
+  block->size = end - begin;
+  block->mapped = false;
+  reserved_bytes_ -= static_cast<std::int64_t>(end - begin);
+  events_.push_back({false, begin, end - begin});
+  unmapped_pool& unmapped = unmapped_of(block->small_pool);
+  for (model_block* neighbour : {block->prev, block->next}) {  // join unmapped neighbours
+    if (neighbour == nullptr || neighbour->mapped) continue;
+    unmapped.erase(neighbour);
+    if (neighbour == block->prev) {
+      block->ptr = neighbour->ptr;
+      block->prev = neighbour->prev;
+      if (block->prev != nullptr) block->prev->next = block;
+    } else {
+      block->next = neighbour->next;
+      if (block->next != nullptr) block->next->prev = block;
+    }
+    block->size += neighbour->size;
+    delete_block(neighbour);
+  }
+  unmapped.insert(block);
+}
+
 // release_available_cached_blocks: free whole oversize segments, only with max_split_size set.
 bool caching_allocator_model::release_oversize_blocks(pool& free, std::uint64_t size, std::uint64_t stream) {
   if (settings_.max_split_size == UINT64_MAX) return false;
   model_block key{0, std::max(size, settings_.max_split_size), stream};
   auto found = free.lower_bound(&key);
-  if (found != free.end() && (*found)->stream == stream) {
+  if (found != free.end() && (*found)->stream == stream && !(*found)->expandable) {
     release_segment(*found);
     return true;
   }
@@ -118,21 +281,30 @@ bool caching_allocator_model::release_oversize_blocks(pool& free, std::uint64_t 
     model_block* current = *found;
     bool first = found == free.begin();
     if (!first) --found;
-    released += current->size;
-    release_segment(current);
+    if (!current->expandable) {
+      released += current->size;
+      release_segment(current);
+    }
     if (first) break;
   }
   return released >= key.size;
 }
 
-// release_cached_blocks: every free block that is a whole segment, large pool first.
+// release_cached_blocks: every free block that is a whole segment, large pool first; free
+// blocks of expandable segments give back their whole pages.
 bool caching_allocator_model::release_cached_segments() {
   for (pool* free : {&large_free_, &small_free_}) {
     std::vector<model_block*> whole;
+    std::vector<model_block*> expandable;
     for (model_block* block : *free) {
-      if (block->prev == nullptr && block->next == nullptr) whole.push_back(block);
+      if (block->expandable) {
+        expandable.push_back(block);
+      } else if (block->prev == nullptr && block->next == nullptr) {
+        whole.push_back(block);
+      }
     }
     for (model_block* block : whole) release_segment(block);
+    for (model_block* block : expandable) unmap_block(block);
   }
   return true;
 }
@@ -152,7 +324,7 @@ model_block* caching_allocator_model::allocate(std::uint64_t requested_bytes, st
     if (block == nullptr) return nullptr;
   }
   if (should_split(block, size)) {  // alloc_found_block: the allocation takes the low end
-    model_block* low = new_block({block->ptr, size, stream, small, false, false, block->prev, block});
+    model_block* low = new_block({block->ptr, size, stream, small, false, false, true, block->expandable, block->prev, block});
     if (block->prev != nullptr) block->prev->next = low;
     block->prev = low;
     block->ptr += size;
@@ -172,12 +344,10 @@ void caching_allocator_model::free_requested(model_block* block) {
   allocated_bytes_ -= static_cast<std::int64_t>(block->size);
 }
 
-void caching_allocator_model::free_completed(model_block* block) {  // free_block + try_merge_blocks
-  free_requested(block);
-  block->in_use = false;
-  pool& free = pool_of(block->small_pool);
+// try_merge_blocks: absorb free neighbours of the same kind (mapped with mapped).
+void caching_allocator_model::merge_free_neighbours(model_block* block, pool& free) {
   for (model_block* neighbour : {block->prev, block->next}) {
-    if (neighbour == nullptr || neighbour->in_use) continue;
+    if (neighbour == nullptr || neighbour->in_use || !neighbour->mapped) continue;
     free.erase(neighbour);
     if (neighbour == block->prev) {
       block->ptr = neighbour->ptr;
@@ -191,6 +361,12 @@ void caching_allocator_model::free_completed(model_block* block) {  // free_bloc
     delete_block(neighbour);
   }
   free.insert(block);
+}
+
+void caching_allocator_model::free_completed(model_block* block) {  // free_block
+  free_requested(block);
+  block->in_use = false;
+  merge_free_neighbours(block, pool_of(block->small_pool));
 }
 
 }  // namespace rlmem::detail

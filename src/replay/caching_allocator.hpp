@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// A model of DeviceCachingAllocator (torch 2.5 to 2.11, native backend, cudaMalloc segments):
-// small and large pools ordered by (stream, size, address), best fit with the two oversize
-// rules, should_split taking the low end, merging on free, and the malloc slow path
-// (release of oversize blocks, then of every cached segment, counted as a retry).
-// Segments come from a simulated device with a capacity (set_per_process_memory_fraction).
+// A model of DeviceCachingAllocator (torch 2.5 to 2.11, native backend): small and large pools
+// ordered by (stream, size, address), best fit with the two oversize rules, should_split taking
+// the low end, merging on free, and the malloc slow path (release of oversize blocks, then of
+// every cached segment, counted as a retry). Segments are cudaMalloc'd, or with expandable
+// segments, pages (2 MiB small, 20 MiB large) mapped into a reserved range as needed and
+// unmapped by empty_cache. Memory comes from a simulated device with a capacity
+// (set_per_process_memory_fraction).
 
 #include <rlmem/replay.hpp>
 
@@ -23,6 +25,8 @@ struct model_block {
   bool small_pool = false;
   bool allocated = false;  // handed out and not yet freed by the user
   bool in_use = false;     // allocated or waiting for free_completed
+  bool mapped = true;      // false: reserved address space of an expandable segment, no memory
+  bool expandable = false;
   model_block* prev = nullptr;  // neighbours in the same segment, address order
   model_block* next = nullptr;
 };
@@ -36,14 +40,20 @@ struct model_segment_event {
 
 class caching_allocator_model {
  public:
-  /// `capacity_bytes` 0 means no limit. `address_for(size)` names the address of a new segment.
+  /// `capacity_bytes` 0 means no limit. `address_for(size)` names the address of a new
+  /// segment; `recorded_maps` lists the recording's segment_map addresses in order, so that new
+  /// expandable reservations start where the recording's did.
   caching_allocator_model(const allocator_settings& settings, std::uint64_t capacity_bytes,
-                          std::function<std::uint64_t(std::uint64_t)> address_for);
+                          std::function<std::uint64_t(std::uint64_t)> address_for,
+                          std::vector<std::uint64_t> recorded_maps = {});
 
   /// A segment that existed before the trace, with its live blocks (address, size, in use and
   /// allocated flags); the gaps become free blocks. Returns the live blocks' model blocks.
   std::vector<model_block*> add_existing_segment(std::uint64_t address, std::uint64_t size, std::uint64_t stream,
-                                                 const std::vector<model_block>& live);
+                                                 const std::vector<model_block>& live, bool small_pool, bool expandable);
+  /// After the existing segments: joins the mapped runs of expandable segments into their
+  /// reservations, with unmapped space between and after them.
+  void close_existing_reservations();
 
   /// malloc(): nullptr when the request cannot be served (an OOM).
   model_block* allocate(std::uint64_t requested_bytes, std::uint64_t stream);
@@ -53,6 +63,9 @@ class caching_allocator_model {
   void free_completed(model_block* block);
   /// torch.cuda.empty_cache(): every whole free segment goes back to the device.
   void empty_cache();
+  /// The device's own limit, as far as the trace tells it (a recorded oom's device_free):
+  /// cudaMalloc and page mapping fail beyond it, with or without a capacity.
+  void set_device_bytes(std::uint64_t bytes) { device_bytes_ = bytes; }
 
   std::int64_t allocated_bytes() const noexcept { return allocated_bytes_; }
   std::int64_t reserved_bytes() const noexcept { return reserved_bytes_; }
@@ -68,11 +81,29 @@ class caching_allocator_model {
       return a->ptr < b->ptr;
     }
   };
+  struct by_stream_address {
+    bool operator()(const model_block* a, const model_block* b) const noexcept {
+      return a->stream != b->stream ? a->stream < b->stream : a->ptr < b->ptr;
+    }
+  };
   using pool = std::set<model_block*, by_stream_size_address>;
+  using unmapped_pool = std::set<model_block*, by_stream_address>;
+  struct reservation {
+    std::uint64_t base = 0;
+    std::uint64_t bytes = 0;
+  };
 
   model_block* new_block(const model_block& value);
   void delete_block(model_block* block);
   pool& pool_of(bool small) { return small ? small_free_ : large_free_; }
+  unmapped_pool& unmapped_of(bool small) { return small ? small_unmapped_ : large_unmapped_; }
+  std::uint64_t page_of(bool small) const;
+  model_block* expandable_block(std::uint64_t size, std::uint64_t stream, bool small);
+  model_block* find_expandable_block(std::uint64_t size, std::uint64_t stream, bool small);
+  bool map_block(model_block* block, std::uint64_t size);
+  void unmap_block(model_block* block);
+  std::uint64_t new_reservation_base(std::uint64_t bytes);
+  void merge_free_neighbours(model_block* block, pool& free);
   model_block* take_free_block(pool& free, std::uint64_t size, std::uint64_t stream);
   model_block* new_segment(std::uint64_t size, std::uint64_t alloc_size, std::uint64_t stream, bool small, bool retry);
   bool release_oversize_blocks(pool& free, std::uint64_t size, std::uint64_t stream);
@@ -82,11 +113,19 @@ class caching_allocator_model {
 
   allocator_settings settings_;
   std::uint64_t capacity_;
+  std::uint64_t device_bytes_ = 0;  // 0: the device never runs out
   std::function<std::uint64_t(std::uint64_t)> address_for_;
   std::deque<model_block> storage_;
   std::vector<model_block*> recycled_;
   pool small_free_;
   pool large_free_;
+  unmapped_pool small_unmapped_;
+  unmapped_pool large_unmapped_;
+  std::vector<reservation> reservations_;
+  std::vector<model_block*> existing_runs_;  // first blocks of expandable runs, until closed
+  std::vector<std::uint64_t> recorded_maps_;
+  std::size_t next_recorded_map_ = 0;
+  std::uint64_t synthetic_base_ = std::uint64_t{1} << 57;
   std::int64_t allocated_bytes_ = 0;
   std::int64_t reserved_bytes_ = 0;
   std::uint64_t segments_ = 0;

@@ -26,12 +26,12 @@ bool is_segment_release(trace_action action) {
 bool releases_by_empty_cache(std::span<const trace_event> events, std::size_t first) {
   std::size_t next = first;
   while (next < events.size() && is_segment_release(events[next].action)) ++next;
-  return next == events.size() ||
-         (events[next].action != trace_action::segment_alloc && events[next].action != trace_action::oom);
+  return next == events.size() || (events[next].action != trace_action::segment_alloc &&
+                                    events[next].action != trace_action::segment_map && events[next].action != trace_action::oom);
 }
 
 std::string describe_segment_event(bool alloc, std::uint64_t size) {
-  return std::string(alloc ? "segment_alloc" : "segment_free") + " of " + format_bytes(static_cast<std::int64_t>(size));
+  return std::string(alloc ? "segment_alloc/map" : "segment_free/unmap") + " of " + format_bytes(static_cast<std::int64_t>(size));
 }
 
 replay_fidelity compare_segment_events(std::span<const trace_event> events, const std::vector<detail::model_segment_event>& made) {
@@ -39,8 +39,8 @@ replay_fidelity compare_segment_events(std::span<const trace_event> events, cons
   fidelity.applicable = true;
   std::size_t produced = 0;
   for (std::size_t i = 0; i < events.size(); ++i) {
-    bool alloc = events[i].action == trace_action::segment_alloc;
-    if (!alloc && events[i].action != trace_action::segment_free) continue;
+    bool alloc = events[i].action == trace_action::segment_alloc || events[i].action == trace_action::segment_map;
+    if (!alloc && !is_segment_release(events[i].action)) continue;
     ++fidelity.segment_events_expected;
     if (!fidelity.first_mismatch.empty()) continue;
     if (produced < made.size() && made[produced].alloc == alloc && made[produced].size == events[i].size) {
@@ -71,8 +71,8 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
   bool expandable_trace = std::any_of(snap.segments.begin(), snap.segments.end(), [&](const segment& seg) {
     return seg.device == device && seg.is_expandable;
   }) || std::any_of(events.begin(), events.end(), [](const trace_event& e) { return e.action == trace_action::segment_map; });
-  if (settings.expandable_segments || expandable_trace) {
-    result.unsupported = "expandable segments are not modelled yet: this replay would be a guess";
+  if (expandable_trace && !settings.expandable_segments) {
+    result.unsupported = "the trace was recorded with expandable segments; its reserved ranges cannot be replayed as cudaMalloc segments";
     return result;
   }
   if (settings.garbage_collection_threshold > 0 && options.capacity_bytes > 0) {
@@ -86,8 +86,10 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
 
   // New segments take the addresses the recording got, while the model asks for the same sizes.
   std::vector<const trace_event*> recorded_segments;
+  std::vector<std::uint64_t> recorded_maps;
   for (const trace_event& event : events) {
     if (event.action == trace_action::segment_alloc) recorded_segments.push_back(&event);
+    if (event.action == trace_action::segment_map) recorded_maps.push_back(event.addr);
   }
   std::size_t next_recorded = 0;
   std::uint64_t synthetic_address = std::uint64_t{1} << 56;
@@ -99,7 +101,7 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
     synthetic_address += size;
     return address;
   };
-  detail::caching_allocator_model model(settings, options.capacity_bytes, address_for);
+  detail::caching_allocator_model model(settings, options.capacity_bytes, address_for, std::move(recorded_maps));
 
   // The state at trace start: each reserved range with its live blocks, gaps free.
   detail::live_set start = detail::live_set::at_trace_start(snap, device, events);
@@ -119,9 +121,15 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
       block.allocated = !held->second.pending_free;
       blocks.push_back(block);
     }
-    std::vector<detail::model_block*> made = model.add_existing_segment(address, range.bytes, range.stream, blocks);
+    // The pool: as the dump names the segment, else by size (small segments are 2 MiB).
+    bool small = range.bytes == (std::uint64_t{2} << 20);
+    for (const segment& seg : snap.segments) {
+      if (seg.device == device && address >= seg.address && address < seg.address + seg.total_size) small = snap.str(seg.segment_type) == "small";
+    }
+    std::vector<detail::model_block*> made = model.add_existing_segment(address, range.bytes, range.stream, blocks, small, expandable_trace);
     for (detail::model_block* block : made) live[block->ptr] = block;
   }
+  model.close_existing_reservations();
 
   result.peak_allocated_bytes = model.allocated_bytes();
   result.peak_reserved_bytes = model.reserved_bytes();
@@ -130,7 +138,9 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
     switch (event.action) {
       case trace_action::alloc:
       case trace_action::oom: {
-        // A recorded oom is a request the recording could not serve: ask the model too.
+        // A recorded oom is a request the recording could not serve: ask the model too, on a
+        // device no larger than what the recording had (its reserved bytes plus CUDA's free).
+        if (event.action == trace_action::oom) model.set_device_bytes(static_cast<std::uint64_t>(model.reserved_bytes()) + event.addr);
         detail::model_block* block = model.allocate(event.size, snap.streams[event.stream]);
         if (block == nullptr) {
           result.oom = replay_oom{i, round_request(event.size, settings), model.allocated_bytes(), model.reserved_bytes()};
@@ -154,6 +164,7 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
         }
         break;
       case trace_action::segment_free:
+      case trace_action::segment_unmap:
         if ((i == 0 || !is_segment_release(events[i - 1].action)) && releases_by_empty_cache(events, i)) model.empty_cache();
         break;
       default:
@@ -165,6 +176,10 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
     result.peak_reserved_bytes = std::max(result.peak_reserved_bytes, model.reserved_bytes());
   }
   result.completed = !result.oom.has_value();
+  if (settings.expandable_segments != expandable_trace && start.mapped().size() > 0) {
+    result.notes.push_back("memory allocated before recording began stays in the " + std::string(expandable_trace ? "expandable" : "cudaMalloc") +
+                           " segments it was recorded in; a run made with these settings from the start would place it differently");
+  }
   result.segments = model.segments();
   result.num_alloc_retries = model.alloc_retries();
   if (settings == recorded) result.fidelity = compare_segment_events(events.first(result.events_replayed), model.segment_events());

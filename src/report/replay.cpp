@@ -33,6 +33,7 @@ json result_json(const replay_result& result) {
   out["num_alloc_retries"] = result.num_alloc_retries;
   out["events_replayed"] = result.events_replayed;
   out["recording_ended_in_oom"] = result.recording_ended_in_oom;
+  out["notes"] = result.notes;
   return out;
 }
 
@@ -65,6 +66,7 @@ std::string render_replay_text(const replay_report& report, const text_options& 
       row("", "(the model follows the recording only under the same settings and memory limit)");
     }
   }
+  for (const std::string& note : result.notes) row("note", note);
   if (report.min_capacity_bytes) {
     row("min capacity", *report.min_capacity_bytes == 0 ? "does not complete at any capacity"
                                                          : format_bytes(static_cast<std::int64_t>(*report.min_capacity_bytes)) +

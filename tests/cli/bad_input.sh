@@ -56,7 +56,7 @@ expect_bad "diff with a bad snapshot" diff "$testdata/snapshots/tiny_oom_cpp_sta
 expect_bad "diff with one file" diff "$testdata/snapshots/tiny_oom_cpp_stacks.pickle"
 expect_bad "replay with a bad --alloc-conf" replay "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --alloc-conf "backend:cudaMallocAsync"
 expect_bad "replay with a bad --capacity" replay "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --capacity -5
-expect_bad "replay of expandable segments (not modelled: refused, not guessed)" replay "$testdata/snapshots/tiny_oom_expandable_compile.pickle"
+expect_bad "replay of an expandable recording without expandable segments (refused, not guessed)" replay "$testdata/snapshots/tiny_oom_expandable_compile.pickle" --alloc-conf ""
 expect_bad "replay of a truncated snapshot" replay "$work/truncated.pickle"
 expect_bad "unknown device" inspect "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --device 7
 expect_bad "unknown option" inspect "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --frobnicate
