@@ -8,6 +8,8 @@
 // unmapped by empty_cache. Memory comes from a simulated device with a capacity
 // (set_per_process_memory_fraction).
 
+#include "allocator_policy.hpp"
+
 #include <rlmem/replay.hpp>
 
 #include <cstdint>
@@ -31,14 +33,7 @@ struct model_block {
   model_block* next = nullptr;
 };
 
-/// A cudaMalloc or cudaFree the model made.
-struct model_segment_event {
-  bool alloc = true;
-  std::uint64_t address = 0;
-  std::uint64_t size = 0;
-};
-
-class caching_allocator_model {
+class caching_allocator_model final : public allocator_policy {
  public:
   /// `capacity_bytes` 0 means no limit. `address_for(size)` names the address of a new
   /// segment; `recorded_maps` lists the recording's segment_map addresses in order, so that new
@@ -50,28 +45,28 @@ class caching_allocator_model {
   /// A segment that existed before the trace, with its live blocks (address, size, in use and
   /// allocated flags); the gaps become free blocks. Returns the live blocks' model blocks.
   std::vector<model_block*> add_existing_segment(std::uint64_t address, std::uint64_t size, std::uint64_t stream,
-                                                 const std::vector<model_block>& live, bool small_pool, bool expandable);
+                                                 const std::vector<model_block>& live, bool small_pool, bool expandable) override;
   /// After the existing segments: joins the mapped runs of expandable segments into their
   /// reservations, with unmapped space between and after them.
-  void close_existing_reservations();
+  void close_existing_reservations() override;
 
   /// malloc(): nullptr when the request cannot be served (an OOM).
-  model_block* allocate(std::uint64_t requested_bytes, std::uint64_t stream);
+  model_block* allocate(std::uint64_t requested_bytes, std::uint64_t stream) override;
   /// free(): the user let go; allocated bytes drop.
-  void free_requested(model_block* block);
+  void free_requested(model_block* block) override;
   /// free_block(): the block is reusable and merges with free neighbours.
-  void free_completed(model_block* block);
+  void free_completed(model_block* block) override;
   /// torch.cuda.empty_cache(): every whole free segment goes back to the device.
-  void empty_cache();
+  void empty_cache() override;
   /// The device's own limit, as far as the trace tells it (a recorded oom's device_free):
   /// cudaMalloc and page mapping fail beyond it, with or without a capacity.
-  void set_device_bytes(std::uint64_t bytes) { device_bytes_ = bytes; }
+  void set_device_bytes(std::uint64_t bytes) override { device_bytes_ = bytes; }
 
-  std::int64_t allocated_bytes() const noexcept { return allocated_bytes_; }
-  std::int64_t reserved_bytes() const noexcept { return reserved_bytes_; }
-  std::uint64_t segments() const noexcept { return segments_; }
-  std::uint64_t alloc_retries() const noexcept { return retries_; }
-  const std::vector<model_segment_event>& segment_events() const noexcept { return events_; }
+  std::int64_t allocated_bytes() const noexcept override { return allocated_bytes_; }
+  std::int64_t reserved_bytes() const noexcept override { return reserved_bytes_; }
+  std::uint64_t segments() const noexcept override { return segments_; }
+  std::uint64_t alloc_retries() const noexcept override { return retries_; }
+  const std::vector<model_segment_event>& segment_events() const noexcept override { return events_; }
 
  private:
   struct by_stream_size_address {

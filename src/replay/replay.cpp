@@ -11,6 +11,7 @@
 #include <rlmem/replay.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <unordered_map>
 
 namespace rlmem {
@@ -30,8 +31,9 @@ bool releases_by_empty_cache(std::span<const trace_event> events, std::size_t fi
                                     events[next].action != trace_action::segment_map && events[next].action != trace_action::oom);
 }
 
+// "+376.0 MiB" for a segment allocated or mapped, "-20.0 MiB" for one freed or unmapped.
 std::string describe_segment_event(bool alloc, std::uint64_t size) {
-  return std::string(alloc ? "segment_alloc/map" : "segment_free/unmap") + " of " + format_bytes(static_cast<std::int64_t>(size));
+  return (alloc ? "+" : "-") + format_bytes(static_cast<std::int64_t>(size));
 }
 
 replay_fidelity compare_segment_events(std::span<const trace_event> events, const std::vector<detail::model_segment_event>& made) {
@@ -48,12 +50,12 @@ replay_fidelity compare_segment_events(std::span<const trace_event> events, cons
       ++produced;
       continue;
     }
-    fidelity.first_mismatch = "event " + format_count(i) + ": recorded " + describe_segment_event(alloc, events[i].size) + ", model " +
-                              (produced < made.size() ? describe_segment_event(made[produced].alloc, made[produced].size) : "nothing");
+    fidelity.first_mismatch = "event " + format_count(i) + ": the recording's segment " + describe_segment_event(alloc, events[i].size) +
+                              ", the model's " + (produced < made.size() ? describe_segment_event(made[produced].alloc, made[produced].size) : "none");
   }
   if (fidelity.first_mismatch.empty() && produced < made.size()) {
-    fidelity.first_mismatch = "the model made " + describe_segment_event(made[produced].alloc, made[produced].size) +
-                              " after every recorded segment event";
+    fidelity.first_mismatch = "after the recorded segment events the model made one more: " +
+                              describe_segment_event(made[produced].alloc, made[produced].size);
   }
   return fidelity;
 }
@@ -101,7 +103,9 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
     synthetic_address += size;
     return address;
   };
-  detail::caching_allocator_model model(settings, options.capacity_bytes, address_for, std::move(recorded_maps));
+  std::unique_ptr<detail::allocator_policy> policy =
+      std::make_unique<detail::caching_allocator_model>(settings, options.capacity_bytes, address_for, std::move(recorded_maps));
+  detail::allocator_policy& model = *policy;
 
   // The state at trace start: each reserved range with its live blocks, gaps free.
   detail::live_set start = detail::live_set::at_trace_start(snap, device, events);

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The seam between the replay driver and an allocator policy running over a simulated device.
+// caching_allocator_model (PyTorch's native allocator, with or without expandable segments)
+// implements it; the rlmem runtime's policy will be the second.
+
+#include <rlmem/replay.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace rlmem::detail {
+
+struct model_block;
+
+/// A cudaMalloc/map or cudaFree/unmap a policy made.
+struct model_segment_event {
+  bool alloc = true;
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;
+};
+
+class allocator_policy {
+ public:
+  virtual ~allocator_policy() = default;
+
+  /// A segment that existed before the trace, with its live blocks; returns their blocks.
+  virtual std::vector<model_block*> add_existing_segment(std::uint64_t address, std::uint64_t size, std::uint64_t stream,
+                                                         const std::vector<model_block>& live, bool small_pool, bool expandable) = 0;
+  /// Called once after the existing segments.
+  virtual void close_existing_reservations() = 0;
+  /// malloc(): nullptr when the request cannot be served (an OOM).
+  virtual model_block* allocate(std::uint64_t requested_bytes, std::uint64_t stream) = 0;
+  /// The user freed the block; allocated bytes drop.
+  virtual void free_requested(model_block* block) = 0;
+  /// The block is reusable (after the streams that used it are done).
+  virtual void free_completed(model_block* block) = 0;
+  /// torch.cuda.empty_cache().
+  virtual void empty_cache() = 0;
+  /// The device's own memory, as far as the trace tells it; 0 for none.
+  virtual void set_device_bytes(std::uint64_t bytes) = 0;
+
+  virtual std::int64_t allocated_bytes() const noexcept = 0;
+  virtual std::int64_t reserved_bytes() const noexcept = 0;
+  virtual std::uint64_t segments() const noexcept = 0;
+  virtual std::uint64_t alloc_retries() const noexcept = 0;
+  virtual const std::vector<model_segment_event>& segment_events() const noexcept = 0;
+};
+
+}  // namespace rlmem::detail
