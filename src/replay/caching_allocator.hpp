@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory_resource>
 #include <set>
 #include <vector>
 
@@ -81,8 +82,9 @@ class caching_allocator_model final : public allocator_policy {
       return a->stream != b->stream ? a->stream < b->stream : a->ptr < b->ptr;
     }
   };
-  using pool = std::set<model_block*, by_stream_size_address>;
-  using unmapped_pool = std::set<model_block*, by_stream_address>;
+  // Set nodes come from a pool resource: the free lists change on every allocation and free.
+  using pool = std::pmr::set<model_block*, by_stream_size_address>;
+  using unmapped_pool = std::pmr::set<model_block*, by_stream_address>;
   struct reservation {
     std::uint64_t base = 0;
     std::uint64_t bytes = 0;
@@ -112,10 +114,11 @@ class caching_allocator_model final : public allocator_policy {
   std::function<std::uint64_t(std::uint64_t)> address_for_;
   std::deque<model_block> storage_;
   std::vector<model_block*> recycled_;
-  pool small_free_;
-  pool large_free_;
-  unmapped_pool small_unmapped_;
-  unmapped_pool large_unmapped_;
+  std::pmr::unsynchronized_pool_resource nodes_;
+  pool small_free_{&nodes_};
+  pool large_free_{&nodes_};
+  unmapped_pool small_unmapped_{&nodes_};
+  unmapped_pool large_unmapped_{&nodes_};
   std::vector<reservation> reservations_;
   std::vector<model_block*> existing_runs_;  // first blocks of expandable runs, until closed
   std::vector<std::uint64_t> recorded_maps_;

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <memory_resource>
 #include <unordered_map>
 
 namespace rlmem {
@@ -109,8 +110,9 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
 
   // The state at trace start: each reserved range with its live blocks, gaps free.
   detail::live_set start = detail::live_set::at_trace_start(snap, device, events);
-  std::unordered_map<std::uint64_t, detail::model_block*> live;
-  live.reserve(1u << 14);
+  std::pmr::unsynchronized_pool_resource live_nodes;
+  std::pmr::unordered_map<std::uint64_t, detail::model_block*> live(&live_nodes);
+  live.reserve(1u << 12);
   auto held = start.blocks().begin();
   for (const auto& [address, range] : start.mapped()) {
     std::vector<detail::model_block> blocks;
