@@ -58,7 +58,7 @@ fuzz:
 	$(MAKE) deps EXTRA_PACKAGES="$(FUZZ_PACKAGES)"
 	cmake --preset fuzz
 	cmake --build --preset fuzz --target all_fuzzers -j $(JOBS)
-	for target in fuzz_snapshot_reader fuzz_category_rules; do \
+	for target in fuzz_snapshot_reader fuzz_category_rules fuzz_alloc_conf; do \
 	  mkdir -p build-fuzz/corpus/$$target && cp -n fuzz/corpus/$$target/* build-fuzz/corpus/$$target/ && \
 	  ./build-fuzz/fuzz/$$target build-fuzz/corpus/$$target -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 	    -artifact_prefix=build-fuzz/$$target- || exit 1; \

@@ -2,6 +2,7 @@
 // libFuzzer target: any byte string must give a snapshot or an error, never a crash.
 
 #include <rlmem/inspect.hpp>
+#include <rlmem/replay.hpp>
 #include <rlmem/snapshot_reader.hpp>
 
 #include <cstddef>
@@ -19,9 +20,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.limits.max_depth = 256;
   auto read = rlmem::read_snapshot_bytes({copy.get(), size}, options);
   if (read.ok()) {
-    // Whatever parsed must also survive the analyses.
+    // Whatever parsed must also survive the analyses and the replay (with and without a cap).
     rlmem::inspection result = rlmem::inspect(read.value());
     (void)result;
+    rlmem::replay_options options;
+    (void)rlmem::replay(read.value(), options);
+    options.capacity_bytes = std::uint64_t{64} << 20;
+    (void)rlmem::replay(read.value(), options);
   }
   return 0;
 }

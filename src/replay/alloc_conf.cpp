@@ -156,7 +156,11 @@ std::string to_alloc_conf(const allocator_settings& settings) {
     }
     add("roundup_power2_divisions:[" + list + "]");
   }
-  if (settings.garbage_collection_threshold > 0) add("garbage_collection_threshold:" + std::to_string(settings.garbage_collection_threshold));
+  if (settings.garbage_collection_threshold > 0) {
+    char digits[32];
+    auto written = std::to_chars(digits, digits + sizeof digits, settings.garbage_collection_threshold);  // shortest exact form
+    add("garbage_collection_threshold:" + std::string(digits, written.ptr));
+  }
   return conf;
 }
 
