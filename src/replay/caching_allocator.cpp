@@ -66,6 +66,7 @@ std::vector<model_block*> caching_allocator_model::add_existing_segment(std::uin
     cursor = held.ptr + held.size;
   }
   if (address + size > cursor) append(cursor, address + size - cursor, false, false);
+  if (previous == nullptr) return made;  // an empty range holds nothing
   reserved_bytes_ += static_cast<std::int64_t>(size);
   if (expandable) {
     model_block* head = previous;

@@ -115,6 +115,10 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
   live.reserve(1u << 12);
   auto held = start.blocks().begin();
   for (const auto& [address, range] : start.mapped()) {
+    if (range.bytes == 0 || address + range.bytes < address) {
+      result.unsupported = "a segment's size runs past the end of the address space";
+      return result;
+    }
     std::vector<detail::model_block> blocks;
     for (; held != start.blocks().end() && held->first < address + range.bytes; ++held) {
       if (held->first < address || held->first + held->second.bytes > address + range.bytes) {
