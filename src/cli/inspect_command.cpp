@@ -81,15 +81,8 @@ int run_inspect(const inspect_arguments& args) {
     if (!prepare_options(args, choices)) return exit_bad_input;
     return run_inspect_folder(args, choices);
   }
-  read_options options;
-  options.progress = make_progress(args.file, !args.quiet);
-  auto read = read_snapshot_file(args.file, options);
-  end_progress();
-  if (!read.ok()) {
-    std::fprintf(stderr, "rlmem: %s: %s\n", args.file.c_str(), describe(read.failure()).c_str());
-    return exit_bad_input;
-  }
-  const snapshot& snap = read.value();
+  snapshot snap;
+  if (!load_snapshot(args.file, args.quiet, snap)) return exit_bad_input;
   inspect_options choices;
   if (!prepare_options(args, choices)) return exit_bad_input;
   inspection result = inspect(snap, choices);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Progress on stderr for reads of large snapshots.
+// Snapshot loading for the subcommands, and its progress line.
 
 #include "progress.hpp"
 
@@ -29,6 +29,19 @@ progress_fn make_progress(const std::string& label, bool enabled) {
 void end_progress() {
   if (drawn) std::fprintf(stderr, "\r\033[K");
   drawn = false;
+}
+
+bool load_snapshot(const std::string& path, bool quiet, snapshot& out) {
+  read_options options;
+  options.progress = make_progress(path, !quiet);
+  auto read = read_snapshot_file(path, options);
+  end_progress();
+  if (!read.ok()) {
+    std::fprintf(stderr, "rlmem: %s: %s\n", path.c_str(), describe(read.failure()).c_str());
+    return false;
+  }
+  out = std::move(read).value();
+  return true;
 }
 
 }  // namespace rlmem::cli

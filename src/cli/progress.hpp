@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// A reading-progress line on stderr, shown only for large files on a terminal.
+// Reading snapshots for the subcommands, with a progress line on stderr for large files on a
+// terminal.
 
 #include <rlmem/snapshot_reader.hpp>
 
@@ -12,5 +13,9 @@ namespace rlmem::cli {
 progress_fn make_progress(const std::string& label, bool enabled);
 /// Clears the progress line if one was drawn.
 void end_progress();
+
+/// Reads a snapshot for a subcommand, with progress on a terminal; on failure prints the one
+/// line (file: CODE at byte N: ...) and returns false.
+bool load_snapshot(const std::string& path, bool quiet, snapshot& out);
 
 }  // namespace rlmem::cli

@@ -48,15 +48,8 @@ int run_replay(const replay_arguments& args) {
     }
     options.settings = settings;
   }
-  read_options reading;
-  reading.progress = make_progress(args.file, !args.quiet);
-  auto read = read_snapshot_file(args.file, reading);
-  end_progress();
-  if (!read.ok()) {
-    std::fprintf(stderr, "rlmem: %s: %s\n", args.file.c_str(), describe(read.failure()).c_str());
-    return exit_bad_input;
-  }
-  const snapshot& snap = read.value();
+  snapshot snap;
+  if (!load_snapshot(args.file, args.quiet, snap)) return exit_bad_input;
   replay_report report;
   report.file = args.file;
   report.device = options.device >= 0 ? options.device : default_device(snap);

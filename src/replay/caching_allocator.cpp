@@ -47,6 +47,20 @@ model_block* caching_allocator_model::new_block(const model_block& value) {
 
 void caching_allocator_model::delete_block(model_block* block) { recycled_.push_back(block); }
 
+// `block` takes over its neighbour `neighbour` (its prev or next), which is deleted.
+void caching_allocator_model::absorb(model_block* block, model_block* neighbour) {
+  if (neighbour == block->prev) {
+    block->ptr = neighbour->ptr;
+    block->prev = neighbour->prev;
+    if (block->prev != nullptr) block->prev->next = block;
+  } else {
+    block->next = neighbour->next;
+    if (block->next != nullptr) block->next->prev = block;
+  }
+  block->size += neighbour->size;
+  delete_block(neighbour);
+}
+
 std::vector<model_block*> caching_allocator_model::add_existing_segment(std::uint64_t address, std::uint64_t size, std::uint64_t stream,
                                                                         const std::vector<model_block>& live, bool small, bool expandable) {
   std::vector<model_block*> made;
@@ -252,16 +266,7 @@ void caching_allocator_model::unmap_block(model_block* block) {
   for (model_block* neighbour : {block->prev, block->next}) {  // join unmapped neighbours
     if (neighbour == nullptr || neighbour->mapped) continue;
     unmapped.erase(neighbour);
-    if (neighbour == block->prev) {
-      block->ptr = neighbour->ptr;
-      block->prev = neighbour->prev;
-      if (block->prev != nullptr) block->prev->next = block;
-    } else {
-      block->next = neighbour->next;
-      if (block->next != nullptr) block->next->prev = block;
-    }
-    block->size += neighbour->size;
-    delete_block(neighbour);
+    absorb(block, neighbour);
   }
   unmapped.insert(block);
 }
@@ -350,16 +355,7 @@ void caching_allocator_model::merge_free_neighbours(model_block* block, pool& fr
   for (model_block* neighbour : {block->prev, block->next}) {
     if (neighbour == nullptr || neighbour->in_use || !neighbour->mapped) continue;
     free.erase(neighbour);
-    if (neighbour == block->prev) {
-      block->ptr = neighbour->ptr;
-      block->prev = neighbour->prev;
-      if (block->prev != nullptr) block->prev->next = block;
-    } else {
-      block->next = neighbour->next;
-      if (block->next != nullptr) block->next->prev = block;
-    }
-    block->size += neighbour->size;
-    delete_block(neighbour);
+    absorb(block, neighbour);
   }
   free.insert(block);
 }

@@ -92,6 +92,7 @@ class caching_allocator_model final : public allocator_policy {
 
   model_block* new_block(const model_block& value);
   void delete_block(model_block* block);
+  void absorb(model_block* block, model_block* neighbour);
   pool& pool_of(bool small) { return small ? small_free_ : large_free_; }
   unmapped_pool& unmapped_of(bool small) { return small ? small_unmapped_ : large_unmapped_; }
   std::uint64_t page_of(bool small) const;
