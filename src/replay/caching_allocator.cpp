@@ -47,6 +47,48 @@ model_block* caching_allocator_model::new_block(const model_block& value) {
 
 void caching_allocator_model::delete_block(model_block* block) { recycled_.push_back(block); }
 
+// insert_into_blocks: a free block joins its pool, stamped with the pool's GC clock.
+void caching_allocator_model::insert_free(model_block* block) {
+  block->gc_clock = free_lookups_[block->small_pool];
+  pool_of(block->small_pool).insert(block);
+}
+
+bool caching_allocator_model::garbage_collects() const { return capacity_ > 0 && settings_.garbage_collection_threshold > 0; }
+
+// garbage_collect_cached_blocks: above threshold x capacity, release whole free segments of the
+// large pool that have waited at least the average number of lookups, until enough is back.
+void caching_allocator_model::garbage_collect() {
+  auto threshold = static_cast<std::uint64_t>(settings_.garbage_collection_threshold * static_cast<double>(capacity_));
+  auto reserved = static_cast<std::uint64_t>(reserved_bytes_);
+  if (reserved <= threshold) return;
+  std::uint64_t target = reserved - threshold;
+  std::uint64_t clock = free_lookups_[false];
+  auto collectable = [](const model_block* b) { return b->prev == nullptr && b->next == nullptr && !b->expandable; };
+  double total_age = 0;
+  std::uint64_t candidates = 0;
+  for (const model_block* block : large_free_) {
+    if (!collectable(block)) continue;
+    total_age += static_cast<double>(clock - block->gc_clock);
+    ++candidates;
+  }
+  std::uint64_t reclaimed = 0;
+  bool freed = true;
+  while (reclaimed < target && freed && candidates > 0) {
+    double average_age = total_age / static_cast<double>(candidates);
+    freed = false;
+    for (auto it = large_free_.begin(); it != large_free_.end();) {
+      model_block* block = *it++;
+      auto age = static_cast<double>(clock - block->gc_clock);
+      if (!collectable(block) || age < average_age) continue;
+      freed = true;
+      reclaimed += block->size;
+      total_age -= age;
+      --candidates;
+      release_segment(block);
+    }
+  }
+}
+
 // `block` takes over its neighbour `neighbour` (its prev or next), which is deleted.
 void caching_allocator_model::absorb(model_block* block, model_block* neighbour) {
   if (neighbour == block->prev) {
@@ -70,7 +112,7 @@ std::vector<model_block*> caching_allocator_model::add_existing_segment(std::uin
     model_block* block = new_block({ptr, bytes, stream, small, allocated, in_use, true, expandable, previous, nullptr});
     if (previous != nullptr) previous->next = block;
     previous = block;
-    if (!in_use) pool_of(small).insert(block);
+    if (!in_use) insert_free(block);
     return block;
   };
   for (const model_block& held : live) {
@@ -132,6 +174,7 @@ bool caching_allocator_model::should_split(const model_block* block, std::uint64
 
 // get_free_block: best fit within the stream; the oversize rules look at the first candidate only.
 model_block* caching_allocator_model::take_free_block(pool& free, std::uint64_t size, std::uint64_t stream) {
+  if (garbage_collects()) ++free_lookups_[&free == &small_free_];  // the GC's clock
   model_block key{0, size, stream};
   auto found = free.lower_bound(&key);
   if (found == free.end() || (*found)->stream != stream) return nullptr;
@@ -249,13 +292,13 @@ void caching_allocator_model::unmap_block(model_block* block) {
     model_block* before = new_block({block->ptr, begin - block->ptr, block->stream, block->small_pool, false, false, true, true, block->prev, block});
     if (block->prev != nullptr) block->prev->next = before;
     block->prev = before;
-    free.insert(before);
+    insert_free(before);
   }
   if (block->ptr + block->size > end) {
     model_block* after = new_block({end, block->ptr + block->size - end, block->stream, block->small_pool, false, false, true, true, block, block->next});
     if (block->next != nullptr) block->next->prev = after;
     block->next = after;
-    free.insert(after);
+    insert_free(after);
   }
   block->ptr = begin;
   block->size = end - begin;
@@ -324,6 +367,7 @@ model_block* caching_allocator_model::allocate(std::uint64_t requested_bytes, st
   std::uint64_t alloc_size = allocation_size(size);
   model_block* block = take_free_block(free, size, stream);
   if (block == nullptr) {
+    if (garbage_collects()) garbage_collect();
     block = new_segment(size, alloc_size, stream, small, false);
     if (block == nullptr && release_oversize_blocks(free, size, stream)) block = new_segment(size, alloc_size, stream, small, false);
     if (block == nullptr && release_cached_segments()) block = new_segment(size, alloc_size, stream, small, true);
@@ -335,7 +379,7 @@ model_block* caching_allocator_model::allocate(std::uint64_t requested_bytes, st
     block->prev = low;
     block->ptr += size;
     block->size -= size;
-    free.insert(block);
+    insert_free(block);
     block = low;
   }
   block->allocated = true;
@@ -357,7 +401,7 @@ void caching_allocator_model::merge_free_neighbours(model_block* block, pool& fr
     free.erase(neighbour);
     absorb(block, neighbour);
   }
-  free.insert(block);
+  insert_free(block);
 }
 
 void caching_allocator_model::free_completed(model_block* block) {  // free_block

@@ -32,6 +32,7 @@ struct model_block {
   bool expandable = false;
   model_block* prev = nullptr;  // neighbours in the same segment, address order
   model_block* next = nullptr;
+  std::uint64_t gc_clock = 0;  // the pool's lookup count when the block became free (gc_count_base)
 };
 
 class caching_allocator_model final : public allocator_policy {
@@ -93,6 +94,9 @@ class caching_allocator_model final : public allocator_policy {
   model_block* new_block(const model_block& value);
   void delete_block(model_block* block);
   void absorb(model_block* block, model_block* neighbour);
+  void insert_free(model_block* block);
+  bool garbage_collects() const;
+  void garbage_collect();
   pool& pool_of(bool small) { return small ? small_free_ : large_free_; }
   unmapped_pool& unmapped_of(bool small) { return small ? small_unmapped_ : large_unmapped_; }
   std::uint64_t page_of(bool small) const;
@@ -112,6 +116,7 @@ class caching_allocator_model final : public allocator_policy {
   allocator_settings settings_;
   std::uint64_t capacity_;
   std::uint64_t device_bytes_ = 0;  // 0: the device never runs out
+  std::uint64_t free_lookups_[2] = {0, 0};  // get_free_blocks_call_count of the large [0] and small [1] pool
   std::function<std::uint64_t(std::uint64_t)> address_for_;
   std::deque<model_block> storage_;
   std::vector<model_block*> recycled_;

@@ -78,10 +78,6 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
     result.unsupported = "the trace was recorded with expandable segments; its reserved ranges cannot be replayed as cudaMalloc segments";
     return result;
   }
-  if (settings.garbage_collection_threshold > 0 && options.capacity_bytes > 0) {
-    result.unsupported = "garbage_collection_threshold with a memory limit is not modelled yet";
-    return result;
-  }
   if (events.empty()) {
     result.unsupported = "the snapshot has no trace for this device";
     return result;
