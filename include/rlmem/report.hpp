@@ -55,7 +55,7 @@ struct replay_report {
 };
 
 /// `rlmem replay` for people.
-std::string render_replay_text(const replay_report& report, const text_options& options = {});
+std::string render_replay_text(const replay_report& report);
 /// `rlmem replay --json` (schema in docs/schema/replay.schema.json).
 std::string render_replay_json(const replay_report& report);
 

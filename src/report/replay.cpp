@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Renders `rlmem replay`: the run, its fidelity to the recording, and the settings table.
 
+#include "prose.hpp"
+
 #include <rlmem/report.hpp>
 
 #include <fmt/format.h>
@@ -39,12 +41,17 @@ json result_json(const replay_result& result) {
 
 }  // namespace
 
-std::string render_replay_text(const replay_report& report, const text_options& options) {
+std::string render_replay_text(const replay_report& report) {
   const replay_result& result = report.result;
-  std::string out = fmt::format("{}  device {}: replayed under {} ({}), capacity {}\n\n", report.file, report.device,
-                                settings_text(report.settings), report.settings_recorded ? "as recorded" : "what-if",
-                                capacity_text(report.capacity_bytes));
-  auto row = [&](std::string_view name, const std::string& text) { out += fmt::format("  {:<16} {}\n", name, text); };
+  std::string out = fmt::format("{}  device {}\n", report.file, report.device);
+  out += detail::wrap(fmt::format("replayed under {} ({}), capacity {}", settings_text(report.settings),
+                                  report.settings_recorded ? "as recorded" : "what-if", capacity_text(report.capacity_bytes)),
+                      2, 100) + "\n";
+  // A labelled row; long values wrap under the value column (2 + 16 + 1 = 19).
+  auto row = [&](std::string_view name, const std::string& text) {
+    std::string wrapped = detail::wrap(text, 19, 100);
+    out += fmt::format("  {:<16} ", name) + wrapped.substr(std::min<std::size_t>(19, wrapped.size()));
+  };
   if (result.oom) {
     row("result", fmt::format("OOM at event {} asking for {} (allocated {}, reserved {})", format_count(result.oom->event),
                               format_bytes(static_cast<std::int64_t>(result.oom->requested_bytes)),
@@ -90,7 +97,6 @@ std::string render_replay_text(const replay_report& report, const text_options& 
                          format_bytes(report.comparison.front().result.peak_allocated_bytes));
     }
   }
-  (void)options;
   return out;
 }
 

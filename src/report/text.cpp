@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The text report of `rlmem inspect`: summary, a small chart, the peak table, notes.
 
+#include "prose.hpp"
 #include "stack_text.hpp"
 #include "inspect/timeline_points.hpp"
 
@@ -42,37 +43,6 @@ std::string settings_line(const snapshot& snap) {
 std::string truncate(std::string text, std::size_t width) {
   if (text.size() <= width) return text;
   return text.substr(0, width > 3 ? width - 3 : 0) + "...";
-}
-
-// Wraps prose to `width` columns, every line starting with `indent` spaces; a size's unit
-// ("MiB") stays on the line of its number.
-std::string wrap(std::string_view text, std::size_t indent, std::size_t width) {
-  std::vector<std::string> words;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = std::min(text.find(' ', start), text.size());
-    std::string word(text.substr(start, end - start));
-    bool unit = !words.empty() && (word.starts_with("B") || word.starts_with("KiB") || word.starts_with("MiB") ||
-                                   word.starts_with("GiB") || word.starts_with("TiB"));
-    if (unit) {
-      words.back() += " " + word;
-    } else if (!word.empty()) {
-      words.push_back(std::move(word));
-    }
-    start = end + 1;
-  }
-  std::string out;
-  std::string line(indent, ' ');
-  for (const std::string& word : words) {
-    if (line.size() > indent && line.size() + 1 + word.size() > width) {
-      out += line + "\n";
-      line.assign(indent, ' ');
-    }
-    if (line.size() > indent) line += ' ';
-    line += word;
-  }
-  if (line.size() > indent) out += line + "\n";
-  return out;
 }
 
 std::string percent(std::int64_t part, std::int64_t whole) {
@@ -128,8 +98,8 @@ void append_ooms(std::string& out, const inspection& result, const text_options&
                          format_bytes(static_cast<std::int64_t>(pool.free_bytes)),
                          format_bytes(static_cast<std::int64_t>(pool.largest_free_bytes)));
     }
-    out += wrap("why: " + oom.explanation, 2, options.width);
-    out += wrap("advice: " + oom.advice, 2, options.width);
+    out += detail::wrap("why: " + oom.explanation, 2, options.width);
+    out += detail::wrap("advice: " + oom.advice, 2, options.width);
   }
 }
 
@@ -271,7 +241,7 @@ std::string render_inspection_text(const snapshot& snap, const inspection& resul
   append_fragmentation(out, result);
   if (!result.notes.empty()) {
     out += "\nNotes\n";
-    for (const std::string& note : result.notes) out += wrap("- " + note, 2, options.width);
+    for (const std::string& note : result.notes) out += detail::wrap("- " + note, 2, options.width);
   }
   return out;
 }
