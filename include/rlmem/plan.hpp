@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// rlmem plan: peak GPU memory of each phase of an RL step, derived from the architecture and the
+// code path (what each step allocates and keeps), and the search for the best configuration.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlmem {
+
+// ---------------------------------------------------------------- models
+
+/// A decoder-only transformer as its Hugging Face config.json describes it.
+struct model_architecture {
+  std::string name;        ///< preset name, or the config's model_type
+  std::string model_type;  ///< llama, qwen2, qwen3, mistral, gemma, qwen2_moe, qwen3_moe, mixtral, ...
+  std::uint64_t hidden_size = 0;
+  std::uint64_t num_layers = 0;
+  std::uint64_t num_heads = 0;
+  std::uint64_t num_kv_heads = 0;
+  std::uint64_t head_dim = 0;  ///< the config's head_dim, else hidden_size / num_heads
+  std::uint64_t intermediate_size = 0;
+  std::uint64_t vocab_size = 0;
+  bool tied_embeddings = false;
+  bool qkv_bias = false;       ///< q, k and v projections have biases (Qwen2)
+  bool output_bias = false;    ///< o_proj has a bias
+  bool mlp_bias = false;
+  bool qk_norm = false;        ///< RMSNorm over each head of q and k (Qwen3)
+  std::uint32_t norms_per_layer = 2;  ///< 4 for Gemma 2/3 (pre and post norms)
+  // Mixture of experts (num_experts == 0: dense).
+  std::uint64_t num_experts = 0;
+  std::uint64_t experts_per_token = 0;
+  std::uint64_t expert_intermediate_size = 0;
+  std::uint64_t shared_expert_intermediate_size = 0;
+  bool shared_expert_gate = false;  ///< Qwen2-MoE's sigmoid gate on the shared expert
+};
+
+struct parameter_count {
+  std::uint64_t total = 0;
+  std::uint64_t embedding = 0;      ///< input embedding (also the output head when tied)
+  std::uint64_t lm_head = 0;        ///< 0 when tied
+  std::uint64_t per_layer = 0;      ///< one decoder layer, all experts included
+  std::uint64_t active_per_token = 0;  ///< MoE: parameters one token passes through; = total when dense
+  std::uint64_t non_embedding() const noexcept { return total - embedding - lm_head; }
+};
+
+/// Exact parameter count, as `sum(p.numel() for p in model.parameters())` gives it.
+parameter_count count_parameters(const model_architecture& model);
+
+/// Reads a config.json; on failure returns false with a one-line message naming the field.
+bool parse_hf_config(std::string_view json_text, model_architecture& model, std::string& message);
+
+/// Built-in architectures (Qwen2.5, Qwen3, Llama 3.x, Mistral, Gemma): nullptr when unknown.
+const model_architecture* find_preset(std::string_view name);
+std::vector<std::string> preset_names();
+/// Up to `count` preset names closest to `name` (edit distance), best first.
+std::vector<std::string> similar_preset_names(std::string_view name, std::size_t count = 3);
+
+// ---------------------------------------------------------------- knobs
+
+enum class plan_phase : std::uint8_t { generate, train, grpo_step };
+enum class optimizer_kind : std::uint8_t { adamw, sgd };
+/// bf16: parameters, gradients and optimizer state in bf16 (torch AdamW keeps the parameter's dtype).
+/// fp32_master: fp32 parameters, gradients and state, bf16 compute through autocast.
+enum class precision_kind : std::uint8_t { bf16, fp32_master };
+/// full: bf16 logits of every position, response rows upcast to fp32, log_softmax, gather
+/// (transformers; OpenRLHF). chunked: bf16 logits kept, fp32 log-softmax one chunk of rows at a time,
+/// gradient written into the logits (verl with flash-attn's cross entropy). fused: the head and
+/// the log-prob fused chunk by chunk, no full logits (Liger, verl use_fused_kernels).
+enum class logprob_impl : std::uint8_t { full, chunked, fused };
+/// grow: Hugging Face DynamicCache, one torch.cat per layer and token. prealloc: one buffer of
+/// kv_rows x kv_len positions allocated before the prompt (nanochat's engine).
+enum class kv_cache_kind : std::uint8_t { grow, prealloc };
+/// What is divided over the GPUs: none; zero1 optimizer state; zero2 + gradients;
+/// fsdp (= ZeRO-3, FULL_SHARD) + weights, with unsharded layers in flight.
+enum class shard_kind : std::uint8_t { none, zero1, zero2, fsdp };
+
+/// Phase bits for resident buffers.
+inline constexpr unsigned phase_rollout = 1u << 0;
+inline constexpr unsigned phase_reference = 1u << 1;
+inline constexpr unsigned phase_update = 1u << 2;
+inline constexpr unsigned phase_optimizer = 1u << 3;
+inline constexpr unsigned all_phases = 0xfu;
+
+/// A named tensor the job keeps on the GPU (e.g. a diffusion policy's latents for every step).
+struct resident_buffer {
+  std::string name;
+  std::uint64_t bytes = 0;
+  std::string shape;        ///< as given: "8x50x263x196:fp32"
+  unsigned phases = all_phases;
+};
+
+/// "trajectories=8x50x263x196:fp32" or "...:bf16@rollout,update". False with a message on error.
+bool parse_buffer_spec(std::string_view spec, resident_buffer& buffer, std::string& message);
+
+struct plan_knobs {
+  plan_phase phase = plan_phase::train;
+  // generate (and the rollout of grpo_step)
+  std::uint64_t batch = 0;  ///< generate: rows generated together; grpo_step: 0 = all rows of the GPU
+  std::uint64_t prompt_len = 0;
+  std::uint64_t new_tokens = 0;
+  kv_cache_kind kv_cache = kv_cache_kind::grow;
+  std::uint64_t kv_rows = 0;  ///< prealloc: rows the buffer is sized for (0: the batch)
+  std::uint64_t kv_len = 0;   ///< prealloc: positions per row (0: prompt + new tokens)
+  // train (and the policy update of grpo_step)
+  std::uint64_t micro_batch = 0;
+  std::uint64_t seq_len = 0;         ///< train: tokens per sequence
+  std::uint64_t logprob_tokens = 0;  ///< train: response tokens per sequence whose log-probs are taken
+  std::uint64_t grad_accum = 1;      ///< train: micro-batches per optimizer step
+  bool grad_ckpt = false;
+  optimizer_kind optimizer = optimizer_kind::adamw;
+  precision_kind precision = precision_kind::bf16;
+  std::uint64_t lora_rank = 0;  ///< 0: full fine-tuning
+  std::vector<std::string> lora_targets;  ///< empty: every linear of the layers (q k v o gate up down)
+  logprob_impl logprob = logprob_impl::full;
+  std::uint64_t logprob_chunk = 1024;  ///< rows per chunk for chunked and fused
+  // grpo_step
+  std::uint64_t prompts = 0;
+  std::uint64_t group = 0;
+  bool ref_model = false;
+  // distribution
+  std::uint64_t gpus = 1;
+  shard_kind shard = shard_kind::none;
+  bool offload_optimizer = false;
+  bool offload_weights = false;
+  std::vector<resident_buffer> buffers;
+};
+
+/// Checks the knobs against the phase and the model (zero lengths, divisibility, LoRA targets...).
+bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, std::string& message);
+
+// ---------------------------------------------------------------- estimates
+
+struct memory_component {
+  std::string name;
+  std::uint64_t bytes = 0;
+};
+
+/// One phase: its peak allocated bytes and what they are at the instant of the peak.
+struct phase_estimate {
+  std::string name;        ///< generate, train; rollout, reference, update, optimizer
+  std::string peak_at;     ///< the instant: "log_softmax backward", "prefill MLP", ...
+  std::uint64_t peak_bytes = 0;
+  std::vector<memory_component> components;  ///< they add up to peak_bytes
+  std::vector<std::string> resident;         ///< what stays on the GPU through the phase
+};
+
+/// Memory outside the caching allocator's peak, one line in the report.
+struct runtime_overhead {
+  std::uint64_t cuda_context_bytes = 0;     ///< context, kernels and libraries' modules
+  std::uint64_t cublas_workspace_bytes = 0;  ///< one workspace per thread that runs matmuls
+};
+
+struct plan_result {
+  parameter_count params;
+  std::uint64_t trainable_params = 0;
+  std::uint64_t peak_bytes = 0;  ///< the largest phase peak, per GPU
+  std::string peak_phase;
+  std::vector<phase_estimate> phases;
+  runtime_overhead overhead;
+  std::uint64_t host_bytes = 0;  ///< offloaded state per GPU, in host memory
+};
+
+/// The per-phase peaks. The knobs must have passed validate_knobs.
+plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs);
+
+// ---------------------------------------------------------------- fit
+
+/// A card by name (h100-80g, a100-40g, h200-141g, rtx4090-24g, ...): its memory in bytes, or 0.
+std::uint64_t gpu_memory_bytes(std::string_view name);
+std::vector<std::string> gpu_names();
+
+struct fit_options {
+  std::uint64_t budget_bytes = 0;      ///< the card's memory
+  double fragmentation_margin = 0.10;  ///< peak allocated x (1 + margin) + overhead must fit
+  bool search_lora = false;            ///< also try LoRA ranks (set when the base plan uses LoRA)
+  bool search_offload = true;
+};
+
+/// One knob moved one notch from the best configuration.
+struct what_if_row {
+  std::string knob;
+  std::string from;
+  std::string to;
+  std::int64_t delta_bytes = 0;
+  double delta_percent = 0;
+  bool fits = false;
+};
+
+struct fit_result {
+  bool found = false;
+  plan_knobs best;
+  plan_result best_plan;
+  std::uint64_t usable_bytes = 0;  ///< budget less overhead, divided by (1 + margin)
+  std::uint64_t configurations = 0;  ///< explored
+  std::uint64_t fitting = 0;
+  std::vector<what_if_row> what_if;
+  std::string reason;  ///< when nothing fits: why (weights alone exceed the budget, ...)
+};
+
+/// Tokens produced and trained on per step: the search's objective.
+std::uint64_t work_per_step(const plan_knobs& knobs);
+
+/// Searches micro-batch (with gradient accumulation keeping the batch), group size, generation
+/// length, checkpointing, LoRA rank and offload for the most work per step within the budget.
+fit_result fit_configuration(const model_architecture& model, const plan_knobs& base, const fit_options& options);
+
+std::string_view to_string(plan_phase phase) noexcept;
+std::string_view to_string(optimizer_kind kind) noexcept;
+std::string_view to_string(logprob_impl impl) noexcept;
+std::string_view to_string(shard_kind kind) noexcept;
+std::string_view to_string(precision_kind kind) noexcept;
+std::string_view to_string(kv_cache_kind kind) noexcept;
+
+}  // namespace rlmem

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+// Reads a Hugging Face config.json into a model_architecture; never throws out.
+
+#include <rlmem/plan.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <optional>
+
+namespace rlmem {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Bounds keep every later product inside 64 bits and reject nonsense early.
+constexpr std::uint64_t max_dimension = 1u << 20;
+constexpr std::uint64_t max_vocab = 1u << 24;
+constexpr std::uint64_t max_layers = 4096;
+constexpr std::uint64_t max_experts = 4096;
+
+class field_reader {
+ public:
+  field_reader(const json& config, std::string& message) : config_(config), message_(message) {}
+
+  bool failed() const { return failed_; }
+
+  /// A positive integer field; `fallback` when absent (0: required).
+  std::uint64_t count(const char* key, std::uint64_t limit, std::optional<std::uint64_t> fallback = std::nullopt) {
+    if (failed_) return 0;
+    auto it = config_.find(key);
+    if (it == config_.end() || it->is_null()) {
+      if (fallback) return *fallback;
+      return fail(fmt::format("config.json lacks \"{}\"", key));
+    }
+    if (!it->is_number_integer() || it->get<std::int64_t>() <= 0) {
+      return fail(fmt::format("config.json: \"{}\" must be a positive integer, not {}", key, it->dump()));
+    }
+    const auto value = it->get<std::uint64_t>();
+    if (value > limit) return fail(fmt::format("config.json: \"{}\" = {} is beyond {}", key, value, limit));
+    return value;
+  }
+
+  bool flag(const char* key, bool fallback) {
+    if (failed_) return fallback;
+    auto it = config_.find(key);
+    if (it == config_.end() || it->is_null()) return fallback;
+    if (!it->is_boolean()) {
+      fail(fmt::format("config.json: \"{}\" must be true or false, not {}", key, it->dump()));
+      return fallback;
+    }
+    return it->get<bool>();
+  }
+
+  std::string text(const char* key) {
+    auto it = config_.find(key);
+    return it != config_.end() && it->is_string() ? it->get<std::string>() : std::string();
+  }
+
+ private:
+  std::uint64_t fail(std::string message) {
+    if (!failed_) message_ = std::move(message);
+    failed_ = true;
+    return 0;
+  }
+
+  const json& config_;
+  std::string& message_;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+bool parse_hf_config(std::string_view json_text, model_architecture& model, std::string& message) {
+  json document;
+  try {
+    document = json::parse(json_text.begin(), json_text.end());
+  } catch (const json::parse_error& failure) {
+    message = fmt::format("config.json is not JSON (byte {})", failure.byte);
+    return false;
+  }
+  if (!document.is_object()) {
+    message = "config.json is not a JSON object";
+    return false;
+  }
+  // Multimodal configs (Gemma 3, Qwen2.5-VL, ...) keep the language model in text_config.
+  const json& config = document.contains("text_config") && document["text_config"].is_object() ? document["text_config"] : document;
+  field_reader read(config, message);
+  model_architecture parsed;
+  parsed.model_type = read.text("model_type");
+  if (parsed.model_type.empty()) parsed.model_type = field_reader(document, message).text("model_type");
+  parsed.name = parsed.model_type.empty() ? "config.json" : parsed.model_type;
+  const std::string& type = parsed.model_type;
+  const bool gemma = type.starts_with("gemma");
+
+  parsed.hidden_size = read.count("hidden_size", max_dimension);
+  parsed.num_layers = read.count("num_hidden_layers", max_layers);
+  parsed.num_heads = read.count("num_attention_heads", max_dimension);
+  parsed.num_kv_heads = read.count("num_key_value_heads", max_dimension, parsed.num_heads);
+  parsed.vocab_size = read.count("vocab_size", max_vocab);
+  parsed.num_experts = read.count("num_experts", max_experts, read.count("num_local_experts", max_experts, 0));
+  parsed.intermediate_size = read.count("intermediate_size", max_dimension, parsed.num_experts > 0 ? std::optional<std::uint64_t>(0) : std::nullopt);
+  if (read.failed()) return false;
+  const std::uint64_t default_head_dim = parsed.num_heads != 0 ? parsed.hidden_size / parsed.num_heads : 0;
+  parsed.head_dim = read.count("head_dim", max_dimension, default_head_dim);
+  parsed.tied_embeddings = read.flag("tie_word_embeddings", gemma);
+  // Llama and Mistral put one attention_bias on q, k, v and o; Qwen2 always has q, k, v biases.
+  const bool attention_bias = read.flag("attention_bias", false);
+  parsed.qkv_bias = attention_bias || type == "qwen2" || type == "qwen2_moe";
+  parsed.output_bias = attention_bias && type != "qwen3" && type != "qwen3_moe";
+  parsed.mlp_bias = read.flag("mlp_bias", false);
+  parsed.qk_norm = type == "qwen3" || type == "qwen3_moe" || type.starts_with("gemma3");
+  parsed.norms_per_layer = type.starts_with("gemma2") || type.starts_with("gemma3") ? 4 : 2;
+  if (parsed.num_experts > 0) {
+    parsed.experts_per_token = read.count("num_experts_per_tok", parsed.num_experts);
+    // Mixtral's experts use intermediate_size; Qwen's MoE models name theirs.
+    parsed.expert_intermediate_size = read.count("moe_intermediate_size", max_dimension, parsed.intermediate_size);
+    parsed.shared_expert_intermediate_size = read.count("shared_expert_intermediate_size", max_dimension, 0);
+    parsed.shared_expert_gate = type == "qwen2_moe" && parsed.shared_expert_intermediate_size > 0;
+    if (!read.failed() && parsed.expert_intermediate_size == 0) {
+      message = "config.json has experts but no \"moe_intermediate_size\" or \"intermediate_size\"";
+      return false;
+    }
+  }
+  if (read.failed()) return false;
+  if (parsed.head_dim == 0) {
+    message = fmt::format("config.json: hidden_size {} is smaller than num_attention_heads {} and there is no head_dim",
+                          parsed.hidden_size, parsed.num_heads);
+    return false;
+  }
+  if (parsed.num_kv_heads > parsed.num_heads || parsed.num_heads % parsed.num_kv_heads != 0) {
+    message = fmt::format("config.json: num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                          parsed.num_heads, parsed.num_kv_heads);
+    return false;
+  }
+  if (parsed.num_experts > 0 && (parsed.experts_per_token == 0 || parsed.experts_per_token > parsed.num_experts)) {
+    message = fmt::format("config.json: num_experts_per_tok must be 1 to {}", parsed.num_experts);
+    return false;
+  }
+  model = std::move(parsed);
+  return true;
+}
+
+}  // namespace rlmem

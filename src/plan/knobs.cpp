@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+// Knob validation, resident-buffer specs, names of enums and cards.
+
+#include <rlmem/plan.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace rlmem {
+
+namespace {
+
+// Bounds keep every product of knobs and dimensions far inside a double's exact range.
+constexpr std::uint64_t max_rows = 1u << 20;
+constexpr std::uint64_t max_length = 1u << 24;
+constexpr std::uint64_t max_gpus = 1u << 16;
+
+bool positive(std::uint64_t value, const char* flag, std::uint64_t limit, std::string& message) {
+  if (value == 0) {
+    message = fmt::format("{} must be at least 1", flag);
+    return false;
+  }
+  if (value > limit) {
+    message = fmt::format("{} {} is beyond {}", flag, value, limit);
+    return false;
+  }
+  return true;
+}
+
+constexpr std::array<std::string_view, 7> linear_names = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+
+}  // namespace
+
+bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, std::string& message) {
+  if (!positive(knobs.gpus, "--gpus", max_gpus, message)) return false;
+  if (knobs.offload_weights && knobs.shard != shard_kind::fsdp) {
+    message = "--offload all streams weights layer by layer, which needs --shard fsdp (FSDP2 CPUOffloadPolicy)";
+    return false;
+  }
+  if (knobs.gpus > 1 && knobs.shard == shard_kind::none) {
+    message = fmt::format("--gpus {} without --shard: say how state is divided (fsdp, zero2, zero1)", knobs.gpus);
+    return false;
+  }
+  if (knobs.lora_rank > 0) {
+    if (knobs.lora_rank > std::min(model.hidden_size, model.num_heads * model.head_dim)) {
+      message = fmt::format("--lora-r {} is larger than the model's hidden size {}", knobs.lora_rank, model.hidden_size);
+      return false;
+    }
+    for (const std::string& target : knobs.lora_targets) {
+      if (std::find(linear_names.begin(), linear_names.end(), target) == linear_names.end()) {
+        message = fmt::format("--lora-targets: unknown module '{}' (known: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj)", target);
+        return false;
+      }
+    }
+  }
+  if ((knobs.logprob == logprob_impl::chunked || knobs.logprob == logprob_impl::fused) &&
+      !positive(knobs.logprob_chunk, "--logprob-chunk", max_length, message)) {
+    return false;
+  }
+  switch (knobs.phase) {
+    case plan_phase::generate:
+      if (!positive(knobs.batch, "--batch", max_rows, message) || !positive(knobs.prompt_len, "--prompt-len", max_length, message) ||
+          !positive(knobs.new_tokens, "--new-tokens", max_length, message)) {
+        return false;
+      }
+      break;
+    case plan_phase::train:
+      if (!positive(knobs.micro_batch, "--micro-batch", max_rows, message) || !positive(knobs.seq_len, "--seq-len", max_length, message) ||
+          !positive(knobs.logprob_tokens, "--logprob-tokens", max_length, message) ||
+          !positive(knobs.grad_accum, "--grad-accum", max_rows, message)) {
+        return false;
+      }
+      if (knobs.logprob_tokens >= knobs.seq_len) {
+        message = fmt::format("--logprob-tokens {} must be less than --seq-len {} (the first token has no log-prob)",
+                              knobs.logprob_tokens, knobs.seq_len);
+        return false;
+      }
+      break;
+    case plan_phase::grpo_step: {
+      if (!positive(knobs.prompts, "--prompts", max_rows, message) || !positive(knobs.group, "--group", max_rows, message) ||
+          !positive(knobs.prompt_len, "--prompt-len", max_length, message) ||
+          !positive(knobs.new_tokens, "--new-tokens", max_length, message) ||
+          !positive(knobs.micro_batch, "--micro-batch", max_rows, message)) {
+        return false;
+      }
+      if (knobs.prompts % knobs.gpus != 0) {
+        message = fmt::format("--prompts {} is not divisible by --gpus {}: every GPU takes whole prompts", knobs.prompts, knobs.gpus);
+        return false;
+      }
+      const std::uint64_t rows = knobs.prompts * knobs.group / knobs.gpus;
+      if (knobs.group % knobs.micro_batch != 0 && (knobs.micro_batch % knobs.group != 0 || rows % knobs.micro_batch != 0)) {
+        message = fmt::format("--group {} is not divisible by --micro-batch {}, nor does {} hold whole groups of the {} rows per GPU",
+                              knobs.group, knobs.micro_batch, knobs.micro_batch, rows);
+        return false;
+      }
+      if (knobs.micro_batch > rows) {
+        message = fmt::format("--micro-batch {} is larger than the {} rows each GPU trains on", knobs.micro_batch, rows);
+        return false;
+      }
+      break;
+    }
+  }
+  if (knobs.kv_cache == kv_cache_kind::prealloc && knobs.phase != plan_phase::train) {
+    const std::uint64_t rows = knobs.phase == plan_phase::generate ? knobs.batch : (knobs.batch != 0 ? knobs.batch : knobs.prompts * knobs.group / knobs.gpus);
+    if (knobs.kv_rows != 0 && knobs.kv_rows < std::min(rows, max_rows)) {
+      message = fmt::format("--kv-rows {} is fewer than the {} rows generated together", knobs.kv_rows, rows);
+      return false;
+    }
+    if (knobs.kv_rows > max_rows || knobs.kv_len > max_length) {
+      message = "--kv-rows or --kv-len is beyond any GPU";
+      return false;
+    }
+    if (knobs.kv_len != 0 && knobs.kv_len < knobs.prompt_len + knobs.new_tokens) {
+      message = fmt::format("--kv-len {} is shorter than prompt + new tokens ({})", knobs.kv_len, knobs.prompt_len + knobs.new_tokens);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool parse_buffer_spec(std::string_view spec, resident_buffer& buffer, std::string& message) {
+  const std::string shown(spec.substr(0, 80));
+  const auto equals = spec.find('=');
+  if (equals == std::string_view::npos || equals == 0) {
+    message = fmt::format("--buffer '{}': expected NAME=DIMS:DTYPE, e.g. trajectories=8x50x263x196:fp32", shown);
+    return false;
+  }
+  resident_buffer parsed;
+  parsed.name = std::string(spec.substr(0, equals));
+  std::string_view rest = spec.substr(equals + 1);
+  if (const auto at = rest.find('@'); at != std::string_view::npos) {
+    std::string_view phases = rest.substr(at + 1);
+    rest = rest.substr(0, at);
+    parsed.phases = 0;
+    while (!phases.empty()) {
+      const auto comma = phases.find(',');
+      const std::string_view phase = phases.substr(0, comma);
+      if (phase == "rollout" || phase == "generate") parsed.phases |= phase_rollout;
+      else if (phase == "reference") parsed.phases |= phase_reference;
+      else if (phase == "update" || phase == "train") parsed.phases |= phase_update;
+      else if (phase == "optimizer") parsed.phases |= phase_optimizer;
+      else {
+        message = fmt::format("--buffer '{}': unknown phase '{}' (rollout, reference, update, optimizer)", shown, phase);
+        return false;
+      }
+      phases = comma == std::string_view::npos ? std::string_view() : phases.substr(comma + 1);
+    }
+  }
+  const auto colon = rest.rfind(':');
+  if (colon == std::string_view::npos) {
+    message = fmt::format("--buffer '{}': missing :DTYPE (fp32, bf16, fp16, int64, int32, int8, bool)", shown);
+    return false;
+  }
+  const std::string_view dtype = rest.substr(colon + 1);
+  std::uint64_t element = 0;
+  if (dtype == "fp32" || dtype == "float32" || dtype == "int32") element = 4;
+  else if (dtype == "bf16" || dtype == "fp16" || dtype == "bfloat16" || dtype == "float16") element = 2;
+  else if (dtype == "int64" || dtype == "fp64" || dtype == "float64") element = 8;
+  else if (dtype == "int8" || dtype == "uint8" || dtype == "bool" || dtype == "fp8") element = 1;
+  else {
+    message = fmt::format("--buffer '{}': unknown dtype '{}' (fp32, bf16, fp16, int64, int32, int8, bool)", shown, dtype);
+    return false;
+  }
+  std::string_view dims = rest.substr(0, colon);
+  std::uint64_t total = element;
+  constexpr std::uint64_t largest_buffer = 1ull << 60;
+  int count = 0;
+  while (true) {
+    const auto x = dims.find('x');
+    const std::string_view dim = dims.substr(0, x);
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), value);
+    if (ec != std::errc() || end != dim.data() + dim.size() || value == 0) {
+      message = fmt::format("--buffer '{}': '{}' is not a positive dimension", shown, dim);
+      return false;
+    }
+    if (++count > 16 || value > largest_buffer / total) {
+      message = fmt::format("--buffer '{}' is larger than any GPU", shown);
+      return false;
+    }
+    total *= value;
+    if (x == std::string_view::npos) break;
+    dims = dims.substr(x + 1);
+  }
+  parsed.bytes = total;
+  parsed.shape = std::string(rest);
+  buffer = std::move(parsed);
+  return true;
+}
+
+namespace {
+
+struct card {
+  std::string_view name;
+  std::uint64_t mebibytes;  ///< total memory as nvidia-smi reports it
+};
+
+constexpr std::array<card, 9> cards = {{
+    {"h100-80g", 81559},  {"h200-141g", 143771},  {"a100-40g", 40960},
+    {"a100-80g", 81920},  {"l40s-48g", 46068},    {"a10g-24g", 23028},
+    {"l4-24g", 23034},    {"rtx4090-24g", 24564}, {"rtx3090-24g", 24576},
+}};
+
+}  // namespace
+
+std::uint64_t gpu_memory_bytes(std::string_view name) {
+  for (const card& entry : cards) {
+    if (entry.name == name) return entry.mebibytes << 20;
+  }
+  return 0;
+}
+
+std::vector<std::string> gpu_names() {
+  std::vector<std::string> names;
+  for (const card& entry : cards) names.emplace_back(entry.name);
+  return names;
+}
+
+std::string_view to_string(plan_phase phase) noexcept {
+  switch (phase) {
+    case plan_phase::generate: return "generate";
+    case plan_phase::train: return "train";
+    case plan_phase::grpo_step: return "grpo-step";
+  }
+  return "?";
+}
+std::string_view to_string(optimizer_kind kind) noexcept { return kind == optimizer_kind::adamw ? "adamw" : "sgd"; }
+std::string_view to_string(logprob_impl impl) noexcept {
+  switch (impl) {
+    case logprob_impl::full: return "full";
+    case logprob_impl::chunked: return "chunked";
+    case logprob_impl::fused: return "fused";
+  }
+  return "?";
+}
+std::string_view to_string(shard_kind kind) noexcept {
+  switch (kind) {
+    case shard_kind::none: return "none";
+    case shard_kind::zero1: return "zero1";
+    case shard_kind::zero2: return "zero2";
+    case shard_kind::fsdp: return "fsdp";
+  }
+  return "?";
+}
+std::string_view to_string(precision_kind kind) noexcept { return kind == precision_kind::bf16 ? "bf16" : "fp32-master"; }
+std::string_view to_string(kv_cache_kind kind) noexcept { return kind == kv_cache_kind::grow ? "grow" : "prealloc"; }
+
+}  // namespace rlmem

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: MIT
+// The bytes of each tensor the default code path allocates. Each term names the line of code that
+// allocates it; docs/plan.md shows them checked against snapshots recorded on an H200.
+
+#include "memory_terms.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace rlmem::plan_detail {
+
+namespace {
+
+struct linear_shape {
+  std::string_view name;
+  bytes in = 0;
+  bytes out = 0;
+  bytes copies = 1;        ///< experts hold `copies` of it
+  bytes token_share = 1;   ///< share of the tokens that pass through each copy
+};
+
+// The linears of one decoder layer, as peft's target_modules name them.
+std::vector<linear_shape> layer_linears(const model_architecture& model) {
+  const auto h = static_cast<bytes>(model.hidden_size);
+  const auto q = static_cast<bytes>(model.num_heads * model.head_dim);
+  const auto kv = static_cast<bytes>(model.num_kv_heads * model.head_dim);
+  std::vector<linear_shape> linears = {{"q_proj", h, q}, {"k_proj", h, kv}, {"v_proj", h, kv}, {"o_proj", q, h}};
+  if (model.num_experts == 0) {
+    const auto i = static_cast<bytes>(model.intermediate_size);
+    linears.insert(linears.end(), {{"gate_proj", h, i}, {"up_proj", h, i}, {"down_proj", i, h}});
+  } else {
+    const auto i = static_cast<bytes>(model.expert_intermediate_size);
+    const auto experts = static_cast<bytes>(model.num_experts);
+    const bytes share = static_cast<bytes>(model.experts_per_token) / experts;
+    linears.insert(linears.end(), {{"gate_proj", h, i, experts, share}, {"up_proj", h, i, experts, share},
+                                   {"down_proj", i, h, experts, share}});
+    if (model.shared_expert_intermediate_size > 0) {
+      const auto s = static_cast<bytes>(model.shared_expert_intermediate_size);
+      linears.insert(linears.end(), {{"gate_proj", h, s}, {"up_proj", h, s}, {"down_proj", s, h}});
+    }
+  }
+  return linears;
+}
+
+bool is_lora_target(const plan_knobs& knobs, std::string_view name) {
+  if (knobs.lora_rank == 0) return false;
+  if (knobs.lora_targets.empty()) return true;
+  return std::find(knobs.lora_targets.begin(), knobs.lora_targets.end(), name) != knobs.lora_targets.end();
+}
+
+// peft keeps adapters in fp32 for bf16 bases (get_peft_model's autocast_adapter_dtype=True).
+constexpr bytes adapter_bytes = 4;
+
+bytes weight_bytes_per_param(const plan_knobs& knobs) { return knobs.precision == precision_kind::fp32_master ? 4 : 2; }
+
+}  // namespace
+
+bytes kv_per_token(const model_architecture& model) {
+  return 2.0 * 2.0 * static_cast<bytes>(model.num_layers * model.num_kv_heads * model.head_dim);
+}
+
+bytes rotary_per_position(const model_architecture& model) { return 2.0 * 2.0 * static_cast<bytes>(model.head_dim); }
+
+bytes saved_per_token_per_layer(const model_architecture& model, const plan_knobs& knobs) {
+  const auto h = static_cast<bytes>(model.hidden_size);
+  const auto q = static_cast<bytes>(model.num_heads * model.head_dim);
+  const auto kv = static_cast<bytes>(model.num_kv_heads * model.head_dim);
+  const auto heads = static_cast<bytes>(model.num_heads);
+  const auto kv_heads = static_cast<bytes>(model.num_kv_heads);
+  const bool lora = knobs.lora_rank > 0;
+  const bool gemma = model.model_type.starts_with("gemma");
+  // RMSNorm upcasts to fp32: pow and mul keep the fp32 input, rsqrt its result; the weight's mul
+  // keeps the bf16 normalised input only when the weight trains (Gemma's norm keeps it in fp32).
+  const bytes norm = 4 * h + 4 + (lora ? 0 : (gemma ? 4 * h : 2 * h));
+  bytes saved = static_cast<bytes>(model.norms_per_layer) * norm;
+  // Attention: q after rotary, k and v (the cache's tensors), the output and its fp32 logsumexp,
+  // all kept by SDPA's flash kernel; the output is also o_proj's input.
+  saved += 2 * q + 2 * 2 * kv + 2 * q + 4 * heads;
+  if (model.qk_norm) saved += 4 * q + 4 * heads + 4 * kv + 4 * kv_heads + (lora ? 0 : 2 * q + 2 * kv);
+  // A frozen linear keeps nothing (autograd saves the input only for the weight's gradient).
+  if (!lora) saved += 2 * h /* q, k, v input */ + 2 * h /* gate, up input */;
+  const auto mlp = [&](bytes intermediate) {
+    // gate output (SiLU's input), SiLU output, up output, and their product (down's input).
+    return (lora ? 6 : 8) * intermediate;
+  };
+  if (model.num_experts == 0) {
+    saved += mlp(static_cast<bytes>(model.intermediate_size));
+  } else {
+    const auto per_token = static_cast<bytes>(model.experts_per_token);
+    const auto experts = static_cast<bytes>(model.num_experts);
+    // Router logits (bf16) and routing weights (fp32); each routed copy of the token gathered,
+    // through its expert, and weighted.
+    saved += 6 * experts + per_token * (2 * h + mlp(static_cast<bytes>(model.expert_intermediate_size)) + 2 * h);
+    if (model.shared_expert_intermediate_size > 0) saved += mlp(static_cast<bytes>(model.shared_expert_intermediate_size));
+  }
+  if (lora) {
+    // peft casts each target's input to the adapter's fp32 (one copy per target, kept by lora_A)
+    // and lora_B keeps lora_A's fp32 output.
+    const auto rank = static_cast<bytes>(knobs.lora_rank);
+    for (const linear_shape& linear : layer_linears(model)) {
+      if (is_lora_target(knobs, linear.name)) saved += linear.copies * linear.token_share * (4 * linear.in + 4 * rank);
+    }
+  }
+  return saved;
+}
+
+bytes saved_per_token_outside_layers(const model_architecture& model, const plan_knobs& knobs) {
+  const auto h = static_cast<bytes>(model.hidden_size);
+  const bool lora = knobs.lora_rank > 0;
+  // Final norm as in the layers; the head keeps its input when it trains; int64 input ids.
+  return 4 * h + 4 + (lora ? 0 : 2 * h + 2 * h) + 8;
+}
+
+bytes no_grad_layer_per_token(const model_architecture& model) {
+  const auto h = static_cast<bytes>(model.hidden_size);
+  // The model's inputs_embeds, the layer's input (held by the caller), the residual after
+  // attention and the normalised MLP input, then SiLU(gate), up and their product together.
+  const bytes streams = 8 * h;
+  if (model.num_experts == 0) return streams + 6 * static_cast<bytes>(model.intermediate_size);
+  const auto share = static_cast<bytes>(model.experts_per_token) / static_cast<bytes>(model.num_experts);
+  bytes live = streams + 2 * h /* the experts' summed output */ + 6 * static_cast<bytes>(model.num_experts);
+  live += share * (2 * h + 6 * static_cast<bytes>(model.expert_intermediate_size));
+  if (model.shared_expert_intermediate_size > 0) live += 6 * static_cast<bytes>(model.shared_expert_intermediate_size);
+  return live;
+}
+
+namespace {
+
+bytes chunk_rows(const plan_knobs& knobs, bytes logprob_tokens) {
+  return std::min(static_cast<bytes>(knobs.logprob_chunk), logprob_tokens);
+}
+
+head_instant larger(const head_instant& a, const head_instant& b) { return b.total() > a.total() ? b : a; }
+
+}  // namespace
+
+head_instant head_with_grad(const model_architecture& model, const plan_knobs& knobs, bytes tokens, bytes logprob_tokens) {
+  const auto vocab = static_cast<bytes>(model.vocab_size);
+  const auto h = static_cast<bytes>(model.hidden_size);
+  switch (knobs.logprob) {
+    case logprob_impl::full: {
+      // model(seq).logits is bf16 for every position; the response rows are upcast to fp32 while
+      // it is alive; log_softmax's backward holds its saved output, the incoming gradient and its result.
+      const head_instant forward{"logits upcast", {"logits (bf16)", "response logits (fp32)", ""},
+                                 {2 * tokens * vocab, 4 * logprob_tokens * vocab, 0}};
+      const head_instant backward{"log_softmax backward",
+                                  {"log-probs (fp32, saved)", "gradient of log-probs", "gradient of logits (fp32)"},
+                                  {4 * logprob_tokens * vocab, 4 * logprob_tokens * vocab, 4 * logprob_tokens * vocab}};
+      const head_instant slice{"logits slice backward", {"gradient of response logits (bf16)", "gradient of logits (bf16)", ""},
+                               {2 * logprob_tokens * vocab, 2 * tokens * vocab, 0}};
+      return larger(larger(forward, backward), slice);
+    }
+    case logprob_impl::chunked:
+      return {"chunked log-softmax", {"logits (bf16; gradient written in place)", "chunk log-softmax (fp32)", ""},
+              {2 * tokens * vocab, 8 * chunk_rows(knobs, logprob_tokens) * vocab, 0}};
+    case logprob_impl::fused:
+      return {"fused head chunk", {"head chunk (logits, fp32, gradient)", "gradient of hidden states", "head weight gradient (fp32)"},
+              {10 * chunk_rows(knobs, logprob_tokens) * vocab, 2 * tokens * h, knobs.lora_rank > 0 ? 0 : 4 * vocab * h}};
+  }
+  return {};
+}
+
+head_instant head_no_grad(const model_architecture& model, const plan_knobs& knobs, bytes tokens, bytes logprob_tokens) {
+  const auto vocab = static_cast<bytes>(model.vocab_size);
+  switch (knobs.logprob) {
+    case logprob_impl::full: {
+      const head_instant upcast{"logits upcast", {"logits (bf16)", "response logits (fp32)", ""},
+                                {2 * tokens * vocab, 4 * logprob_tokens * vocab, 0}};
+      const head_instant softmax{"log_softmax", {"response logits (fp32)", "log-probs (fp32)", ""},
+                                 {4 * logprob_tokens * vocab, 4 * logprob_tokens * vocab, 0}};
+      return larger(upcast, softmax);
+    }
+    case logprob_impl::chunked:
+      return {"chunked log-softmax", {"logits (bf16)", "chunk log-softmax (fp32)", ""},
+              {2 * tokens * vocab, 8 * chunk_rows(knobs, logprob_tokens) * vocab, 0}};
+    case logprob_impl::fused:
+      return {"fused head chunk", {"head chunk (logits, fp32)", "", ""}, {6 * chunk_rows(knobs, logprob_tokens) * vocab, 0, 0}};
+  }
+  return {};
+}
+
+state_terms state_of(const model_architecture& model, const plan_knobs& knobs) {
+  const parameter_count params = count_parameters(model);
+  const auto total = static_cast<bytes>(params.total);
+  const bytes weight_bytes = weight_bytes_per_param(knobs);
+  const bool adam = knobs.optimizer == optimizer_kind::adamw;
+  state_terms state;
+  bytes layer_trainable = 0;
+  if (knobs.lora_rank > 0) {
+    const auto rank = static_cast<bytes>(knobs.lora_rank);
+    for (const linear_shape& linear : layer_linears(model)) {
+      if (is_lora_target(knobs, linear.name)) layer_trainable += linear.copies * rank * (linear.in + linear.out);
+    }
+    const bytes trainable = layer_trainable * static_cast<bytes>(model.num_layers);
+    state.trainable_params = static_cast<std::uint64_t>(trainable);
+    state.weights = total * weight_bytes + trainable * adapter_bytes;
+    state.gradients = trainable * adapter_bytes;
+    state.optimizer = adam ? 2 * trainable * adapter_bytes : 0;
+    state.optimizer_step = adam ? trainable * adapter_bytes : 0;
+    state.layer_gradient = layer_trainable * adapter_bytes;
+  } else {
+    state.trainable_params = params.total;
+    state.weights = total * weight_bytes;
+    state.gradients = total * weight_bytes;
+    // torch's AdamW keeps exp_avg and exp_avg_sq in the parameter's dtype; the foreach step
+    // allocates sqrt(exp_avg_sq) for every parameter at once.
+    state.optimizer = adam ? 2 * total * weight_bytes : 0;
+    state.optimizer_step = adam ? total * weight_bytes : 0;
+    layer_trainable = static_cast<bytes>(params.per_layer);
+    state.layer_gradient = layer_trainable * weight_bytes;
+    // Tied: the head's gradient exists when the embedding's arrives, and they are summed.
+    if (model.tied_embeddings) state.head_gradient = static_cast<bytes>(params.embedding) * weight_bytes;
+    if (knobs.precision == precision_kind::fp32_master) {
+      const bytes matmul_params = total - static_cast<bytes>(params.embedding) + (model.tied_embeddings ? static_cast<bytes>(params.embedding) : 0);
+      state.autocast_copies = 2 * matmul_params;
+    }
+  }
+  const auto gpus = static_cast<bytes>(knobs.gpus);
+  const bool shard_optimizer = knobs.shard != shard_kind::none;
+  const bool shard_gradients = knobs.shard == shard_kind::zero2 || knobs.shard == shard_kind::fsdp;
+  const bool shard_weights = knobs.shard == shard_kind::fsdp;
+  if (shard_optimizer) {
+    state.optimizer /= gpus;
+    state.optimizer_step /= gpus;
+  }
+  if (shard_gradients) {
+    state.gradients /= gpus;
+    state.head_gradient /= gpus;
+    state.gradients_in_flight = state.layer_gradient;
+  }
+  if (shard_weights) {
+    state.weights /= gpus;
+    // FSDP keeps the root unit (embeddings, head, final norm) and two decoder layers unsharded
+    // in the compute dtype: the one running and the one prefetched.
+    const auto root = static_cast<bytes>(params.embedding + params.lm_head + model.hidden_size);
+    state.weights_in_flight = 2 * (root + 2 * static_cast<bytes>(params.per_layer));
+    state.autocast_copies = 0;  // FSDP's mixed precision casts the unsharded copies instead
+  }
+  if (knobs.offload_weights) {
+    state.host += state.weights + state.gradients + state.optimizer;
+    state.weights = state.gradients = state.optimizer = state.optimizer_step = state.head_gradient = 0;
+  } else if (knobs.offload_optimizer) {
+    state.host += state.optimizer;
+    state.optimizer = state.optimizer_step = 0;
+  }
+  return state;
+}
+
+}  // namespace rlmem::plan_detail
