@@ -177,6 +177,7 @@ struct fit_options {
   double fragmentation_margin = 0.10;  ///< peak allocated x (1 + margin) + overhead must fit
   bool search_lora = false;            ///< also try LoRA ranks (set when the base plan uses LoRA)
   bool search_offload = true;
+  bool keep_shape = false;             ///< keep the group size and generation length as given
 };
 
 /// One knob moved one notch from the best configuration.
@@ -198,6 +199,8 @@ struct fit_result {
   std::uint64_t fitting = 0;
   std::vector<what_if_row> what_if;
   std::string reason;  ///< when nothing fits: why (weights alone exceed the budget, ...)
+  plan_knobs smallest;  ///< when nothing fits: the configuration with the smallest peak
+  std::uint64_t smallest_peak_bytes = 0;
 };
 
 /// Tokens produced and trained on per step: the search's objective.

@@ -6,6 +6,7 @@
 #include <rlmem/compare.hpp>
 #include <rlmem/format.hpp>
 #include <rlmem/inspect.hpp>
+#include <rlmem/plan.hpp>
 #include <rlmem/replay.hpp>
 #include <rlmem/snapshot.hpp>
 
@@ -58,5 +59,25 @@ struct replay_report {
 std::string render_replay_text(const replay_report& report);
 /// `rlmem replay --json` (schema in docs/schema/replay.schema.json).
 std::string render_replay_json(const replay_report& report);
+
+/// What `rlmem plan` prints: the model, the knobs, each phase's peak and, with --fit, the search.
+struct plan_report {
+  model_architecture model;
+  plan_knobs knobs;
+  plan_result plan;
+  std::optional<fit_result> fit;
+  std::string fit_card;           ///< the --fit argument as given
+  std::uint64_t fit_budget_bytes = 0;
+  double fit_margin = 0;
+  double fit_seconds = 0;
+};
+
+/// `rlmem plan` for people.
+std::string render_plan_text(const plan_report& report);
+/// `rlmem plan --json` (schema in docs/schema/plan.schema.json).
+std::string render_plan_json(const plan_report& report);
+
+/// The command line that reproduces `knobs` (the search's best configuration, for instance).
+std::string knobs_command_line(const plan_knobs& knobs);
 
 }  // namespace rlmem

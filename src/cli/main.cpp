@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   rlmem::cli::add_inspect_command(app, run);
   rlmem::cli::add_diff_command(app, run);
   rlmem::cli::add_replay_command(app, run);
+  rlmem::cli::add_plan_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

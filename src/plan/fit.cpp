@@ -85,15 +85,26 @@ struct search_space {
 
 search_space space_for(const model_architecture& model, const plan_knobs& base, const fit_options& options) {
   search_space space;
-  space.groups = with_value(powers_of_two(2, std::max<std::uint64_t>(4 * base.group, 2)), base.group);
-  for (std::uint64_t scale : {1, 2, 4, 8, 16}) {
-    space.new_tokens.push_back(std::max<std::uint64_t>(base.new_tokens * scale / 4, 1));
+  if (options.keep_shape) {
+    space.groups = {base.group};
+    space.new_tokens = {base.new_tokens};
+  } else {
+    // Up to four times the group and the length asked for: how far the card can go.
+    space.groups = with_value(powers_of_two(2, std::max<std::uint64_t>(4 * base.group, 2)), base.group);
+    for (std::uint64_t scale : {1, 2, 4, 8, 16}) {
+      space.new_tokens.push_back(std::max<std::uint64_t>(base.new_tokens * scale / 4, 1));
+    }
+    space.new_tokens = with_value(space.new_tokens, base.new_tokens);
   }
-  space.new_tokens = with_value(space.new_tokens, base.new_tokens);
   const std::uint64_t effective = base.micro_batch * base.grad_accum;
-  for (std::uint64_t scale : {1, 2, 4, 8, 16, 32}) space.effective_batches.push_back(std::max<std::uint64_t>(effective * scale / 4, 1));
-  space.effective_batches = with_value(space.effective_batches, effective);
-  space.batches = with_value(powers_of_two(1, std::max<std::uint64_t>(16 * base.batch, 1024)), base.batch);
+  if (options.keep_shape) {
+    space.effective_batches = {effective};
+    space.batches = with_value(powers_of_two(1, base.batch), base.batch);
+  } else {
+    for (std::uint64_t scale : {1, 2, 4, 8, 16, 32}) space.effective_batches.push_back(std::max<std::uint64_t>(effective * scale / 4, 1));
+    space.effective_batches = with_value(space.effective_batches, effective);
+    space.batches = with_value(powers_of_two(1, std::max<std::uint64_t>(16 * base.batch, 1024)), base.batch);
+  }
   space.checkpointing = base.phase == plan_phase::generate ? std::vector<bool>{false} : std::vector<bool>{false, true};
   if (options.search_lora && base.phase != plan_phase::generate) {
     for (std::uint64_t rank : powers_of_two(8, 256)) {
@@ -312,8 +323,9 @@ fit_result fit_configuration(const model_architecture& model, const plan_knobs& 
   fit.fitting = out.fitting();
   if (!out.best()) {
     if (out.smallest()) {
-      fit.reason = fmt::format("nothing fits: the smallest configuration tried needs {} bytes, {} are usable",
-                               out.smallest_peak(), fit.usable_bytes);
+      fit.smallest = *out.smallest();
+      fit.smallest_peak_bytes = out.smallest_peak();
+      fit.reason = fmt::format("the smallest configuration tried needs {} bytes, {} are usable", out.smallest_peak(), fit.usable_bytes);
     } else {
       fit.reason = "no valid configuration in the search space";
     }

@@ -112,11 +112,17 @@ bytes saved_per_token_outside_layers(const model_architecture& model, const plan
   return 4 * h + 4 + (lora ? 0 : 2 * h + 2 * h) + 8;
 }
 
-bytes no_grad_layer_per_token(const model_architecture& model) {
+bytes no_grad_layer_per_token(const model_architecture& model, const plan_knobs& knobs) {
   const auto h = static_cast<bytes>(model.hidden_size);
   // The model's inputs_embeds, the layer's input (held by the caller), the residual after
   // attention and the normalised MLP input, then SiLU(gate), up and their product together.
   const bytes streams = 8 * h;
+  if (model.num_experts == 0 && is_lora_target(knobs, "up_proj")) {
+    // peft's up_proj beside SiLU(gate): the base output, the input cast to fp32, lora_B's scaled
+    // fp32 output and the fp32 sum (derived from peft's forward, not measured).
+    const auto i = static_cast<bytes>(model.intermediate_size);
+    return streams + 2 * i + 2 * i + 4 * h + 4 * i + 4 * i;
+  }
   if (model.num_experts == 0) return streams + 6 * static_cast<bytes>(model.intermediate_size);
   const auto share = static_cast<bytes>(model.experts_per_token) / static_cast<bytes>(model.num_experts);
   bytes live = streams + 2 * h /* the experts' summed output */ + 6 * static_cast<bytes>(model.num_experts);

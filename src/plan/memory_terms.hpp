@@ -36,7 +36,7 @@ bytes saved_per_token_per_layer(const model_architecture& model, const plan_knob
 bytes saved_per_token_outside_layers(const model_architecture& model, const plan_knobs& knobs);
 /// Live bytes per token at the largest moment of one layer in a forward without gradients
 /// (embedding output, layer input, residual, normalised input, MLP intermediates).
-bytes no_grad_layer_per_token(const model_architecture& model);
+bytes no_grad_layer_per_token(const model_architecture& model, const plan_knobs& knobs);
 /// KV cache bytes per token (all layers, k and v, bf16).
 bytes kv_per_token(const model_architecture& model);
 /// Rotary cos and sin (bf16) per position.

@@ -119,7 +119,7 @@ std::vector<instant> generation_instants(const model_architecture& model, const 
   instants.push_back(resident.start("prefill, last layer's MLP")
                          .add("unsharded layers in flight", state.weights_in_flight)
                          .add(cache_name, cache_at_prefill)
-                         .add("prefill activations", prompt_tokens * plan_detail::no_grad_layer_per_token(model))
+                         .add("prefill activations", prompt_tokens * plan_detail::no_grad_layer_per_token(model, knobs))
                          .add("positions, masks and rotary tables",
                               prompt_tokens * (ids_per_position + plan_detail::rotary_per_position(model))));
   // Last-token logits (bf16), their fp32 copy, top-k's mask and filtered scores, softmax's
@@ -214,7 +214,7 @@ std::vector<instant> no_grad_logprob_instants(const model_architecture& model, c
                          .add("gradients (earlier micro-batches)", shape.accumulating ? state.gradients : 0)
                          .add("unsharded layers in flight", state.weights_in_flight)
                          .add("KV cache of the forward", tokens * plan_detail::kv_per_token(model))
-                         .add("layer activations", tokens * plan_detail::no_grad_layer_per_token(model)));
+                         .add("layer activations", tokens * plan_detail::no_grad_layer_per_token(model, knobs)));
   const plan_detail::head_instant head = plan_detail::head_no_grad(model, knobs, tokens, shape.rows * shape.logprob_per_row);
   instant at_head = resident.start(head.at);
   at_head.add("gradients (earlier micro-batches)", shape.accumulating ? state.gradients : 0)
@@ -240,8 +240,9 @@ void finish(plan_result& result) {
 // PyTorch gives each thread that runs matmuls a cuBLAS workspace: 32 MiB on Hopper and newer
 // (CUBLAS_WORKSPACE_CONFIG :4096:8); backward runs on autograd's own thread.
 constexpr std::uint64_t cublas_workspace_per_thread = 32ull << 20;
-// CUDA context, kernels and libraries loaded by torch 2.11 (cu130) on an H200, measured.
-constexpr std::uint64_t cuda_context = 536870912;
+// Device memory in use outside the caching allocator once torch 2.11 (cu130) has initialised CUDA
+// and run a bf16 matmul on an H200 (total - free - reserved; tools/planner/measure_more.py).
+constexpr std::uint64_t cuda_context = 718077952;
 
 }  // namespace
 

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+// `rlmem plan`: per-phase peak memory of an RL step from the architecture and the knobs; --fit.
+
+#include "arguments.hpp"
+#include "commands.hpp"
+
+#include <rlmem/report.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+namespace rlmem::cli {
+
+namespace {
+
+struct plan_arguments {
+  std::string model;
+  std::string phase;
+  plan_knobs knobs;
+  std::string optimizer = "adamw";
+  std::string precision = "bf16";
+  std::string logprob_impl_name = "full";
+  std::string kv_cache = "grow";
+  std::string shard = "none";
+  std::string offload = "none";
+  std::string lora_targets;
+  std::vector<std::string> buffers;
+  std::string fit;
+  double margin = 0.10;
+  bool keep_shape = false;
+  bool json = false;
+  bool list = false;
+};
+
+constexpr std::size_t max_config_bytes = 1 << 20;
+
+bool fail(const std::string& message) {
+  std::fprintf(stderr, "rlmem: %s\n", message.c_str());
+  return false;
+}
+
+bool load_model(const std::string& name, model_architecture& model) {
+  const bool looks_like_file = name.ends_with(".json") || name.find('/') != std::string::npos;
+  std::ifstream file(name, std::ios::binary);
+  if (file) {
+    std::string text(max_config_bytes + 1, '\0');
+    file.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(file.gcount()));
+    if (text.size() > max_config_bytes) return fail(fmt::format("{}: larger than 1 MiB; not a config.json", name));
+    std::string message;
+    if (!parse_hf_config(text, model, message)) return fail(fmt::format("{}: {}", name, message));
+    return true;
+  }
+  if (const model_architecture* preset = find_preset(name)) {
+    model = *preset;
+    return true;
+  }
+  if (looks_like_file && name.ends_with(".json")) return fail(fmt::format("{}: cannot open the file", name));
+  const auto similar = similar_preset_names(name);
+  return fail(fmt::format("unknown model '{}'; did you mean {}? (or give a config.json; rlmem plan --list-models)",
+                          name.substr(0, 100), fmt::join(similar, ", ")));
+}
+
+template <class Enum, std::size_t N>
+bool choose(const std::string& flag, const std::string& value, const std::array<std::pair<const char*, Enum>, N>& choices, Enum& out) {
+  std::string known;
+  for (const auto& [name, choice] : choices) {
+    if (value == name) {
+      out = choice;
+      return true;
+    }
+    known += known.empty() ? name : std::string(", ") + name;
+  }
+  return fail(fmt::format("{} '{}': expected one of {}", flag, value.substr(0, 40), known));
+}
+
+// What each phase needs from the command line, named the way the user types it.
+bool require_phase_knobs(const plan_knobs& knobs) {
+  auto need = [](bool present, const char* text) { return present || fail(text); };
+  switch (knobs.phase) {
+    case plan_phase::generate:
+      return need(knobs.batch && knobs.prompt_len && knobs.new_tokens, "--phase generate needs --batch B --prompt-len P --new-tokens N");
+    case plan_phase::train:
+      return need(knobs.micro_batch && knobs.seq_len, "--phase train needs --micro-batch M --seq-len S [--logprob-tokens L]");
+    case plan_phase::grpo_step:
+      return need(knobs.prompts && knobs.group && knobs.prompt_len && knobs.new_tokens && knobs.micro_batch,
+                  "--phase grpo-step needs --prompts B --group G --prompt-len P --new-tokens N --micro-batch M");
+  }
+  return false;
+}
+
+bool build_knobs(plan_arguments& args, const model_architecture& model) {
+  plan_knobs& knobs = args.knobs;
+  using phase_choice = std::pair<const char*, plan_phase>;
+  if (args.phase.empty()) return fail("--phase is required: generate, train or grpo-step");
+  if (!choose("--phase", args.phase,
+              std::array<phase_choice, 3>{{{"generate", plan_phase::generate}, {"train", plan_phase::train}, {"grpo-step", plan_phase::grpo_step}}},
+              knobs.phase) ||
+      !choose("--optimizer", args.optimizer,
+              std::array<std::pair<const char*, optimizer_kind>, 2>{{{"adamw", optimizer_kind::adamw}, {"sgd", optimizer_kind::sgd}}},
+              knobs.optimizer) ||
+      !choose("--precision", args.precision,
+              std::array<std::pair<const char*, precision_kind>, 2>{{{"bf16", precision_kind::bf16}, {"fp32-master", precision_kind::fp32_master}}},
+              knobs.precision) ||
+      !choose("--logprob-impl", args.logprob_impl_name,
+              std::array<std::pair<const char*, logprob_impl>, 3>{
+                  {{"full", logprob_impl::full}, {"chunked", logprob_impl::chunked}, {"fused", logprob_impl::fused}}},
+              knobs.logprob) ||
+      !choose("--kv-cache", args.kv_cache,
+              std::array<std::pair<const char*, kv_cache_kind>, 2>{{{"grow", kv_cache_kind::grow}, {"prealloc", kv_cache_kind::prealloc}}},
+              knobs.kv_cache) ||
+      !choose("--shard", args.shard,
+              std::array<std::pair<const char*, shard_kind>, 5>{{{"none", shard_kind::none},
+                                                                  {"zero1", shard_kind::zero1},
+                                                                  {"zero2", shard_kind::zero2},
+                                                                  {"fsdp", shard_kind::fsdp},
+                                                                  {"zero3", shard_kind::fsdp}}},
+              knobs.shard)) {
+    return false;
+  }
+  int offload = 0;
+  if (!choose("--offload", args.offload, std::array<std::pair<const char*, int>, 3>{{{"none", 0}, {"optimizer", 1}, {"all", 2}}}, offload)) {
+    return false;
+  }
+  knobs.offload_optimizer = offload >= 1;
+  knobs.offload_weights = offload == 2;
+  if (knobs.phase == plan_phase::train && knobs.logprob_tokens == 0) knobs.logprob_tokens = knobs.seq_len / 2;
+  std::stringstream targets(args.lora_targets);
+  for (std::string target; std::getline(targets, target, ',');) {
+    if (!target.empty()) knobs.lora_targets.push_back(target);
+  }
+  for (const std::string& spec : args.buffers) {
+    resident_buffer buffer;
+    std::string message;
+    if (!parse_buffer_spec(spec, buffer, message)) return fail(message);
+    knobs.buffers.push_back(std::move(buffer));
+  }
+  if (!require_phase_knobs(knobs)) return false;
+  std::string message;
+  if (!validate_knobs(model, knobs, message)) return fail(message);
+  return true;
+}
+
+int run_plan(plan_arguments& args) {
+  if (args.list) {
+    for (const std::string& name : preset_names()) std::printf("%s\n", name.c_str());
+    return exit_ok;
+  }
+  if (args.model.empty()) return fail("--model is required: a preset (rlmem plan --list-models) or a config.json"), exit_bad_input;
+  plan_report report;
+  if (!load_model(args.model, report.model) || !build_knobs(args, report.model)) return exit_bad_input;
+  report.knobs = args.knobs;
+  report.plan = plan_memory(report.model, report.knobs);
+  if (!args.fit.empty()) {
+    std::uint64_t budget = gpu_memory_bytes(args.fit);
+    std::int64_t bytes = 0;
+    if (budget == 0 && parse_size(args.fit, bytes) && bytes > 0) budget = static_cast<std::uint64_t>(bytes);
+    if (budget == 0) {
+      fail(fmt::format("--fit '{}': not a card ({}) nor a size like 80GiB", args.fit.substr(0, 40), fmt::join(gpu_names(), ", ")));
+      return exit_bad_input;
+    }
+    if (!(args.margin >= 0 && args.margin < 1)) return fail("--margin must be between 0 and 1, e.g. 0.1"), exit_bad_input;
+    fit_options options;
+    options.budget_bytes = budget;
+    options.fragmentation_margin = args.margin;
+    options.search_lora = args.knobs.lora_rank > 0;
+    options.keep_shape = args.keep_shape;
+    const auto started = std::chrono::steady_clock::now();
+    fit_result fit = fit_configuration(report.model, report.knobs, options);
+    report.fit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (!fit.found) {
+      // Nothing fits: a configuration error, stated in one line with what would have to change.
+      const std::uint64_t weights = report.plan.params.total * 2 * (report.knobs.ref_model ? 2 : 1) /
+                                    (report.knobs.shard == shard_kind::fsdp ? report.knobs.gpus : 1);
+      const std::string usable = format_bytes(static_cast<std::int64_t>(fit.usable_bytes));
+      if (weights > fit.usable_bytes && !report.knobs.offload_weights) {
+        fail(fmt::format("--fit {}: the weights alone ({}{}) exceed the {} usable on the card; shard them "
+                         "(--gpus N --shard fsdp) or pick a larger card",
+                         args.fit.substr(0, 40), format_bytes(static_cast<std::int64_t>(weights)),
+                         report.knobs.ref_model ? ", policy and reference" : "", usable));
+      } else if (fit.smallest_peak_bytes > 0) {
+        fail(fmt::format("--fit {}: nothing fits in the {} usable; the smallest configuration tried needs {}: {}",
+                         args.fit.substr(0, 40), usable, format_bytes(static_cast<std::int64_t>(fit.smallest_peak_bytes)),
+                         knobs_command_line(fit.smallest)));
+      } else {
+        fail(fmt::format("--fit {}: {}", args.fit.substr(0, 40), fit.reason));
+      }
+      return exit_bad_input;
+    }
+    report.fit = std::move(fit);
+    report.fit_card = args.fit;
+    report.fit_budget_bytes = budget;
+    report.fit_margin = args.margin;
+  }
+  const std::string text = args.json ? render_plan_json(report) : render_plan_text(report);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return exit_ok;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, command_body& run) {
+  auto args = std::make_shared<plan_arguments>();
+  plan_knobs& knobs = args->knobs;
+  CLI::App* command = app.add_subcommand("plan", "Peak GPU memory of each phase of an RL step, from the architecture and the knobs");
+  command->add_option("--model", args->model, "A preset (qwen2.5-7b, qwen3-8b, llama3.1-8b, ...) or a Hugging Face config.json");
+  command->add_flag("--list-models", args->list, "List the built-in presets");
+  command->add_option("--phase", args->phase, "generate | train | grpo-step");
+  auto* shape = "Shape";
+  command->add_option("--batch", knobs.batch, "generate: rows generated together (grpo-step: default all rows of a GPU)")->group(shape);
+  command->add_option("--prompt-len", knobs.prompt_len, "Prompt tokens per row")->group(shape);
+  command->add_option("--new-tokens", knobs.new_tokens, "Tokens generated per row")->group(shape);
+  command->add_option("--micro-batch", knobs.micro_batch, "Rows per forward/backward")->group(shape);
+  command->add_option("--seq-len", knobs.seq_len, "train: tokens per row")->group(shape);
+  command->add_option("--logprob-tokens", knobs.logprob_tokens, "train: response tokens per row scored (default: half of --seq-len)")->group(shape);
+  command->add_option("--grad-accum", knobs.grad_accum, "train: micro-batches per optimizer step (default 1)")->group(shape);
+  command->add_option("--prompts", knobs.prompts, "grpo-step: prompts per step (all GPUs)")->group(shape);
+  command->add_option("--group", knobs.group, "grpo-step: samples per prompt")->group(shape);
+  auto* training = "Training";
+  command->add_flag("--ref-model", knobs.ref_model, "grpo-step: a frozen bf16 reference model scores every micro-batch")->group(training);
+  command->add_flag("--grad-ckpt", knobs.grad_ckpt, "Gradient checkpointing (transformers' gradient_checkpointing_enable)")->group(training);
+  command->add_option("--optimizer", args->optimizer, "adamw (default) | sgd")->group(training);
+  command->add_option("--precision", args->precision,
+                      "bf16 (default: bf16 weights, gradients, AdamW state) | fp32-master (fp32 state, bf16 autocast)")
+      ->group(training);
+  command->add_option("--lora-r", knobs.lora_rank, "LoRA rank (peft; frozen base, fp32 adapters); 0: full fine-tuning")->group(training);
+  command->add_option("--lora-targets", args->lora_targets, "Comma list (default: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj)")
+      ->group(training);
+  command->add_option("--logprob-impl", args->logprob_impl_name,
+                      "full (default: bf16 logits, response upcast to fp32, log_softmax) | chunked (verl/OpenRLHF) | fused (Liger)")
+      ->group(training);
+  command->add_option("--logprob-chunk", knobs.logprob_chunk, "Rows per chunk for chunked and fused (default 1024)")->group(training);
+  auto* memory = "Memory";
+  command->add_option("--kv-cache", args->kv_cache, "grow (default: DynamicCache) | prealloc (one buffer, nanochat)")->group(memory);
+  command->add_option("--kv-rows", knobs.kv_rows, "prealloc: rows the cache is sized for (default: the batch)")->group(memory);
+  command->add_option("--kv-len", knobs.kv_len, "prealloc: positions per row (default: prompt + new tokens)")->group(memory);
+  command->add_option("--buffer", args->buffers,
+                      "A resident tensor NAME=DIMS:DTYPE[@phases], e.g. trajectories=8x50x263x196:fp32@rollout,update (repeatable)")
+      ->group(memory);
+  command->add_option("--gpus", knobs.gpus, "Data-parallel GPUs (default 1)")->group(memory);
+  command->add_option("--shard", args->shard, "none | zero1 (optimizer) | zero2 (+gradients) | fsdp (= zero3, +weights)")->group(memory);
+  command->add_option("--offload", args->offload, "none | optimizer (state and step on the CPU) | all (fsdp: weights too)")->group(memory);
+  command->add_option("--fit", args->fit, "Search the knobs for a card: h100-80g, a100-40g, h200-141g, rtx4090-24g, ... or a size (80GiB)");
+  command->add_flag("--keep-shape", args->keep_shape,
+                    "--fit: keep the group, generation length and effective batch as given (default: try up to 4x)");
+  command->add_option("--margin", args->margin, "--fit: fragmentation margin on top of the peak (default 0.10)");
+  command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/plan.schema.json)");
+  command->footer("Peaks are bytes allocated through PyTorch's caching allocator (max_memory_allocated), derived from\n"
+                  "what each step of the code path keeps: transformers with SDPA, full bf16 logits, the response's\n"
+                  "log-probs in fp32, torch AdamW. Examples:\n"
+                  "  rlmem plan --model qwen2.5-7b --phase generate --batch 64 --prompt-len 512 --new-tokens 1024\n"
+                  "  rlmem plan --model config.json --phase train --micro-batch 8 --seq-len 1024 --grad-ckpt\n"
+                  "  rlmem plan --model qwen2.5-0.5b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 \\\n"
+                  "             --new-tokens 512 --micro-batch 16 --ref-model --fit h100-80g");
+  command->callback([&run, args] { run = [args] { return run_plan(*args); }; });
+}
+
+}  // namespace rlmem::cli
