@@ -91,8 +91,8 @@ search_space space_for(const model_architecture& model, const plan_knobs& base, 
   } else {
     // Up to four times the group and the length asked for: how far the card can go.
     space.groups = with_value(powers_of_two(2, std::max<std::uint64_t>(4 * base.group, 2)), base.group);
-    for (std::uint64_t scale : {1, 2, 4, 8, 16}) {
-      space.new_tokens.push_back(std::max<std::uint64_t>(base.new_tokens * scale / 4, 1));
+    for (std::uint64_t eighths : {1, 2, 4, 6, 8, 12, 16, 24, 32}) {
+      space.new_tokens.push_back(std::max<std::uint64_t>(base.new_tokens * eighths / 8, 1));
     }
     space.new_tokens = with_value(space.new_tokens, base.new_tokens);
   }
@@ -143,9 +143,9 @@ class searcher {
       : model_(model), base_(base), usable_(usable) {}
 
   void consider(const plan_knobs& knobs) {
-    ++explored_;
     std::string message;
     if (!validate_knobs(model_, knobs, message)) return;
+    ++explored_;
     const std::uint64_t peak = plan_memory(model_, knobs).peak_bytes;
     if (!smallest_ || peak < smallest_peak_) {
       smallest_ = knobs;

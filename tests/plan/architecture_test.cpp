@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+// Parameter counts against the published models, config.json reading, presets by name.
+
+#include <rlmem/plan.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace rlmem {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const model_architecture& preset(const char* name) {
+  const model_architecture* model = find_preset(name);
+  EXPECT_NE(model, nullptr) << "expected a preset named " << name;
+  static const model_architecture none;
+  return model != nullptr ? *model : none;
+}
+
+// sum(p.numel() for p in model.parameters()) of the Hugging Face models (the safetensors
+// totals the Hub shows, tied heads counted once); the model cards round these.
+TEST(ParameterCount, MatchesTheModelsExactly) {
+  const std::pair<const char*, std::uint64_t> expected[] = {
+      {"qwen2.5-0.5b", 494032768},     {"qwen2.5-1.5b", 1543714304},    {"qwen2.5-3b", 3085938688},
+      {"qwen2.5-7b", 7615616512},      {"qwen2.5-14b", 14770033664},    {"qwen2.5-32b", 32763876352},
+      {"qwen2.5-72b", 72706203648},    {"qwen3-0.6b", 596049920},       {"qwen3-1.7b", 1720574976},
+      {"qwen3-4b", 4022468096},        {"qwen3-8b", 8190735360},        {"qwen3-14b", 14768307200},
+      {"qwen3-32b", 32762123264},      {"llama3.2-1b", 1235814400},     {"llama3.2-3b", 3212749824},
+      {"llama3.1-8b", 8030261248},     {"llama3.1-70b", 70553706496},   {"mistral-7b-v0.1", 7241732096},
+      {"gemma-2b", 2506172416},        {"gemma-7b", 8537680896},
+  };
+  for (const auto& [name, total] : expected) {
+    EXPECT_EQ(count_parameters(preset(name)).total, total) << name;
+  }
+}
+
+// The cards' "Number of Parameters (Non-Embedding)" to their two decimals.
+TEST(ParameterCount, NonEmbeddingAsTheCardsRoundIt) {
+  struct card {
+    const char* name;
+    double billions;
+    double half_last_digit;
+  };
+  const card expected[] = {{"qwen2.5-0.5b", 0.36, 0.005}, {"qwen2.5-1.5b", 1.31, 0.005}, {"qwen2.5-7b", 6.53, 0.005},
+                           {"qwen3-0.6b", 0.44, 0.005},   {"qwen3-1.7b", 1.4, 0.05},     {"qwen3-8b", 6.95, 0.005}};
+  for (const card& entry : expected) {
+    const double got = static_cast<double>(count_parameters(preset(entry.name)).non_embedding()) / 1e9;
+    EXPECT_NEAR(got, entry.billions, entry.half_last_digit) << entry.name;
+  }
+}
+
+TEST(ParameterCount, MixtureOfExpertsTotalAndActive) {
+  // Qwen3-30B-A3B: 30.5 B total, 3.3 B activated (model card). rlmem counts both embedding
+  // matrices as active (3.35 B); the card's figure sits between that and counting neither.
+  const parameter_count count = count_parameters(preset("qwen3-30b-a3b"));
+  EXPECT_NEAR(static_cast<double>(count.total) / 1e9, 30.5, 0.05);
+  EXPECT_EQ(count.active_per_token, count.total - 48ull * 120 * 3 * 2048 * 768);  // 120 of 128 experts idle per layer
+  EXPECT_NEAR(static_cast<double>(count.active_per_token) / 1e9, 3.3, 0.06);
+}
+
+TEST(HfConfig, FixtureConfigsGiveTheMeasuredParameterCounts) {
+  for (const auto& [file, params] : {std::pair<const char*, std::uint64_t>{"qwen2.5-0.5b.json", 494032768},
+                                     std::pair<const char*, std::uint64_t>{"llama3.2-1b.json", 1235814400}}) {
+    model_architecture model;
+    std::string message;
+    ASSERT_TRUE(parse_hf_config(read_text(std::string(RLMEM_TESTDATA_DIR) + "/planner/configs/" + file), model, message)) << message;
+    EXPECT_EQ(count_parameters(model).total, params) << file;
+  }
+}
+
+TEST(HfConfig, ReadsHeadDimTextConfigAndBiases) {
+  model_architecture model;
+  std::string message;
+  ASSERT_TRUE(parse_hf_config(R"({"model_type":"qwen3","hidden_size":1024,"num_hidden_layers":28,"num_attention_heads":16,
+      "num_key_value_heads":8,"head_dim":128,"intermediate_size":3072,"vocab_size":151936,"tie_word_embeddings":true})",
+                              model, message))
+      << message;
+  EXPECT_EQ(count_parameters(model).total, 596049920u);
+  EXPECT_TRUE(model.qk_norm);
+  ASSERT_TRUE(parse_hf_config(R"({"model_type":"gemma3","text_config":{"model_type":"gemma3_text","hidden_size":64,
+      "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":1,"head_dim":16,"intermediate_size":128,
+      "vocab_size":1000}})",
+                              model, message))
+      << message;
+  EXPECT_EQ(model.norms_per_layer, 4u);
+  EXPECT_TRUE(model.tied_embeddings);  // Gemma ties by default
+  ASSERT_TRUE(parse_hf_config(R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,
+      "intermediate_size":128,"vocab_size":1000,"attention_bias":true,"mlp_bias":true})",
+                              model, message))
+      << message;
+  EXPECT_EQ(model.num_kv_heads, 4u);
+  EXPECT_FALSE(model.tied_embeddings);
+  // q, k, v and o biases (4 x 64), MLP biases (2 x 128 + 64), norms (2 x 64) per layer.
+  EXPECT_EQ(count_parameters(model).per_layer, 4u * 64 * 64 + 4 * 64 + 3 * 64 * 128 + 2 * 128 + 64 + 2 * 64);
+}
+
+TEST(HfConfig, RejectsWhatIsNotAConfigWithTheFieldNamed) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{not json", "not JSON"},
+      {"[1, 2]", "not a JSON object"},
+      {R"({"hidden_size": 64})", "num_hidden_layers"},
+      {R"({"hidden_size": "64", "num_hidden_layers": 2})", "\"hidden_size\" must be a positive integer"},
+      {R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 10})", "intermediate_size"},
+      {R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 3, "num_key_value_heads": 2,
+           "intermediate_size": 8, "vocab_size": 10})", "not a multiple"},
+      {R"({"hidden_size": 99999999999, "num_hidden_layers": 2})", "beyond"},
+      {R"({"hidden_size": -4, "num_hidden_layers": 2})", "positive integer"},
+      {R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 8, "vocab_size": 10,
+           "tie_word_embeddings": "yes"})", "true or false"},
+  };
+  for (const auto& [text, expected] : cases) {
+    model_architecture model;
+    std::string message;
+    EXPECT_FALSE(parse_hf_config(text, model, message)) << text;
+    EXPECT_NE(message.find(expected), std::string::npos) << "expected '" << expected << "' in '" << message << "'";
+  }
+}
+
+TEST(Presets, FoundByHubNamesAndSuggestedWhenMisspelt) {
+  EXPECT_EQ(find_preset("Qwen/Qwen2.5-7B-Instruct"), find_preset("qwen2.5-7b"));
+  EXPECT_EQ(find_preset("meta-llama/Llama-3.1-8B-Instruct"), find_preset("llama3.1-8b"));
+  EXPECT_EQ(find_preset("qwen2.5-8b"), nullptr);
+  const auto similar = similar_preset_names("qwen2.5-05b");
+  ASSERT_FALSE(similar.empty());
+  EXPECT_EQ(similar.front(), "qwen2.5-0.5b");
+  EXPECT_EQ(similar_preset_names("lama3.1-70b").front(), "llama3.1-70b");
+  // Every family the issue names is there.
+  for (const char* name : {"qwen2.5-0.5b", "qwen2.5-72b", "qwen3-0.6b", "qwen3-32b", "llama3.2-1b", "llama3.3-70b"}) {
+    EXPECT_NE(find_preset(name), nullptr) << name;
+  }
+}
+
+}  // namespace
+}  // namespace rlmem

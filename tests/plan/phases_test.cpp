@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: MIT
+// The phases' terms: what each knob changes, in exact bytes where the code path fixes them.
+
+#include <rlmem/plan.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace rlmem {
+namespace {
+
+const model_architecture& model(const char* name) { return *find_preset(name); }
+
+const phase_estimate& phase_named(const plan_result& plan, const std::string& name) {
+  auto it = std::find_if(plan.phases.begin(), plan.phases.end(), [&](const phase_estimate& p) { return p.name == name; });
+  EXPECT_NE(it, plan.phases.end()) << "expected a phase named " << name;
+  return *it;
+}
+
+std::uint64_t component(const phase_estimate& phase, const std::string& name) {
+  for (const memory_component& part : phase.components) {
+    if (part.name == name) return part.bytes;
+  }
+  return 0;
+}
+
+plan_knobs grpo(std::uint64_t prompts, std::uint64_t group, std::uint64_t prompt, std::uint64_t new_tokens, std::uint64_t micro_batch) {
+  plan_knobs knobs;
+  knobs.phase = plan_phase::grpo_step;
+  knobs.prompts = prompts;
+  knobs.group = group;
+  knobs.prompt_len = prompt;
+  knobs.new_tokens = new_tokens;
+  knobs.micro_batch = micro_batch;
+  knobs.ref_model = true;
+  return knobs;
+}
+
+plan_knobs train(std::uint64_t micro_batch, std::uint64_t seq) {
+  plan_knobs knobs;
+  knobs.phase = plan_phase::train;
+  knobs.micro_batch = micro_batch;
+  knobs.seq_len = seq;
+  knobs.logprob_tokens = seq / 2;
+  return knobs;
+}
+
+plan_knobs generate(std::uint64_t batch, std::uint64_t prompt, std::uint64_t new_tokens) {
+  plan_knobs knobs;
+  knobs.phase = plan_phase::generate;
+  knobs.batch = batch;
+  knobs.prompt_len = prompt;
+  knobs.new_tokens = new_tokens;
+  return knobs;
+}
+
+plan_result planned(const char* name, const plan_knobs& knobs) {
+  std::string message;
+  EXPECT_TRUE(validate_knobs(model(name), knobs, message)) << message;
+  return plan_memory(model(name), knobs);
+}
+
+TEST(Phases, ComponentsAddUpToEachPeakAndTheLargestIsThePeak) {
+  plan_knobs lora = grpo(8, 8, 512, 512, 16);
+  lora.lora_rank = 16;
+  plan_knobs sharded = grpo(8, 8, 512, 512, 8);
+  sharded.gpus = 8;
+  sharded.shard = shard_kind::fsdp;
+  for (const auto& [name, knobs] : {std::pair{"qwen2.5-7b", grpo(8, 8, 512, 512, 16)}, std::pair{"llama3.1-8b", lora},
+                                    std::pair{"qwen3-30b-a3b", sharded}, std::pair{"qwen3-8b", train(4, 2048)},
+                                    std::pair{"gemma-2b", generate(16, 128, 128)}}) {
+    const plan_result plan = planned(name, knobs);
+    std::uint64_t largest = 0;
+    for (const phase_estimate& phase : plan.phases) {
+      std::uint64_t sum = 0;
+      for (const memory_component& part : phase.components) sum += part.bytes;
+      EXPECT_EQ(sum, phase.peak_bytes) << name << " " << phase.name;
+      largest = std::max(largest, phase.peak_bytes);
+    }
+    EXPECT_EQ(plan.peak_bytes, largest) << name;
+  }
+}
+
+TEST(Phases, KvCacheBytesPerTokenFollowTheArchitecture) {
+  // 2 (k, v) x layers x kv heads x head_dim x 2 bytes: Qwen2.5-0.5B 12 KiB, Qwen2.5-7B 56 KiB,
+  // Llama-3-8B 128 KiB, Qwen3-8B 144 KiB per token.
+  for (const auto& [name, per_token] : {std::pair{"qwen2.5-0.5b", 12288u}, std::pair{"qwen2.5-7b", 57344u},
+                                        std::pair{"llama3.1-8b", 131072u}, std::pair{"qwen3-8b", 147456u}}) {
+    // A long generation of one row ends at the last sampling step holding prompt + new - 1 positions.
+    const plan_result plan = planned(name, generate(1, 16, 4096));
+    EXPECT_EQ(component(plan.phases[0], "KV cache"), per_token * (16 + 4096 - 1)) << name;
+  }
+}
+
+TEST(Phases, TrainPeakIsTheLogSoftmaxBackwardOfTheResponseLogits) {
+  // Qwen2.5-0.5B, micro-batch 4 x 512 tokens, 256 scored: three fp32 tensors of 4 x 256 x 151,936.
+  const plan_result plan = planned("qwen2.5-0.5b", train(4, 512));
+  const phase_estimate& phase = plan.phases[0];
+  EXPECT_EQ(phase.peak_at, "log_softmax backward");
+  const std::uint64_t one = 4ull * 4 * 256 * 151936;
+  EXPECT_EQ(component(phase, "log-probs (fp32, saved)"), one);
+  EXPECT_EQ(component(phase, "gradient of log-probs"), one);
+  EXPECT_EQ(component(phase, "gradient of logits (fp32)"), one);
+  EXPECT_EQ(component(phase, "weights"), 2ull * 494032768);
+  EXPECT_EQ(component(phase, "optimizer state"), 4ull * 494032768);
+}
+
+TEST(Phases, CheckpointingKeepsOnlyLayerInputs) {
+  plan_knobs knobs = train(8, 1024);
+  const plan_result full = planned("qwen2.5-0.5b", knobs);
+  knobs.grad_ckpt = true;
+  const plan_result checkpointed = planned("qwen2.5-0.5b", knobs);
+  // 24 layers x 8 x 1024 tokens x 896 x 2 bytes.
+  EXPECT_EQ(component(checkpointed.phases[0], "checkpointed layer inputs"), 24ull * 8 * 1024 * 896 * 2);
+  EXPECT_EQ(component(checkpointed.phases[0], "activations"), 0u);
+  // The measured rows: 21,780,210,432 without, 10,848,035,584 with (measured_peaks.json).
+  const double measured_saving = 21780210432.0 - 10848035584.0;
+  const double predicted_saving = static_cast<double>(full.peak_bytes) - static_cast<double>(checkpointed.peak_bytes);
+  EXPECT_NEAR(predicted_saving / measured_saving, 1.0, 0.01);
+}
+
+TEST(Phases, LoraTrainsExactlyPeftsParameters) {
+  // `trainable` as peft counted it in the measured rows (testdata/planner/measured_extra.json).
+  for (const auto& [name, rank, trainable] : {std::tuple{"llama3.2-1b", 8u, 5636096u}, std::tuple{"llama3.2-1b", 64u, 45088768u},
+                                              std::tuple{"qwen2.5-1.5b", 8u, 9232384u}, std::tuple{"qwen3-0.6b", 16u, 10092544u}}) {
+    plan_knobs knobs = train(8, 1024);
+    knobs.lora_rank = rank;
+    const plan_result plan = planned(name, knobs);
+    EXPECT_EQ(plan.trainable_params, trainable) << name << " r=" << rank;
+    // fp32 adapters: AdamW keeps 8 bytes per trainable parameter.
+    EXPECT_EQ(component(plan.phases[0], "optimizer state"), 8ull * trainable) << name;
+  }
+  plan_knobs attention_only = train(8, 1024);
+  attention_only.lora_rank = 8;
+  attention_only.lora_targets = {"q_proj", "v_proj"};
+  // Llama-3.2-1B: 16 layers x 8 x ((2048 + 2048) + (2048 + 512)).
+  EXPECT_EQ(planned("llama3.2-1b", attention_only).trainable_params, 16u * 8 * (4096 + 2560));
+}
+
+TEST(Phases, PreallocatedCacheHoldsEveryRowItIsSizedFor) {
+  // nanochat: the decode cache is sized for num_samples (16) rows of prompt + max_tokens even when
+  // device_batch_size (8) rows are generated at a time.
+  plan_knobs grown = generate(8, 256, 256);
+  plan_knobs prealloc = grown;
+  prealloc.kv_cache = kv_cache_kind::prealloc;
+  prealloc.kv_rows = 16;
+  const plan_result a = planned("qwen2.5-0.5b", grown);
+  const plan_result b = planned("qwen2.5-0.5b", prealloc);
+  EXPECT_EQ(component(b.phases[0], "KV cache (preallocated)"), 16ull * 512 * 12288);
+  EXPECT_GT(b.peak_bytes, a.peak_bytes);
+}
+
+TEST(Phases, NamedBuffersAreHeldInTheirPhasesOnly) {
+  plan_knobs knobs = grpo(4, 8, 256, 256, 8);
+  resident_buffer latents;
+  std::string message;
+  ASSERT_TRUE(parse_buffer_spec("trajectories=8x50x263x196:fp32@rollout,update", latents, message)) << message;
+  EXPECT_EQ(latents.bytes, 8ull * 50 * 263 * 196 * 4);
+  knobs.buffers.push_back(latents);
+  const plan_result plan = planned("qwen2.5-0.5b", knobs);
+  EXPECT_EQ(component(phase_named(plan, "rollout"), "trajectories"), latents.bytes);
+  EXPECT_EQ(component(phase_named(plan, "update"), "trajectories"), latents.bytes);
+  EXPECT_EQ(component(phase_named(plan, "reference"), "trajectories"), 0u);
+  EXPECT_EQ(component(phase_named(plan, "optimizer"), "trajectories"), 0u);
+}
+
+TEST(Phases, BufferSpecsAreCheckedWithAClearMessage) {
+  for (const char* spec : {"x", "=1x2:fp32", "a=1x2", "a=1x0:fp32", "a=1xq:fp32", "a=2:fp7", "a=2:fp32@later",
+                           "a=1099511627776x1099511627776:fp32"}) {
+    resident_buffer buffer;
+    std::string message;
+    EXPECT_FALSE(parse_buffer_spec(spec, buffer, message)) << spec;
+    EXPECT_NE(message.find("--buffer"), std::string::npos) << message;
+  }
+}
+
+TEST(Phases, ShardingDividesStateAndAddsLayersInFlight) {
+  plan_knobs knobs = grpo(8, 8, 512, 512, 8);
+  const plan_result single = planned("qwen2.5-7b", knobs);
+  knobs.gpus = 8;
+  knobs.shard = shard_kind::fsdp;
+  const plan_result sharded = planned("qwen2.5-7b", knobs);
+  const phase_estimate& one = phase_named(single, "optimizer");
+  const phase_estimate& eight = phase_named(sharded, "optimizer");
+  EXPECT_EQ(component(eight, "optimizer state"), component(one, "optimizer state") / 8);
+  EXPECT_EQ(component(eight, "policy weights"), component(one, "policy weights") / 8);
+  EXPECT_GT(component(phase_named(sharded, "update"), "unsharded layers in flight"), 0u);
+  knobs.offload_optimizer = true;
+  const plan_result offloaded = planned("qwen2.5-7b", knobs);
+  EXPECT_EQ(component(phase_named(offloaded, "optimizer"), "optimizer state"), 0u);
+  EXPECT_EQ(offloaded.host_bytes, component(eight, "optimizer state"));
+}
+
+TEST(Phases, ChunkedAndFusedLogProbsShrinkTheUpdate) {
+  plan_knobs knobs = grpo(8, 8, 512, 1024, 16);
+  const std::uint64_t full = phase_named(planned("qwen2.5-7b", knobs), "update").peak_bytes;
+  knobs.logprob = logprob_impl::chunked;
+  const std::uint64_t chunked = phase_named(planned("qwen2.5-7b", knobs), "update").peak_bytes;
+  knobs.logprob = logprob_impl::fused;
+  const plan_result fused_plan = planned("qwen2.5-7b", knobs);
+  EXPECT_LT(chunked, full);
+  EXPECT_LT(phase_named(fused_plan, "update").peak_bytes, chunked);
+  EXPECT_EQ(component(phase_named(fused_plan, "update"), "logits (bf16)"), 0u);
+}
+
+TEST(Phases, GradientsOfEarlierMicroBatchesStayResident) {
+  const plan_result accumulating = planned("qwen2.5-0.5b", grpo(4, 8, 256, 256, 8));
+  EXPECT_EQ(component(phase_named(accumulating, "update"), "gradients (earlier micro-batches)"), 2ull * 494032768);
+  const plan_result single = planned("qwen2.5-0.5b", grpo(1, 8, 256, 256, 8));
+  EXPECT_EQ(component(phase_named(single, "update"), "gradients (earlier micro-batches)"), 0u);
+}
+
+TEST(Knobs, ImpossibleKnobsAreNamed) {
+  const model_architecture& qwen = model("qwen2.5-0.5b");
+  const std::pair<plan_knobs, const char*> cases[] = {
+      {grpo(4, 6, 256, 256, 4), "not divisible by --micro-batch"},
+      {grpo(4, 8, 0, 256, 8), "--prompt-len must be at least 1"},
+      {grpo(3, 8, 256, 256, 8), "--prompts 3 is not divisible by --gpus"},
+      {generate(0, 16, 16), "--batch must be at least 1"},
+      {train(4, 512), ""},
+  };
+  for (auto [knobs, expected] : cases) {
+    std::string message;
+    if (knobs.prompts == 3) {
+      knobs.gpus = 2;
+      knobs.shard = shard_kind::fsdp;
+    }
+    const bool valid = validate_knobs(qwen, knobs, message);
+    EXPECT_EQ(valid, std::string(expected).empty()) << message;
+    EXPECT_NE(message.find(expected), std::string::npos) << "expected '" << expected << "' in '" << message << "'";
+  }
+  plan_knobs long_scores = train(4, 512);
+  long_scores.logprob_tokens = 512;
+  std::string message;
+  EXPECT_FALSE(validate_knobs(qwen, long_scores, message));
+  EXPECT_NE(message.find("--logprob-tokens 512 must be less than --seq-len 512"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace rlmem
