@@ -51,14 +51,15 @@ bench: deps
 	./build-bench/bench/rlmem_bench --benchmark_counters_tabular=true
 	bench/peak_rss.sh build-bench/rlmem
 
-# libFuzzer runs of every parser (the snapshot reader with inspect(), the category rules):
+# libFuzzer runs of every parser (the snapshot reader with inspect() and replay, the category
+# rules, the alloc-conf parser, config.json and --buffer specs with every plan phase):
 # make fuzz FUZZ_SECONDS=600
 FUZZ_SECONDS ?= 600
 fuzz:
 	$(MAKE) deps EXTRA_PACKAGES="$(FUZZ_PACKAGES)"
 	cmake --preset fuzz
 	cmake --build --preset fuzz --target all_fuzzers -j $(JOBS)
-	for target in fuzz_snapshot_reader fuzz_category_rules fuzz_alloc_conf; do \
+	for target in fuzz_snapshot_reader fuzz_category_rules fuzz_alloc_conf fuzz_plan_inputs; do \
 	  mkdir -p build-fuzz/corpus/$$target && cp -n fuzz/corpus/$$target/* build-fuzz/corpus/$$target/ && \
 	  ./build-fuzz/fuzz/$$target build-fuzz/corpus/$$target -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 	    -artifact_prefix=build-fuzz/$$target- || exit 1; \

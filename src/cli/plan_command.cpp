@@ -83,21 +83,22 @@ bool choose(const std::string& flag, const std::string& value, const std::array<
 }
 
 // What each phase needs from the command line, named the way the user types it.
-bool require_phase_knobs(const plan_knobs& knobs) {
-  auto need = [](bool present, const char* text) { return present || fail(text); };
+bool require_phase_knobs(const plan_knobs& knobs, const CLI::App& command) {
+  std::vector<const char*> needed;
   switch (knobs.phase) {
-    case plan_phase::generate:
-      return need(knobs.batch && knobs.prompt_len && knobs.new_tokens, "--phase generate needs --batch B --prompt-len P --new-tokens N");
-    case plan_phase::train:
-      return need(knobs.micro_batch && knobs.seq_len, "--phase train needs --micro-batch M --seq-len S [--logprob-tokens L]");
-    case plan_phase::grpo_step:
-      return need(knobs.prompts && knobs.group && knobs.prompt_len && knobs.new_tokens && knobs.micro_batch,
-                  "--phase grpo-step needs --prompts B --group G --prompt-len P --new-tokens N --micro-batch M");
+    case plan_phase::generate: needed = {"--batch", "--prompt-len", "--new-tokens"}; break;
+    case plan_phase::train: needed = {"--micro-batch", "--seq-len"}; break;
+    case plan_phase::grpo_step: needed = {"--prompts", "--group", "--prompt-len", "--new-tokens", "--micro-batch"}; break;
   }
-  return false;
+  std::vector<std::string> missing;
+  for (const char* flag : needed) {
+    if (command.count(flag) == 0) missing.emplace_back(flag);
+  }
+  if (missing.empty()) return true;
+  return fail(fmt::format("--phase {} needs {} (all of: {})", to_string(knobs.phase), fmt::join(missing, " "), fmt::join(needed, " ")));
 }
 
-bool build_knobs(plan_arguments& args, const model_architecture& model) {
+bool build_knobs(plan_arguments& args, const model_architecture& model, const CLI::App& command) {
   plan_knobs& knobs = args.knobs;
   using phase_choice = std::pair<const char*, plan_phase>;
   if (args.phase.empty()) return fail("--phase is required: generate, train or grpo-step");
@@ -143,20 +144,20 @@ bool build_knobs(plan_arguments& args, const model_architecture& model) {
     if (!parse_buffer_spec(spec, buffer, message)) return fail(message);
     knobs.buffers.push_back(std::move(buffer));
   }
-  if (!require_phase_knobs(knobs)) return false;
+  if (!require_phase_knobs(knobs, command)) return false;
   std::string message;
   if (!validate_knobs(model, knobs, message)) return fail(message);
   return true;
 }
 
-int run_plan(plan_arguments& args) {
+int run_plan(plan_arguments& args, const CLI::App& command) {
   if (args.list) {
     for (const std::string& name : preset_names()) std::printf("%s\n", name.c_str());
     return exit_ok;
   }
   if (args.model.empty()) return fail("--model is required: a preset (rlmem plan --list-models) or a config.json"), exit_bad_input;
   plan_report report;
-  if (!load_model(args.model, report.model) || !build_knobs(args, report.model)) return exit_bad_input;
+  if (!load_model(args.model, report.model) || !build_knobs(args, report.model, command)) return exit_bad_input;
   report.knobs = args.knobs;
   report.plan = plan_memory(report.model, report.knobs);
   if (!args.fit.empty()) {
@@ -260,7 +261,7 @@ void add_plan_command(CLI::App& app, command_body& run) {
                   "  rlmem plan --model config.json --phase train --micro-batch 8 --seq-len 1024 --grad-ckpt\n"
                   "  rlmem plan --model qwen2.5-0.5b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 \\\n"
                   "             --new-tokens 512 --micro-batch 16 --ref-model --fit h100-80g");
-  command->callback([&run, args] { run = [args] { return run_plan(*args); }; });
+  command->callback([&run, args, command] { run = [args, command] { return run_plan(*args, *command); }; });
 }
 
 }  // namespace rlmem::cli

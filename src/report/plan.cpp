@@ -240,6 +240,8 @@ std::string render_plan_text(const plan_report& report) {
 std::string render_plan_json(const plan_report& report) {
   const parameter_count& params = report.plan.params;
   json out;
+  out["schema_version"] = 1;
+  out["command"] = "plan";
   out["model"] = {{"name", report.model.name},
                   {"model_type", report.model.model_type},
                   {"parameters", params.total},

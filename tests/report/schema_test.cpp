@@ -132,6 +132,43 @@ TEST(schema, replay_output_follows_the_documented_schema) {
   expect_valid(render_replay_json(report), "replay.schema.json");
 }
 
+TEST(schema, plan_output_follows_the_documented_schema) {
+  plan_report report;
+  report.model = *find_preset("qwen2.5-1.5b");
+  report.knobs.phase = plan_phase::grpo_step;
+  report.knobs.prompts = 8;
+  report.knobs.group = 8;
+  report.knobs.prompt_len = 512;
+  report.knobs.new_tokens = 512;
+  report.knobs.micro_batch = 16;
+  report.knobs.ref_model = true;
+  resident_buffer latents;
+  std::string message;
+  ASSERT_TRUE(parse_buffer_spec("latents=8x50x263x196:fp32@rollout", latents, message));
+  report.knobs.buffers.push_back(latents);
+  report.plan = plan_memory(report.model, report.knobs);
+  fit_options options;
+  options.budget_bytes = gpu_memory_bytes("h100-80g");
+  report.fit = fit_configuration(report.model, report.knobs, options);
+  report.fit_card = "h100-80g";
+  report.fit_budget_bytes = options.budget_bytes;
+  report.fit_margin = options.fragmentation_margin;
+  const std::string output = render_plan_json(report);
+  expect_valid(output, "plan.schema.json");
+  // The components of every phase add up to its peak, and the buffer sits where it was put.
+  const json plan = json::parse(output);
+  std::uint64_t largest = 0;
+  for (const auto& phase : plan["phases"]) {
+    std::uint64_t sum = 0;
+    for (const auto& [name, bytes] : phase["components"].items()) sum += bytes.get<std::uint64_t>();
+    EXPECT_EQ(sum, phase["peak_bytes"].get<std::uint64_t>()) << phase["name"];
+    largest = std::max(largest, phase["peak_bytes"].get<std::uint64_t>());
+  }
+  EXPECT_EQ(plan["peak_bytes"].get<std::uint64_t>(), largest);
+  EXPECT_EQ(plan["phases"][0]["components"]["latents"], 82476800);
+  EXPECT_TRUE(plan["fit"]["found"].get<bool>());
+}
+
 TEST(schema, the_validator_catches_a_missing_key) {
   json schema = load_schema("inspect.schema.json");
   std::vector<std::string> problems;
