@@ -31,6 +31,8 @@ build: deps
 
 demo: build
 	./build/rlmem inspect $(DEMO_SNAPSHOT)
+	./build/rlmem plan --model qwen2.5-0.5b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 \
+	  --new-tokens 512 --micro-batch 16 --ref-model --fit h100-80g
 
 # Every test, twice: a Release build, then an AddressSanitizer + UBSan build.
 test: test-release test-sanitize

@@ -70,14 +70,43 @@ class field_reader {
   bool failed_ = false;
 };
 
+// nlohmann's parser keeps a stack per nesting level; configs nest two or three levels deep.
+constexpr int max_nesting = 64;
+
+bool nests_too_deep(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > max_nesting) return true;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 bool parse_hf_config(std::string_view json_text, model_architecture& model, std::string& message) {
+  if (nests_too_deep(json_text)) {
+    message = fmt::format("config.json nests deeper than {} levels", max_nesting);
+    return false;
+  }
   json document;
   try {
     document = json::parse(json_text.begin(), json_text.end());
   } catch (const json::parse_error& failure) {
     message = fmt::format("config.json is not JSON (byte {})", failure.byte);
+    return false;
+  } catch (const json::exception& failure) {  // e.g. a number beyond any type
+    message = fmt::format("config.json is not JSON we can read ({})", failure.what());
     return false;
   }
   if (!document.is_object()) {
