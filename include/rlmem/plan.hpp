@@ -73,7 +73,7 @@ enum class logprob_impl : std::uint8_t { full, chunked, fused };
 /// grow: Hugging Face DynamicCache, one torch.cat per layer and token. prealloc: one buffer of
 /// kv_rows x kv_len positions allocated before the prompt (nanochat's engine).
 enum class kv_cache_kind : std::uint8_t { grow, prealloc };
-/// What is divided over the GPUs: none; zero1 optimizer state; zero2 + gradients;
+/// What is divided over the GPUs: none (replicated; DDP's gradient buckets when gpus > 1); zero1 optimizer state; zero2 + gradients;
 /// fsdp (= ZeRO-3, FULL_SHARD) + weights, with unsharded layers in flight.
 enum class shard_kind : std::uint8_t { none, zero1, zero2, fsdp };
 

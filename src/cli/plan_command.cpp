@@ -247,7 +247,7 @@ void add_plan_command(CLI::App& app, command_body& run) {
                       "A resident tensor NAME=DIMS:DTYPE[@phases], e.g. trajectories=8x50x263x196:fp32@rollout,update (repeatable)")
       ->group(memory);
   command->add_option("--gpus", knobs.gpus, "Data-parallel GPUs (default 1)")->group(memory);
-  command->add_option("--shard", args->shard, "none | zero1 (optimizer) | zero2 (+gradients) | fsdp (= zero3, +weights)")->group(memory);
+  command->add_option("--shard", args->shard, "none (replicated, DDP) | zero1 (optimizer) | zero2 (+gradients) | fsdp (= zero3, +weights)")->group(memory);
   command->add_option("--offload", args->offload, "none | optimizer (state and step on the CPU) | all (fsdp: weights too)")->group(memory);
   command->add_option("--fit", args->fit, "Search the knobs for a card: h100-80g, a100-40g, h200-141g, rtx4090-24g, ... or a size (80GiB)");
   command->add_flag("--keep-shape", args->keep_shape,

@@ -40,10 +40,6 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
     message = "--offload all streams weights layer by layer, which needs --shard fsdp (FSDP2 CPUOffloadPolicy)";
     return false;
   }
-  if (knobs.gpus > 1 && knobs.shard == shard_kind::none) {
-    message = fmt::format("--gpus {} without --shard: say how state is divided (fsdp, zero2, zero1)", knobs.gpus);
-    return false;
-  }
   if (knobs.lora_rank > 0) {
     if (knobs.lora_rank > std::min(model.hidden_size, model.num_heads * model.head_dim)) {
       message = fmt::format("--lora-r {} is larger than the model's hidden size {}", knobs.lora_rank, model.hidden_size);

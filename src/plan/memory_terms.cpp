@@ -223,6 +223,8 @@ state_terms state_of(const model_architecture& model, const plan_knobs& knobs) {
     }
   }
   const auto gpus = static_cast<bytes>(knobs.gpus);
+  // DistributedDataParallel copies gradients into flat buckets it allocates when it is built.
+  if (knobs.gpus > 1 && knobs.shard == shard_kind::none) state.ddp_buckets = state.gradients;
   const bool shard_optimizer = knobs.shard != shard_kind::none;
   const bool shard_gradients = knobs.shard == shard_kind::zero2 || knobs.shard == shard_kind::fsdp;
   const bool shard_weights = knobs.shard == shard_kind::fsdp;

@@ -24,6 +24,7 @@ struct state_terms {
   bytes autocast_copies = 0;    ///< fp32 master: autocast's bf16 copies of the matmul weights
   bytes weights_in_flight = 0;  ///< fsdp: unsharded root and two layers (current, prefetched)
   bytes gradients_in_flight = 0;  ///< zero2/fsdp: one layer's unsharded gradients before reduce-scatter
+  bytes ddp_buckets = 0;        ///< replicated data parallel: DDP's flat gradient buckets, from construction
   bytes host = 0;               ///< offloaded to host memory
   std::uint64_t trainable_params = 0;
 };

@@ -269,6 +269,7 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
     residency resident;
     resident.add("weights", state.weights);
     resident.add("optimizer state", state.optimizer);
+    resident.add("DDP gradient buckets", state.ddp_buckets);
     add_buffers(resident, knobs, phase_update | phase_optimizer);
     const micro_batch_shape shape{static_cast<bytes>(knobs.micro_batch), static_cast<bytes>(knobs.seq_len),
                                   static_cast<bytes>(knobs.logprob_tokens), knobs.grad_accum > 1};
@@ -290,6 +291,7 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
     resident.add("policy weights", state.weights);
     resident.add("reference weights", reference_weights);
     resident.add("optimizer state", state.optimizer);
+    resident.add("DDP gradient buckets", state.ddp_buckets);
     if (with_sequences) resident.add("rollout sequences", sequences);
     add_buffers(resident, knobs, phase_bit);
     return resident;

@@ -186,6 +186,9 @@ TEST(Phases, ShardingDividesStateAndAddsLayersInFlight) {
   EXPECT_EQ(component(eight, "optimizer state"), component(one, "optimizer state") / 8);
   EXPECT_EQ(component(eight, "policy weights"), component(one, "policy weights") / 8);
   EXPECT_GT(component(phase_named(sharded, "update"), "unsharded layers in flight"), 0u);
+  plan_knobs replicated = grpo(8, 8, 512, 512, 8);
+  replicated.gpus = 8;
+  EXPECT_EQ(component(phase_named(planned("qwen2.5-7b", replicated), "rollout"), "DDP gradient buckets"), 2ull * 7615616512);
   knobs.offload_optimizer = true;
   const plan_result offloaded = planned("qwen2.5-7b", knobs);
   EXPECT_EQ(component(phase_named(offloaded, "optimizer"), "optimizer state"), 0u);
