@@ -72,14 +72,21 @@ bytes saved_per_token_per_layer(const model_architecture& model, const plan_knob
   const bool gemma = model.model_type.starts_with("gemma");
   // RMSNorm upcasts to fp32: pow and mul keep the fp32 input, rsqrt its result; the weight's mul
   // keeps the bf16 normalised input only when the weight trains (Gemma's norm keeps it in fp32).
-  const bytes norm = 4 * h + 4 + (lora ? 0 : (gemma ? 4 * h : 2 * h));
+  // fp32 master weights: the residual stream is fp32 and norms return fp32, so autocast casts each
+  // linear's input to bf16 once per linear (q, k and v each), and those copies are what is kept.
+  const bool fp32 = knobs.precision == precision_kind::fp32_master && !lora;
+  const bytes norm = 4 * h + 4 + (lora ? 0 : (gemma || fp32 ? 4 * h : 2 * h));
   bytes saved = static_cast<bytes>(model.norms_per_layer) * norm;
   // Attention: q after rotary, k and v (the cache's tensors), the output and its fp32 logsumexp,
   // all kept by SDPA's flash kernel; the output is also o_proj's input.
   saved += 2 * q + 2 * 2 * kv + 2 * q + 4 * heads;
   if (model.qk_norm) saved += 4 * q + 4 * heads + 4 * kv + 4 * kv_heads + (lora ? 0 : 2 * q + 2 * kv);
   // A frozen linear keeps nothing (autograd saves the input only for the weight's gradient).
-  if (!lora) saved += 2 * h /* q, k, v input */ + 2 * h /* gate, up input */;
+  if (fp32) {
+    saved += 3 * 2 * h /* q, k, v input casts */ + 2 * 2 * h /* gate, up input casts */;
+  } else if (!lora) {
+    saved += 2 * h /* q, k, v input */ + 2 * h /* gate, up input */;
+  }
   const auto mlp = [&](bytes intermediate) {
     // gate output (SiLU's input), SiLU output, up output, and their product (down's input).
     return (lora ? 6 : 8) * intermediate;
@@ -109,7 +116,12 @@ bytes saved_per_token_outside_layers(const model_architecture& model, const plan
   const auto h = static_cast<bytes>(model.hidden_size);
   const bool lora = knobs.lora_rank > 0;
   // Final norm as in the layers; the head keeps its input when it trains; int64 input ids.
+  if (knobs.precision == precision_kind::fp32_master && !lora) return 4 * h + 4 + 4 * h + 2 * h + 8;
   return 4 * h + 4 + (lora ? 0 : 2 * h + 2 * h) + 8;
+}
+
+bytes residual_per_token(const plan_knobs& knobs) {
+  return knobs.precision == precision_kind::fp32_master && knobs.lora_rank == 0 ? 4 : 2;
 }
 
 bytes no_grad_layer_per_token(const model_architecture& model, const plan_knobs& knobs) {
@@ -124,11 +136,19 @@ bytes no_grad_layer_per_token(const model_architecture& model, const plan_knobs&
     return streams + 2 * i + 2 * i + 4 * h + 4 * i + 4 * i;
   }
   if (model.num_experts == 0) return streams + 6 * static_cast<bytes>(model.intermediate_size);
-  const auto share = static_cast<bytes>(model.experts_per_token) / static_cast<bytes>(model.num_experts);
-  bytes live = streams + 2 * h /* the experts' summed output */ + 6 * static_cast<bytes>(model.num_experts);
-  live += share * (2 * h + 6 * static_cast<bytes>(model.expert_intermediate_size));
+  // transformers' grouped_mm experts: at the routing weights' multiply, four [routed copies,
+  // hidden] tensors (gathered inputs, down projection before and after masking, weighted), with
+  // the router's bf16 logits and fp32 probabilities.
+  bytes live = streams + 6 * static_cast<bytes>(model.num_experts) + static_cast<bytes>(model.experts_per_token) * 8 * h;
   if (model.shared_expert_intermediate_size > 0) live += 6 * static_cast<bytes>(model.shared_expert_intermediate_size);
   return live;
+}
+
+bytes gathered_expert_weights_per_row(const model_architecture& model) {
+  if (model.num_experts == 0) return 0;
+  // batched_mm gathers gate_up and down weights for every routed copy of a token.
+  return static_cast<bytes>(model.experts_per_token) * 3 * static_cast<bytes>(model.hidden_size) *
+         static_cast<bytes>(model.expert_intermediate_size) * 2;
 }
 
 namespace {

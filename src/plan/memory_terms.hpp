@@ -38,6 +38,10 @@ bytes saved_per_token_outside_layers(const model_architecture& model, const plan
 /// Live bytes per token at the largest moment of one layer in a forward without gradients
 /// (embedding output, layer input, residual, normalised input, MLP intermediates).
 bytes no_grad_layer_per_token(const model_architecture& model, const plan_knobs& knobs);
+/// MoE decode: expert weights batched_mm gathers for one row's routed copies (0 when dense).
+bytes gathered_expert_weights_per_row(const model_architecture& model);
+/// Bytes per element of the residual stream (fp32 under fp32 master weights): checkpointed inputs.
+bytes residual_per_token(const plan_knobs& knobs);
 /// KV cache bytes per token (all layers, k and v, bf16).
 bytes kv_per_token(const model_architecture& model);
 /// Rotary cos and sin (bf16) per position.

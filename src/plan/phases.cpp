@@ -129,6 +129,16 @@ std::vector<instant> generation_instants(const model_architecture& model, const 
                          .add(cache_name, cache_at_end)
                          .add("last-token logits and sampling", 19 * shape.rows * vocab)
                          .add("token ids and attention mask", shape.rows * final_length * ids_per_position));
+  if (model.num_experts > 0) {
+    // A decode forward of an MoE model: batched_mm's gathered expert weights, beside the previous
+    // step's fp32 logits, filtered scores and probabilities (still bound in generate's loop).
+    instants.push_back(resident.start("last decode step's experts (batched_mm)")
+                           .add("unsharded layers in flight", state.weights_in_flight)
+                           .add(cache_name, cache_at_end)
+                           .add("expert weights gathered per routed token", shape.rows * plan_detail::gathered_expert_weights_per_row(model))
+                           .add("previous step's sampling buffers", 12 * shape.rows * vocab)
+                           .add("token ids and attention mask", shape.rows * final_length * ids_per_position));
+  }
   if (!prealloc) {
     const bytes one_layer_keys = shape.rows * (final_length - 2) * kv_token / (2 * static_cast<bytes>(model.num_layers));
     instants.push_back(resident.start("last cache growth (torch.cat)")
@@ -154,6 +164,7 @@ std::vector<instant> update_instants(const model_architecture& model, const plan
   const bytes logprob_tokens = shape.rows * shape.logprob_per_row;
   const auto layers = static_cast<bytes>(model.num_layers);
   const auto h = static_cast<bytes>(model.hidden_size);
+  const bytes layer_input = plan_detail::residual_per_token(knobs) * h * tokens;
   const bytes layer_saved = plan_detail::saved_per_token_per_layer(model, knobs) * tokens;
   const bytes outside_saved = plan_detail::saved_per_token_outside_layers(model, knobs) * tokens;
   const bytes rotary = plan_detail::rotary_per_position(model) * shape.seq;
@@ -173,7 +184,7 @@ std::vector<instant> update_instants(const model_architecture& model, const plan
   const plan_detail::head_instant head = plan_detail::head_with_grad(model, knobs, tokens, logprob_tokens);
   instant at_head = base(head.at);
   if (knobs.grad_ckpt) {
-    at_head.add("checkpointed layer inputs", 2 * h * tokens * layers);
+    at_head.add("checkpointed layer inputs", layer_input * layers);
   } else {
     at_head.add("activations", layer_saved * layers);
   }
@@ -185,7 +196,7 @@ std::vector<instant> update_instants(const model_architecture& model, const plan
   const bytes gradients_so_far = shape.accumulating ? state.gradients : state.gradients - state.layer_gradient;
   if (knobs.grad_ckpt) {
     instants.push_back(base("recompute of the last layer")
-                           .add("checkpointed layer inputs", 2 * h * tokens * layers)
+                           .add("checkpointed layer inputs", layer_input * layers)
                            .add("recomputed layer activations", layer_saved)
                            .add("gradient flow", gradient_flow)
                            .add("head gradient", shape.accumulating ? 0 : state.head_gradient));
@@ -193,7 +204,7 @@ std::vector<instant> update_instants(const model_architecture& model, const plan
   instants.push_back(base("backward of the first layer")
                          .add("gradients", shape.accumulating ? 0 : gradients_so_far)
                          .add(knobs.grad_ckpt ? "recomputed layer activations" : "first layer activations", layer_saved)
-                         .add("checkpointed layer inputs", knobs.grad_ckpt ? 2 * h * tokens : 0)
+                         .add("checkpointed layer inputs", knobs.grad_ckpt ? layer_input : 0)
                          .add("gradient flow", gradient_flow)
                          .add("gradients in flight", state.gradients_in_flight));
   instants.push_back(base("end of backward")

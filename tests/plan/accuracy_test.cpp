@@ -43,6 +43,7 @@ plan_knobs knobs_of(const nlohmann::json& row) {
   plan_knobs knobs;
   const std::string phase = row.at("phase");
   knobs.optimizer = row.value("optimizer", "adamw") == "sgd" ? optimizer_kind::sgd : optimizer_kind::adamw;
+  knobs.precision = row.value("precision", "bf16") == "fp32-master" ? precision_kind::fp32_master : precision_kind::bf16;
   if (phase == "generate") {
     knobs.phase = plan_phase::generate;
     knobs.batch = row.at("batch");
@@ -109,6 +110,9 @@ void expect_within_bounds(const std::vector<row_error>& errors) {
 TEST(PlanAccuracy, IssueFixtureRows) { expect_within_bounds(errors_of("measured_peaks.json")); }
 
 TEST(PlanAccuracy, GrpoStepsAndLoraMeasuredWithTheSameScript) { expect_within_bounds(errors_of("measured_extra.json")); }
+
+// Paths derived before they were measured: mixture of experts, Gemma, fp32 master weights.
+TEST(PlanAccuracy, MoeGemmaAndFp32MasterWeights) { expect_within_bounds(errors_of("measured_variants.json")); }
 
 }  // namespace
 }  // namespace rlmem
