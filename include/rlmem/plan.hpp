@@ -82,7 +82,8 @@ inline constexpr unsigned phase_rollout = 1u << 0;
 inline constexpr unsigned phase_reference = 1u << 1;
 inline constexpr unsigned phase_update = 1u << 2;
 inline constexpr unsigned phase_optimizer = 1u << 3;
-inline constexpr unsigned all_phases = 0xfu;
+inline constexpr unsigned phase_old_logprobs = 1u << 4;
+inline constexpr unsigned all_phases = 0x1fu;
 
 /// A named tensor the job keeps on the GPU (e.g. a diffusion policy's latents for every step).
 struct resident_buffer {
@@ -120,6 +121,7 @@ struct plan_knobs {
   std::uint64_t prompts = 0;
   std::uint64_t group = 0;
   bool ref_model = false;
+  bool old_logprobs = false;  ///< a no-grad pass of the policy before the update (PPO epochs, verl's old_log_prob)
   // distribution
   std::uint64_t gpus = 1;
   shard_kind shard = shard_kind::none;
@@ -140,7 +142,7 @@ struct memory_component {
 
 /// One phase: its peak allocated bytes and what they are at the instant of the peak.
 struct phase_estimate {
-  std::string name;        ///< generate, train; rollout, reference, update, optimizer
+  std::string name;        ///< generate, train; rollout, old-logprobs, reference, update, optimizer
   std::string peak_at;     ///< the instant: "log_softmax backward", "prefill MLP", ...
   std::uint64_t peak_bytes = 0;
   std::vector<memory_component> components;  ///< they add up to peak_bytes

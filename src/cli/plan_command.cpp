@@ -227,6 +227,9 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--group", knobs.group, "grpo-step: samples per prompt")->group(shape);
   auto* training = "Training";
   command->add_flag("--ref-model", knobs.ref_model, "grpo-step: a frozen bf16 reference model scores every micro-batch")->group(training);
+  command->add_flag("--old-logprobs", knobs.old_logprobs,
+                    "grpo-step: the policy scores the rollout without gradients before the update (PPO epochs)")
+      ->group(training);
   command->add_flag("--grad-ckpt", knobs.grad_ckpt, "Gradient checkpointing (transformers' gradient_checkpointing_enable)")->group(training);
   command->add_option("--optimizer", args->optimizer, "adamw (default) | sgd")->group(training);
   command->add_option("--precision", args->precision,

@@ -99,6 +99,10 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
       break;
     }
   }
+  if ((knobs.ref_model || knobs.old_logprobs) && knobs.phase != plan_phase::grpo_step) {
+    message = "--ref-model and --old-logprobs belong to --phase grpo-step";
+    return false;
+  }
   if (knobs.kv_cache == kv_cache_kind::prealloc && knobs.phase != plan_phase::train) {
     const std::uint64_t rows = knobs.phase == plan_phase::generate ? knobs.batch : (knobs.batch != 0 ? knobs.batch : knobs.prompts * knobs.group / knobs.gpus);
     if (knobs.kv_rows != 0 && knobs.kv_rows < std::min(rows, max_rows)) {
@@ -136,10 +140,11 @@ bool parse_buffer_spec(std::string_view spec, resident_buffer& buffer, std::stri
       const std::string_view phase = phases.substr(0, comma);
       if (phase == "rollout" || phase == "generate") parsed.phases |= phase_rollout;
       else if (phase == "reference") parsed.phases |= phase_reference;
+      else if (phase == "old-logprobs") parsed.phases |= phase_old_logprobs;
       else if (phase == "update" || phase == "train") parsed.phases |= phase_update;
       else if (phase == "optimizer") parsed.phases |= phase_optimizer;
       else {
-        message = fmt::format("--buffer '{}': unknown phase '{}' (rollout, reference, update, optimizer)", shown, phase);
+        message = fmt::format("--buffer '{}': unknown phase '{}' (rollout, old-logprobs, reference, update, optimizer)", shown, phase);
         return false;
       }
       phases = comma == std::string_view::npos ? std::string_view() : phases.substr(comma + 1);

@@ -314,6 +314,13 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
                                   state, {generate_rows, static_cast<bytes>(knobs.prompt_len), static_cast<bytes>(knobs.new_tokens)}))
           .to_phase("rollout", rollout.names));
   const micro_batch_shape shape{static_cast<bytes>(knobs.micro_batch), seq, static_cast<bytes>(knobs.new_tokens), accumulating};
+  if (knobs.old_logprobs) {
+    // All micro-batches are scored before the update starts: no gradients yet.
+    micro_batch_shape before_update = shape;
+    before_update.accumulating = false;
+    const residency old = resident_for(phase_old_logprobs, true);
+    result.phases.push_back(largest(no_grad_logprob_instants(model, knobs, old, state, before_update)).to_phase("old-logprobs", old.names));
+  }
   if (knobs.ref_model) {
     const residency reference = resident_for(phase_reference, true);
     result.phases.push_back(largest(no_grad_logprob_instants(model, knobs, reference, state, shape)).to_phase("reference", reference.names));

@@ -65,6 +65,7 @@ std::string knobs_line(const plan_knobs& knobs, const plan_result& plan) {
                          knobs.prompts, knobs.group, knobs.prompt_len, knobs.new_tokens, knobs.micro_batch,
                          rows / knobs.micro_batch, knobs.gpus > 1 ? " on each GPU" : "", training_text(knobs, plan),
                          knobs.ref_model ? ", reference model" : "");
+      if (knobs.old_logprobs) line += ", old log-probs";
       break;
     }
   }
@@ -146,6 +147,7 @@ json knobs_json(const plan_knobs& knobs) {
       out["group"] = knobs.group;
       out["micro_batch"] = knobs.micro_batch;
       out["ref_model"] = knobs.ref_model;
+      out["old_logprobs"] = knobs.old_logprobs;
       if (knobs.batch != 0) out["batch"] = knobs.batch;
       break;
   }
@@ -209,6 +211,7 @@ std::string knobs_command_line(const plan_knobs& knobs) {
       line += fmt::format(" --prompts {} --group {} --prompt-len {} --new-tokens {} --micro-batch {}", knobs.prompts, knobs.group,
                           knobs.prompt_len, knobs.new_tokens, knobs.micro_batch);
       if (knobs.ref_model) line += " --ref-model";
+      if (knobs.old_logprobs) line += " --old-logprobs";
       break;
   }
   if (knobs.phase != plan_phase::generate) {

@@ -214,6 +214,16 @@ TEST(Phases, GradientsOfEarlierMicroBatchesStayResident) {
   EXPECT_EQ(component(phase_named(single, "update"), "gradients (earlier micro-batches)"), 0u);
 }
 
+TEST(Phases, OldLogProbsScoreTheRolloutBeforeAnyGradient) {
+  plan_knobs knobs = grpo(4, 8, 256, 256, 8);
+  knobs.old_logprobs = true;
+  const plan_result plan = planned("qwen2.5-0.5b", knobs);
+  const phase_estimate& old = phase_named(plan, "old-logprobs");
+  const phase_estimate& reference = phase_named(plan, "reference");
+  EXPECT_EQ(component(old, "gradients (earlier micro-batches)"), 0u);
+  EXPECT_EQ(old.peak_bytes + 2ull * 494032768, reference.peak_bytes);  // the reference's pass comes after gradients exist
+}
+
 TEST(Knobs, ImpossibleKnobsAreNamed) {
   const model_architecture& qwen = model("qwen2.5-0.5b");
   const std::pair<plan_knobs, const char*> cases[] = {
