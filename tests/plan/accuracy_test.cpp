@@ -2,6 +2,8 @@
 // The planner against peaks PyTorch measured on an H200 (testdata/planner): the bounds,
 // median error at most 5% and every row within 12%, per file and over all rows.
 
+#include "planner_data.hpp"
+
 #include <rlmem/plan.hpp>
 
 #include <gtest/gtest.h>
@@ -15,14 +17,8 @@
 namespace rlmem {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string testdata(const std::string& name) { return std::string(RLMEM_TESTDATA_DIR) + "/planner/" + name; }
+using testing::read_text;
+std::string testdata(const std::string& name) { return testing::planner_testdata(name); }
 
 // The architecture from its config.json when the fixture has one, else the built-in preset.
 model_architecture model_named(const std::string& name) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Parameter counts against the published models, config.json reading, presets by name.
 
+#include "planner_data.hpp"
+
 #include <rlmem/plan.hpp>
 
 #include <gtest/gtest.h>
@@ -11,12 +13,7 @@
 namespace rlmem {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_text;
 
 const model_architecture& preset(const char* name) {
   const model_architecture* model = find_preset(name);
@@ -71,7 +68,7 @@ TEST(HfConfig, FixtureConfigsGiveTheMeasuredParameterCounts) {
                                      std::pair<const char*, std::uint64_t>{"llama3.2-1b.json", 1235814400}}) {
     model_architecture model;
     std::string message;
-    ASSERT_TRUE(parse_hf_config(read_text(std::string(RLMEM_TESTDATA_DIR) + "/planner/configs/" + file), model, message)) << message;
+    ASSERT_TRUE(parse_hf_config(read_text(testing::planner_testdata(std::string("configs/") + file)), model, message)) << message;
     EXPECT_EQ(count_parameters(model).total, params) << file;
   }
 }

@@ -2,19 +2,16 @@
 not copied): a Qwen3 model (head_dim 128 != hidden/heads, q/k norms) and LoRA on it, plus what
 the CUDA context takes outside the caching allocator.
 Usage on a GPU machine: python3 tools/planner/measure_more.py OUTDIR"""
-import ast
-import gc
 import json
 import os
 import sys
 
 import torch
 
-path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "measure.py")
-tree = ast.parse(open(path).read())
-tree.body = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.Import, ast.ImportFrom))]
-m = {"rows": [], "OUT": sys.argv[1]}
-exec(compile(tree, path, "exec"), m)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure_functions import load  # noqa: E402
+
+m = load(sys.argv[1])
 os.makedirs(m["OUT"], exist_ok=True)
 
 # The CUDA context and loaded kernels: device memory in use that the caching allocator does not hold.

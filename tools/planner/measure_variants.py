@@ -3,7 +3,6 @@ reused): a mixture-of-experts model (Qwen3-MoE layout, small), Gemma-1 (GeLU, 25
 fp32 master weights with bf16 autocast (TRL's default load), and snapshots of the MoE and fp32
 training steps for `rlmem inspect`.
 Usage on a GPU machine: python3 tools/planner/measure_variants.py OUTDIR"""
-import ast
 import gzip
 import os
 import pickle
@@ -11,11 +10,10 @@ import sys
 
 import torch
 
-path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "measure.py")
-tree = ast.parse(open(path).read())
-tree.body = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.Import, ast.ImportFrom))]
-m = {"rows": [], "OUT": sys.argv[1]}
-exec(compile(tree, path, "exec"), m)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure_functions import load  # noqa: E402
+
+m = load(sys.argv[1])
 OUT = m["OUT"]
 os.makedirs(OUT, exist_ok=True)
 from transformers import AutoModelForCausalLM, GemmaConfig, Qwen3MoeConfig  # noqa: E402

@@ -16,19 +16,11 @@ import sys
 import torch
 
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure_functions import load  # noqa: E402
 
-def functions_of_measure():
-    """make_model and logprobs_of exactly as measure.py defines them, without running its measurements."""
-    import ast
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "measure.py")
-    tree = ast.parse(open(path).read())
-    tree.body = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.Import, ast.ImportFrom))]
-    namespace = {}
-    exec(compile(tree, path, "exec"), namespace)
-    return namespace["make_model"], namespace["logprobs_of"]
-
-
-make_model, logprobs_of = functions_of_measure()
+_measure = load()
+make_model, logprobs_of = _measure["make_model"], _measure["logprobs_of"]
 
 OUT = sys.argv[1]
 os.makedirs(OUT, exist_ok=True)
