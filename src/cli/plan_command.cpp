@@ -42,6 +42,10 @@ struct plan_arguments {
 
 constexpr std::size_t max_config_bytes = 1 << 20;
 
+// CLI11 would read "-1" into an unsigned option as 2^64 - 1.
+const CLI::Validator whole_number(
+    [](std::string& text) { return text.starts_with('-') ? std::string("expected a whole number, not ") + text : std::string(); }, "");
+
 bool fail(const std::string& message) {
   std::fprintf(stderr, "rlmem: %s\n", message.c_str());
   return false;
@@ -133,6 +137,9 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
   }
   knobs.offload_optimizer = offload >= 1;
   knobs.offload_weights = offload == 2;
+  if (knobs.phase == plan_phase::train && command.count("--seq-len") > 0 && knobs.seq_len < 2) {
+    return fail("--seq-len must be at least 2: a prompt token and a scored one");
+  }
   if (knobs.phase == plan_phase::train && knobs.logprob_tokens == 0) knobs.logprob_tokens = knobs.seq_len / 2;
   std::stringstream targets(args.lora_targets);
   for (std::string target; std::getline(targets, target, ',');) {
@@ -150,6 +157,15 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
   return true;
 }
 
+// Policy and reference weights held on the GPU in every phase, as the plan counts them.
+std::uint64_t resident_weights(const plan_result& plan) {
+  std::uint64_t bytes = 0;
+  for (const memory_component& part : plan.phases.front().components) {
+    if (part.name == "weights" || part.name == "policy weights" || part.name == "reference weights") bytes += part.bytes;
+  }
+  return bytes;
+}
+
 int run_plan(plan_arguments& args, const CLI::App& command) {
   if (args.list) {
     for (const std::string& name : preset_names()) std::printf("%s\n", name.c_str());
@@ -160,6 +176,9 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
   if (!load_model(args.model, report.model) || !build_knobs(args, report.model, command)) return exit_bad_input;
   report.knobs = args.knobs;
   report.plan = plan_memory(report.model, report.knobs);
+  if (report.plan.out_of_range) {
+    return fail(fmt::format("the {} phase would need more than 8 PiB per GPU; check the knobs", report.plan.peak_phase)), exit_bad_input;
+  }
   if (!args.fit.empty()) {
     std::uint64_t budget = gpu_memory_bytes(args.fit);
     std::int64_t bytes = 0;
@@ -179,14 +198,16 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     report.fit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (!fit.found) {
       // Nothing fits: a configuration error, stated in one line with what would have to change.
-      const std::uint64_t weights = report.plan.params.total * 2 * (report.knobs.ref_model ? 2 : 1) /
-                                    (report.knobs.shard == shard_kind::fsdp ? report.knobs.gpus : 1);
+      const std::uint64_t weights = resident_weights(report.plan);
       const std::string usable = format_bytes(static_cast<std::int64_t>(fit.usable_bytes));
-      if (weights > fit.usable_bytes && !report.knobs.offload_weights) {
-        fail(fmt::format("--fit {}: the weights alone ({}{}) exceed the {} usable on the card; shard them "
-                         "(--gpus N --shard fsdp) or pick a larger card",
+      const char* remedy = report.knobs.shard == shard_kind::fsdp ? "shard over more GPUs, offload them (--offload all)"
+                                                                  : "shard them (--gpus N --shard fsdp)";
+      if (fit.usable_bytes == 0) {
+        fail(fmt::format("--fit {}: {}", args.fit.substr(0, 40), fit.reason));
+      } else if (weights > fit.usable_bytes) {
+        fail(fmt::format("--fit {}: the weights alone ({}{}) exceed the {} usable on the card; {} or pick a larger card",
                          args.fit.substr(0, 40), format_bytes(static_cast<std::int64_t>(weights)),
-                         report.knobs.ref_model ? ", policy and reference" : "", usable));
+                         report.knobs.ref_model ? ", policy and reference" : "", usable, remedy));
       } else if (fit.smallest_peak_bytes > 0) {
         fail(fmt::format("--fit {}: nothing fits in the {} usable; the smallest configuration tried needs {}: {}",
                          args.fit.substr(0, 40), usable, format_bytes(static_cast<std::int64_t>(fit.smallest_peak_bytes)),
@@ -216,15 +237,15 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_flag("--list-models", args->list, "List the built-in presets");
   command->add_option("--phase", args->phase, "generate | train | grpo-step");
   auto* shape = "Shape";
-  command->add_option("--batch", knobs.batch, "generate: rows generated together (grpo-step: default all rows of a GPU)")->group(shape);
-  command->add_option("--prompt-len", knobs.prompt_len, "Prompt tokens per row")->group(shape);
-  command->add_option("--new-tokens", knobs.new_tokens, "Tokens generated per row")->group(shape);
-  command->add_option("--micro-batch", knobs.micro_batch, "Rows per forward/backward")->group(shape);
-  command->add_option("--seq-len", knobs.seq_len, "train: tokens per row")->group(shape);
-  command->add_option("--logprob-tokens", knobs.logprob_tokens, "train: response tokens per row scored (default: half of --seq-len)")->group(shape);
-  command->add_option("--grad-accum", knobs.grad_accum, "train: micro-batches per optimizer step (default 1)")->group(shape);
-  command->add_option("--prompts", knobs.prompts, "grpo-step: prompts per step (all GPUs)")->group(shape);
-  command->add_option("--group", knobs.group, "grpo-step: samples per prompt")->group(shape);
+  command->add_option("--batch", knobs.batch, "generate: rows generated together (grpo-step: default all rows of a GPU)")->check(whole_number)->group(shape);
+  command->add_option("--prompt-len", knobs.prompt_len, "Prompt tokens per row")->check(whole_number)->group(shape);
+  command->add_option("--new-tokens", knobs.new_tokens, "Tokens generated per row")->check(whole_number)->group(shape);
+  command->add_option("--micro-batch", knobs.micro_batch, "Rows per forward/backward")->check(whole_number)->group(shape);
+  command->add_option("--seq-len", knobs.seq_len, "train: tokens per row")->check(whole_number)->group(shape);
+  command->add_option("--logprob-tokens", knobs.logprob_tokens, "train: response tokens per row scored (default: half of --seq-len)")->check(whole_number)->group(shape);
+  command->add_option("--grad-accum", knobs.grad_accum, "train: micro-batches per optimizer step (default 1)")->check(whole_number)->group(shape);
+  command->add_option("--prompts", knobs.prompts, "grpo-step: prompts per step (all GPUs)")->check(whole_number)->group(shape);
+  command->add_option("--group", knobs.group, "grpo-step: samples per prompt")->check(whole_number)->group(shape);
   auto* training = "Training";
   command->add_flag("--ref-model", knobs.ref_model, "grpo-step: a frozen bf16 reference model scores every micro-batch")->group(training);
   command->add_flag("--old-logprobs", knobs.old_logprobs,
@@ -241,15 +262,15 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--logprob-impl", args->logprob_impl_name,
                       "full (default: bf16 logits, response upcast to fp32, log_softmax) | chunked (verl/OpenRLHF) | fused (Liger)")
       ->group(training);
-  command->add_option("--logprob-chunk", knobs.logprob_chunk, "Rows per chunk for chunked and fused (default 1024)")->group(training);
+  command->add_option("--logprob-chunk", knobs.logprob_chunk, "Rows per chunk for chunked and fused (default 1024)")->check(whole_number)->group(training);
   auto* memory = "Memory";
   command->add_option("--kv-cache", args->kv_cache, "grow (default: DynamicCache) | prealloc (one buffer, nanochat)")->group(memory);
-  command->add_option("--kv-rows", knobs.kv_rows, "prealloc: rows the cache is sized for (default: the batch)")->group(memory);
-  command->add_option("--kv-len", knobs.kv_len, "prealloc: positions per row (default: prompt + new tokens)")->group(memory);
+  command->add_option("--kv-rows", knobs.kv_rows, "prealloc: rows the cache is sized for (default: the batch)")->check(whole_number)->group(memory);
+  command->add_option("--kv-len", knobs.kv_len, "prealloc: positions per row (default: prompt + new tokens)")->check(whole_number)->group(memory);
   command->add_option("--buffer", args->buffers,
                       "A resident tensor NAME=DIMS:DTYPE[@phases], e.g. trajectories=8x50x263x196:fp32@rollout,update (repeatable)")
       ->group(memory);
-  command->add_option("--gpus", knobs.gpus, "Data-parallel GPUs (default 1)")->group(memory);
+  command->add_option("--gpus", knobs.gpus, "Data-parallel GPUs (default 1)")->check(whole_number)->group(memory);
   command->add_option("--shard", args->shard, "none (replicated, DDP) | zero1 (optimizer) | zero2 (+gradients) | fsdp (= zero3, +weights)")->group(memory);
   command->add_option("--offload", args->offload, "none | optimizer (state and step on the CPU) | all (fsdp: weights too)")->group(memory);
   command->add_option("--fit", args->fit, "Search the knobs for a card: h100-80g, a100-40g, h200-141g, rtx4090-24g, ... or a size (80GiB)");

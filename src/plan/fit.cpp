@@ -56,6 +56,7 @@ std::vector<std::uint64_t> powers_of_two(std::uint64_t low, std::uint64_t high) 
   std::vector<std::uint64_t> values;
   for (std::uint64_t value = 1; value <= high; value *= 2) {
     if (value >= low) values.push_back(value);
+    if (value > high / 2) break;
   }
   return values;
 }
@@ -70,6 +71,24 @@ std::vector<std::uint64_t> divisors(std::uint64_t n) {
   }
   std::sort(values.begin(), values.end());
   return values;
+}
+
+// Micro-batches that split a prompt's samples evenly or hold whole groups of a GPU's rows.
+std::vector<std::uint64_t> valid_micro_batches(std::uint64_t group, std::uint64_t rows) {
+  std::vector<std::uint64_t> values;
+  for (std::uint64_t d : divisors(rows)) {
+    if (group % d == 0 || d % group == 0) values.push_back(d);
+  }
+  return values;
+}
+
+// The largest value in `values` not above `limit` (the smallest value when all are above).
+std::uint64_t at_most(const std::vector<std::uint64_t>& values, std::uint64_t limit) {
+  std::uint64_t chosen = values.front();
+  for (std::uint64_t value : values) {
+    if (value <= limit) chosen = value;
+  }
+  return chosen;
 }
 
 // The candidate values of each knob the search moves.
@@ -107,7 +126,7 @@ search_space space_for(const model_architecture& model, const plan_knobs& base, 
   }
   space.checkpointing = base.phase == plan_phase::generate ? std::vector<bool>{false} : std::vector<bool>{false, true};
   if (options.search_lora && base.phase != plan_phase::generate) {
-    for (std::uint64_t rank : powers_of_two(8, 256)) {
+    for (std::uint64_t rank : with_value(powers_of_two(8, 256), base.lora_rank)) {
       if (rank <= model.hidden_size) space.lora_ranks.push_back(rank);
     }
   } else {
@@ -123,18 +142,19 @@ search_space space_for(const model_architecture& model, const plan_knobs& base, 
   return space;
 }
 
-// Bigger is better: work, then speed (no offload, no recomputation, fewer micro-batches, larger
-// rank), then the shape closest to the one asked for, then the smaller peak.
-using score = std::tuple<std::uint64_t, int, int, std::uint64_t, std::uint64_t, double, double>;
+// Bigger is better: work, then speed (no offload, no recomputation, fewer micro-batches), then the
+// shape and LoRA rank closest to the ones asked for, then the smaller peak.
+using score = std::tuple<std::uint64_t, int, int, std::uint64_t, double, double>;
 
 score score_of(const plan_knobs& knobs, const plan_knobs& base, std::uint64_t peak) {
-  const double distance = std::abs(std::log2(static_cast<double>(std::max<std::uint64_t>(knobs.group, 1)) /
-                                             static_cast<double>(std::max<std::uint64_t>(base.group, 1)))) +
-                          std::abs(std::log2(static_cast<double>(std::max<std::uint64_t>(knobs.new_tokens, 1)) /
-                                             static_cast<double>(std::max<std::uint64_t>(base.new_tokens, 1))));
+  auto log_distance = [](std::uint64_t a, std::uint64_t b) {
+    return std::abs(std::log2(static_cast<double>(std::max<std::uint64_t>(a, 1)) / static_cast<double>(std::max<std::uint64_t>(b, 1))));
+  };
+  const double distance = log_distance(knobs.group, base.group) + log_distance(knobs.new_tokens, base.new_tokens) +
+                          log_distance(knobs.lora_rank, base.lora_rank);
   const std::uint64_t rows_per_pass = knobs.phase == plan_phase::generate ? knobs.batch : knobs.micro_batch;
-  return {work_per_step(knobs), -static_cast<int>(offload_of(knobs)), knobs.grad_ckpt ? -1 : 0, rows_per_pass,
-          knobs.lora_rank, -distance, -static_cast<double>(peak)};
+  return {work_per_step(knobs), -static_cast<int>(offload_of(knobs)), knobs.grad_ckpt ? -1 : 0, rows_per_pass, -distance,
+          -static_cast<double>(peak)};
 }
 
 class searcher {
@@ -207,7 +227,7 @@ void search(const model_architecture& model, const plan_knobs& base, const searc
               knobs.group = group;
               for (std::uint64_t new_tokens : space.new_tokens) {
                 knobs.new_tokens = new_tokens;
-                for (std::uint64_t micro_batch : divisors(base.prompts * group / base.gpus)) {
+                for (std::uint64_t micro_batch : valid_micro_batches(group, base.prompts * group / base.gpus)) {
                   knobs.micro_batch = micro_batch;
                   out.consider(knobs);
                 }
@@ -269,20 +289,26 @@ std::vector<what_if_row> what_if_table(const model_architecture& model, const fi
         k.grad_accum = effective / v;
       });
       vary("effective batch", space.effective_batches, effective, [&best](plan_knobs& k, std::uint64_t v) {
-        k.micro_batch = std::min(best.micro_batch, v);
-        k.grad_accum = std::max<std::uint64_t>(v / k.micro_batch, 1);
+        k.micro_batch = at_most(divisors(v), best.micro_batch);
+        k.grad_accum = v / k.micro_batch;
       });
       break;
     }
-    case plan_phase::grpo_step:
-      vary("micro-batch", divisors(best.prompts * best.group / best.gpus), best.micro_batch,
+    case plan_phase::grpo_step: {
+      vary("micro-batch", valid_micro_batches(best.group, best.prompts * best.group / best.gpus), best.micro_batch,
            [](plan_knobs& k, std::uint64_t v) { k.micro_batch = v; });
-      vary("group", space.groups, best.group, [](plan_knobs& k, std::uint64_t v) {
-        k.group = v;
-        k.micro_batch = std::min(k.micro_batch, v);
-      });
+      // A new group size keeps the micro-batch when it stays valid, else the largest valid one below it.
+      for (std::uint64_t group : neighbours(space.groups, best.group)) {
+        plan_knobs changed = best;
+        changed.group = group;
+        changed.micro_batch = at_most(valid_micro_batches(group, best.prompts * group / best.gpus), best.micro_batch);
+        std::string to = knob_text(group);
+        if (changed.micro_batch != best.micro_batch) to += fmt::format(" (micro-batch {})", changed.micro_batch);
+        add_what_if(model, fit, "group", knob_text(best.group), to, changed, rows);
+      }
       vary("new tokens", space.new_tokens, best.new_tokens, [](plan_knobs& k, std::uint64_t v) { k.new_tokens = v; });
       break;
+    }
   }
   if (best.phase != plan_phase::generate) {
     plan_knobs toggled = best;

@@ -14,7 +14,7 @@ namespace {
 
 using json = nlohmann::json;
 
-// Bounds keep every later product inside 64 bits and reject nonsense early.
+// Bounds on each field reject nonsense early; products are bounded below.
 constexpr std::uint64_t max_dimension = 1u << 20;
 constexpr std::uint64_t max_vocab = 1u << 24;
 constexpr std::uint64_t max_layers = 4096;
@@ -115,6 +115,14 @@ bool parse_hf_config(std::string_view json_text, model_architecture& model, std:
   }
   // Multimodal configs (Gemma 3, Qwen2.5-VL, ...) keep the language model in text_config.
   const json& config = document.contains("text_config") && document["text_config"].is_object() ? document["text_config"] : document;
+  // Layouts the memory terms do not describe: latent attention and DeepSeek's routed experts.
+  for (const char* unsupported : {"kv_lora_rank", "q_lora_rank", "n_routed_experts"}) {
+    if (config.contains(unsupported)) {
+      message = fmt::format("config.json: \"{}\" (DeepSeek-style latent attention or routed experts) is not modelled; "
+                            "supported: Llama, Qwen2/2.5/3 (and MoE), Mistral, Mixtral, Gemma", unsupported);
+      return false;
+    }
+  }
   field_reader read(config, message);
   model_architecture parsed;
   parsed.model_type = read.text("model_type");
@@ -156,6 +164,11 @@ bool parse_hf_config(std::string_view json_text, model_architecture& model, std:
   if (parsed.head_dim == 0) {
     message = fmt::format("config.json: hidden_size {} is smaller than num_attention_heads {} and there is no head_dim",
                           parsed.hidden_size, parsed.num_heads);
+    return false;
+  }
+  // Keep every parameter count inside 64 bits (a layer's matrices are at most 2^46 elements).
+  if (parsed.num_heads * parsed.head_dim > max_dimension || parsed.num_experts * parsed.expert_intermediate_size > (1u << 24)) {
+    message = "config.json: attention width (heads x head_dim) or experts x their width is beyond any model";
     return false;
   }
   if (parsed.num_kv_heads > parsed.num_heads || parsed.num_heads % parsed.num_kv_heads != 0) {

@@ -13,10 +13,21 @@ namespace rlmem {
 
 namespace {
 
-// Bounds keep every product of knobs and dimensions far inside a double's exact range.
+// Bounds on single knobs and on the tokens a pass handles; plan_memory still flags any estimate
+// beyond a double's exact range (plan_result::out_of_range).
 constexpr std::uint64_t max_rows = 1u << 20;
 constexpr std::uint64_t max_length = 1u << 24;
 constexpr std::uint64_t max_gpus = 1u << 16;
+constexpr std::uint64_t max_tokens_per_pass = 1ull << 32;
+constexpr std::size_t max_buffers = 64;
+
+bool tokens_within(std::uint64_t rows, std::uint64_t length, const char* what, std::string& message) {
+  if (rows * length > max_tokens_per_pass) {
+    message = fmt::format("{} handles {} x {} tokens, beyond any GPU", what, rows, length);
+    return false;
+  }
+  return true;
+}
 
 bool positive(std::uint64_t value, const char* flag, std::uint64_t limit, std::string& message) {
   if (value == 0) {
@@ -40,9 +51,26 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
     message = "--offload all streams weights layer by layer, which needs --shard fsdp (FSDP2 CPUOffloadPolicy)";
     return false;
   }
+  if (knobs.batch > max_rows) {
+    message = fmt::format("--batch {} is beyond {}", knobs.batch, max_rows);
+    return false;
+  }
+  if (knobs.buffers.size() > max_buffers) {
+    message = fmt::format("{} --buffer options; at most {}", knobs.buffers.size(), max_buffers);
+    return false;
+  }
+  for (std::size_t i = 0; i < knobs.buffers.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (knobs.buffers[i].name == knobs.buffers[j].name) {
+        message = fmt::format("--buffer '{}' is given twice", knobs.buffers[i].name);
+        return false;
+      }
+    }
+  }
   if (knobs.lora_rank > 0) {
-    if (knobs.lora_rank > std::min(model.hidden_size, model.num_heads * model.head_dim)) {
-      message = fmt::format("--lora-r {} is larger than the model's hidden size {}", knobs.lora_rank, model.hidden_size);
+    const std::uint64_t smallest_width = std::min(model.hidden_size, model.num_kv_heads * model.head_dim);
+    if (knobs.lora_rank > smallest_width) {
+      message = fmt::format("--lora-r {} is larger than the narrowest adapted matrix ({})", knobs.lora_rank, smallest_width);
       return false;
     }
     for (const std::string& target : knobs.lora_targets) {
@@ -59,7 +87,8 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
   switch (knobs.phase) {
     case plan_phase::generate:
       if (!positive(knobs.batch, "--batch", max_rows, message) || !positive(knobs.prompt_len, "--prompt-len", max_length, message) ||
-          !positive(knobs.new_tokens, "--new-tokens", max_length, message)) {
+          !positive(knobs.new_tokens, "--new-tokens", max_length, message) ||
+          !tokens_within(knobs.batch, knobs.prompt_len + knobs.new_tokens, "the generation", message)) {
         return false;
       }
       break;
@@ -69,6 +98,7 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
           !positive(knobs.grad_accum, "--grad-accum", max_rows, message)) {
         return false;
       }
+      if (!tokens_within(knobs.micro_batch, knobs.seq_len, "a micro-batch", message)) return false;
       if (knobs.logprob_tokens >= knobs.seq_len) {
         message = fmt::format("--logprob-tokens {} must be less than --seq-len {} (the first token has no log-prob)",
                               knobs.logprob_tokens, knobs.seq_len);
@@ -86,6 +116,7 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
         message = fmt::format("--prompts {} is not divisible by --gpus {}: every GPU takes whole prompts", knobs.prompts, knobs.gpus);
         return false;
       }
+      if (!tokens_within(knobs.prompts * knobs.group, knobs.prompt_len + knobs.new_tokens, "the rollout", message)) return false;
       const std::uint64_t rows = knobs.prompts * knobs.group / knobs.gpus;
       if (knobs.group % knobs.micro_batch != 0 && (knobs.micro_batch % knobs.group != 0 || rows % knobs.micro_batch != 0)) {
         message = fmt::format("--group {} is not divisible by --micro-batch {}, nor does {} hold whole groups of the {} rows per GPU",
@@ -109,8 +140,8 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
       message = fmt::format("--kv-rows {} is fewer than the {} rows generated together", knobs.kv_rows, rows);
       return false;
     }
-    if (knobs.kv_rows > max_rows || knobs.kv_len > max_length) {
-      message = "--kv-rows or --kv-len is beyond any GPU";
+    if (knobs.kv_rows > max_rows || knobs.kv_len > max_length || !tokens_within(knobs.kv_rows, knobs.kv_len, "--kv-rows x --kv-len", message)) {
+      if (message.empty()) message = "--kv-rows or --kv-len is beyond any GPU";
       return false;
     }
     if (knobs.kv_len != 0 && knobs.kv_len < knobs.prompt_len + knobs.new_tokens) {
@@ -134,6 +165,10 @@ bool parse_buffer_spec(std::string_view spec, resident_buffer& buffer, std::stri
   if (const auto at = rest.find('@'); at != std::string_view::npos) {
     std::string_view phases = rest.substr(at + 1);
     rest = rest.substr(0, at);
+    if (phases.empty()) {
+      message = fmt::format("--buffer '{}': no phase after '@' (rollout, old-logprobs, reference, update, optimizer)", shown);
+      return false;
+    }
     parsed.phases = 0;
     while (!phases.empty()) {
       const auto comma = phases.find(',');
@@ -167,7 +202,7 @@ bool parse_buffer_spec(std::string_view spec, resident_buffer& buffer, std::stri
   }
   std::string_view dims = rest.substr(0, colon);
   std::uint64_t total = element;
-  constexpr std::uint64_t largest_buffer = 1ull << 60;
+  constexpr std::uint64_t largest_buffer = 1ull << 50;  // 1 PiB
   int count = 0;
   while (true) {
     const auto x = dims.find('x');

@@ -39,13 +39,16 @@ class instant {
     phase.peak_at = at_;
     phase.resident = std::move(resident);
     for (const auto& part : parts_) phase.components.push_back({part.name, to_bytes(part.amount)});
-    for (const auto& part : named_) phase.components.push_back({part.name, to_bytes(part.amount)});
+    for (const auto& part : named_) phase.components.push_back({"buffer " + part.name, to_bytes(part.amount)});
+    // Each part is clamped below 2^53, so the sum of at most a few dozen stays inside 64 bits;
+    // plan_memory flags a peak that large as out of range.
     for (const memory_component& component : phase.components) phase.peak_bytes += component.bytes;
     return phase;
   }
 
  private:
-  static std::uint64_t to_bytes(bytes amount) { return static_cast<std::uint64_t>(std::llround(amount)); }
+  static std::uint64_t to_bytes(bytes amount) { return static_cast<std::uint64_t>(std::llround(std::min(amount, beyond_any_gpu))); }
+  static constexpr bytes beyond_any_gpu = 9007199254740992.0;  // 2^53
   struct literal_part {
     const char* name;
     bytes amount;
@@ -87,7 +90,7 @@ void add_buffers(residency& resident, const plan_knobs& knobs, unsigned phase_bi
   for (const resident_buffer& buffer : knobs.buffers) {
     if ((buffer.phases & phase_bit) == 0) continue;
     resident.buffers.emplace_back(buffer.name, static_cast<bytes>(buffer.bytes));
-    resident.names.push_back(buffer.name);
+    resident.names.push_back("buffer " + buffer.name);
   }
 }
 
@@ -241,6 +244,7 @@ instant optimizer_instant(const residency& resident, const plan_detail::state_te
 
 void finish(plan_result& result) {
   for (const phase_estimate& phase : result.phases) {
+    if (phase.peak_bytes >= (1ull << 53)) result.out_of_range = true;
     if (phase.peak_bytes >= result.peak_bytes) {
       result.peak_bytes = phase.peak_bytes;
       result.peak_phase = phase.name;

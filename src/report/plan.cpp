@@ -6,6 +6,7 @@
 #include <rlmem/report.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -195,6 +196,25 @@ json plan_json(const plan_result& plan) {
   return out;
 }
 
+// The --buffer argument that gives `buffer` back.
+std::string buffer_spec(const resident_buffer& buffer) {
+  std::string spec = buffer.name + "=" + buffer.shape;
+  if (buffer.phases == all_phases) return spec;
+  const std::pair<unsigned, const char*> names[] = {{phase_rollout, "rollout"},
+                                                    {phase_old_logprobs, "old-logprobs"},
+                                                    {phase_reference, "reference"},
+                                                    {phase_update, "update"},
+                                                    {phase_optimizer, "optimizer"}};
+  char separator = '@';
+  for (const auto& [bit, name] : names) {
+    if ((buffer.phases & bit) == 0) continue;
+    spec += separator;
+    spec += name;
+    separator = ',';
+  }
+  return spec;
+}
+
 }  // namespace
 
 std::string knobs_command_line(const plan_knobs& knobs) {
@@ -210,18 +230,30 @@ std::string knobs_command_line(const plan_knobs& knobs) {
     case plan_phase::grpo_step:
       line += fmt::format(" --prompts {} --group {} --prompt-len {} --new-tokens {} --micro-batch {}", knobs.prompts, knobs.group,
                           knobs.prompt_len, knobs.new_tokens, knobs.micro_batch);
+      if (knobs.batch != 0) line += fmt::format(" --batch {}", knobs.batch);
       if (knobs.ref_model) line += " --ref-model";
       if (knobs.old_logprobs) line += " --old-logprobs";
       break;
   }
+  if (knobs.phase != plan_phase::train && knobs.kv_cache == kv_cache_kind::prealloc) {
+    line += " --kv-cache prealloc";
+    if (knobs.kv_rows != 0) line += fmt::format(" --kv-rows {}", knobs.kv_rows);
+    if (knobs.kv_len != 0) line += fmt::format(" --kv-len {}", knobs.kv_len);
+  }
   if (knobs.phase != plan_phase::generate) {
     if (knobs.grad_ckpt) line += " --grad-ckpt";
     if (knobs.optimizer != optimizer_kind::adamw) line += " --optimizer sgd";
+    if (knobs.precision != precision_kind::bf16) line += fmt::format(" --precision {}", to_string(knobs.precision));
     if (knobs.lora_rank > 0) line += fmt::format(" --lora-r {}", knobs.lora_rank);
+    if (knobs.lora_rank > 0 && !knobs.lora_targets.empty()) line += fmt::format(" --lora-targets {}", fmt::join(knobs.lora_targets, ","));
+    if (knobs.logprob != logprob_impl::full) {
+      line += fmt::format(" --logprob-impl {} --logprob-chunk {}", to_string(knobs.logprob), knobs.logprob_chunk);
+    }
   }
   if (knobs.gpus > 1) line += fmt::format(" --gpus {}", knobs.gpus);
   if (knobs.shard != shard_kind::none) line += fmt::format(" --shard {}", to_string(knobs.shard));
   if (knobs.offload_optimizer || knobs.offload_weights) line += " --offload " + offload_text(knobs);
+  for (const resident_buffer& buffer : knobs.buffers) line += " --buffer " + buffer_spec(buffer);
   return line;
 }
 

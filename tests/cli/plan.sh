@@ -57,6 +57,17 @@ expect_bad "scored tokens beyond the sequence" "--logprob-tokens 600 must be les
   --phase train --micro-batch 4 --seq-len 512 --logprob-tokens 600
 expect_bad "not a number" "--micro-batch" --model qwen2.5-0.5b --phase train --micro-batch many --seq-len 512
 
+printf '{"model_type": "deepseek_v3", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "kv_lora_rank": 16}' >"$work/mla.json"
+expect_bad "latent attention is refused by name" '"kv_lora_rank"' --model "$work/mla.json" --phase generate --batch 1 --prompt-len 1 --new-tokens 1
+expect_bad "negative count" "expected a whole number, not -1" --model qwen2.5-0.5b "${grpo[@]}" --gpus -1
+expect_bad "a batch beyond any GPU (it once hung --fit)" "--batch 576460752303423488 is beyond" --model qwen2.5-0.5b "${grpo[@]}" \
+  --batch 576460752303423488 --fit h100-80g
+expect_bad "tokens beyond any GPU" "beyond any GPU" --model qwen2.5-72b --phase train --micro-batch 1048576 --seq-len 16777216
+expect_bad "a buffer given twice" "--buffer 'x' is given twice" --model qwen2.5-0.5b "${grpo[@]}" --buffer x=4:int8 --buffer x=5:int8
+expect_bad "a buffer with no phase after @" "no phase after '@'" --model qwen2.5-0.5b "${grpo[@]}" --buffer x=4:fp32@
+expect_bad "a one-token sequence" "--seq-len must be at least 2" --model qwen2.5-0.5b --phase train --micro-batch 1 --seq-len 1
+expect_bad "a card smaller than the CUDA context" "less than the CUDA context" --model qwen2.5-0.5b "${grpo[@]}" --fit 500MiB
+
 expect_output "text report names the peak phase" "Peak 39.6 GiB per GPU in update" --model qwen2.5-0.5b "${grpo[@]}"
 expect_output "config.json path" "llama  1.24 B parameters" --model "$testdata/planner/configs/llama3.2-1b.json" \
   --phase generate --batch 8 --prompt-len 256 --new-tokens 256

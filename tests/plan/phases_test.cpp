@@ -159,10 +159,10 @@ TEST(Phases, NamedBuffersAreHeldInTheirPhasesOnly) {
   EXPECT_EQ(latents.bytes, 8ull * 50 * 263 * 196 * 4);
   knobs.buffers.push_back(latents);
   const plan_result plan = planned("qwen2.5-0.5b", knobs);
-  EXPECT_EQ(component(phase_named(plan, "rollout"), "trajectories"), latents.bytes);
-  EXPECT_EQ(component(phase_named(plan, "update"), "trajectories"), latents.bytes);
-  EXPECT_EQ(component(phase_named(plan, "reference"), "trajectories"), 0u);
-  EXPECT_EQ(component(phase_named(plan, "optimizer"), "trajectories"), 0u);
+  EXPECT_EQ(component(phase_named(plan, "rollout"), "buffer trajectories"), latents.bytes);
+  EXPECT_EQ(component(phase_named(plan, "update"), "buffer trajectories"), latents.bytes);
+  EXPECT_EQ(component(phase_named(plan, "reference"), "buffer trajectories"), 0u);
+  EXPECT_EQ(component(phase_named(plan, "optimizer"), "buffer trajectories"), 0u);
 }
 
 TEST(Phases, BufferSpecsAreCheckedWithAClearMessage) {

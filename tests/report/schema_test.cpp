@@ -165,7 +165,7 @@ TEST(schema, plan_output_follows_the_documented_schema) {
     largest = std::max(largest, phase["peak_bytes"].get<std::uint64_t>());
   }
   EXPECT_EQ(plan["peak_bytes"].get<std::uint64_t>(), largest);
-  EXPECT_EQ(plan["phases"][0]["components"]["latents"], 82476800);
+  EXPECT_EQ(plan["phases"][0]["components"]["buffer latents"], 82476800);
   EXPECT_TRUE(plan["fit"]["found"].get<bool>());
 }
 
