@@ -198,7 +198,7 @@ class searcher {
   std::uint64_t smallest_peak_ = 0;
 };
 
-void search(const model_architecture& model, const plan_knobs& base, const search_space& space, searcher& out) {
+void search(const plan_knobs& base, const search_space& space, searcher& out) {
   plan_knobs knobs = base;
   for (std::uint64_t rank : space.lora_ranks) {
     knobs.lora_rank = rank;
@@ -238,7 +238,6 @@ void search(const model_architecture& model, const plan_knobs& base, const searc
       }
     }
   }
-  (void)model;
 }
 
 std::string knob_text(std::uint64_t value) { return fmt::format("{}", value); }
@@ -344,7 +343,7 @@ fit_result fit_configuration(const model_architecture& model, const plan_knobs& 
   fit.usable_bytes = static_cast<std::uint64_t>(static_cast<double>(options.budget_bytes - overhead) / (1.0 + options.fragmentation_margin));
   const search_space space = space_for(model, base, options);
   searcher out(model, base, fit.usable_bytes);
-  search(model, base, space, out);
+  search(base, space, out);
   fit.configurations = out.explored();
   fit.fitting = out.fitting();
   if (!out.best()) {
