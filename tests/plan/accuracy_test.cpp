@@ -40,6 +40,8 @@ plan_knobs knobs_of(const nlohmann::json& row) {
   const std::string phase = row.at("phase");
   knobs.optimizer = row.value("optimizer", "adamw") == "sgd" ? optimizer_kind::sgd : optimizer_kind::adamw;
   knobs.precision = row.value("precision", "bf16") == "fp32-master" ? precision_kind::fp32_master : precision_kind::bf16;
+  knobs.gpus = row.value("gpus", 1);
+  knobs.shard = row.value("shard", "none") == "fsdp" ? shard_kind::fsdp : shard_kind::none;
   if (phase == "generate") {
     knobs.phase = plan_phase::generate;
     knobs.batch = row.at("batch");
@@ -107,8 +109,8 @@ TEST(PlanAccuracy, IssueFixtureRows) { expect_within_bounds(errors_of("measured_
 
 TEST(PlanAccuracy, GrpoStepsAndLoraMeasuredWithTheSameScript) { expect_within_bounds(errors_of("measured_extra.json")); }
 
-// Paths derived before they were measured: mixture of experts, Gemma, fp32 master weights.
-TEST(PlanAccuracy, MoeGemmaAndFp32MasterWeights) { expect_within_bounds(errors_of("measured_variants.json")); }
+// Paths derived before they were measured: mixture of experts, Gemma, fp32 master weights, FSDP2.
+TEST(PlanAccuracy, MoeGemmaFp32MasterWeightsAndFsdp) { expect_within_bounds(errors_of("measured_variants.json")); }
 
 }  // namespace
 }  // namespace rlmem
