@@ -97,7 +97,7 @@ void append_overhead(std::string& out, const plan_result& plan) {
   out += "\n" + detail::wrap(fmt::format("Outside these peaks (not counted in them): the CUDA context and kernels, about {} "
                                          "(torch 2.11 on an H200), and cuBLAS workspaces, {} (32 MiB per thread that runs "
                                          "matmuls; backward has its own). Reserved memory exceeds allocated by the allocator's "
-                                         "fragmentation, often 5-25%: `rlmem replay` measures yours.",
+                                         "fragmentation, 3% to 100% in the rows measured on the H200: `rlmem replay` measures yours.",
                                          bytes_text(overhead.cuda_context_bytes), bytes_text(overhead.cublas_workspace_bytes)),
                              0, 100) + "\n";
   if (plan.host_bytes > 0) out += fmt::format("Host memory for offloaded state: {} per GPU\n", bytes_text(plan.host_bytes));
@@ -105,7 +105,7 @@ void append_overhead(std::string& out, const plan_result& plan) {
 
 void append_fit(std::string& out, const plan_report& report) {
   const fit_result& fit = *report.fit;
-  out += fmt::format("\nFit on {} ({}): {} usable after the CUDA context and workspaces and a {:.0f}% fragmentation margin\n",
+  out += fmt::format("Fit on {} ({}): {} usable after the CUDA context and workspaces and a {:.0f}% fragmentation margin\n",
                      report.fit_card, bytes_text(report.fit_budget_bytes), bytes_text(fit.usable_bytes), 100 * report.fit_margin);
   out += fmt::format("explored {} configurations in {:.0f} ms; {} fit\n", format_count(fit.configurations), 1000 * report.fit_seconds,
                      format_count(fit.fitting));
@@ -122,10 +122,10 @@ void append_fit(std::string& out, const plan_report& report) {
                      bytes_text(fit.usable_bytes));
   if (fit.what_if.empty()) return;
   out += "\nWhat if (one knob one notch from the best):\n";
-  out += fmt::format("  {:<20} {:>14}  {:>12} {:>8}  {}\n", "knob", "change", "peak change", "", "fits");
+  out += fmt::format("  {:<20} {:>22}  {:>12} {:>8}  {}\n", "knob", "change", "peak change", "", "fits");
   for (const what_if_row& row : fit.what_if) {
     const std::string sign = row.delta_bytes > 0 ? "+" : "";
-    out += fmt::format("  {:<20} {:>14}  {:>12} {:>7.1f}%  {}\n", row.knob, row.from + " -> " + row.to,
+    out += fmt::format("  {:<20} {:>22}  {:>12} {:>7.1f}%  {}\n", row.knob, row.from + " -> " + row.to,
                        sign + format_bytes(row.delta_bytes), row.delta_percent, row.fits ? "yes" : "no");
   }
 }
