@@ -95,6 +95,40 @@ TEST(Fit, ExploresTenThousandConfigurationsWhenLoraAndOffloadAreSearched) {
   EXPECT_TRUE(fit.found);
 }
 
+TEST(Fit, TrainKeepsEachEffectiveBatchWhole) {
+  const model_architecture& model = *find_preset("llama3.1-8b");
+  plan_knobs base;
+  base.phase = plan_phase::train;
+  base.micro_batch = 4;
+  base.grad_accum = 4;
+  base.seq_len = 4096;
+  base.logprob_tokens = 2048;
+  fit_options options = card("h100-80g");
+  options.keep_shape = true;
+  const fit_result fit = fit_configuration(model, base, options);
+  ASSERT_TRUE(fit.found) << fit.reason;
+  EXPECT_EQ(fit.best.micro_batch * fit.best.grad_accum, 16u);
+  EXPECT_LE(fit.best_plan.peak_bytes, fit.usable_bytes);
+  // 8 B parameters with bf16 AdamW take 64 GB before any activation: only recomputation,
+  // offload or one row at a time leave room for 4,096-token rows.
+  EXPECT_TRUE(fit.best.grad_ckpt || fit.best.offload_optimizer || fit.best.micro_batch == 1);
+}
+
+TEST(Fit, GenerateFindsTheLargestBatchThatFits) {
+  const model_architecture& model = *find_preset("qwen2.5-7b");
+  plan_knobs base;
+  base.phase = plan_phase::generate;
+  base.batch = 8;
+  base.prompt_len = 1024;
+  base.new_tokens = 4096;
+  const fit_result fit = fit_configuration(model, base, card("a100-40g"));
+  ASSERT_TRUE(fit.found) << fit.reason;
+  EXPECT_LE(fit.best_plan.peak_bytes, fit.usable_bytes);
+  plan_knobs doubled = fit.best;
+  doubled.batch *= 2;
+  EXPECT_GT(plan_memory(model, doubled).peak_bytes, fit.usable_bytes) << "batch " << doubled.batch << " would fit too";
+}
+
 TEST(Fit, NothingFitsSaysWhatTheSmallestNeeds) {
   const model_architecture& model = *find_preset("qwen2.5-72b");
   const fit_result fit = fit_configuration(model, grpo_base(), card("rtx4090-24g"));
