@@ -163,6 +163,7 @@ struct plan_result {
   std::vector<phase_estimate> phases;
   runtime_overhead overhead;
   std::uint64_t host_bytes = 0;  ///< offloaded state per GPU, in host memory
+  std::uint64_t weights_bytes = 0;  ///< policy and reference weights resident per GPU in every phase
   bool out_of_range = false;     ///< some estimate passed 2^53 bytes (8 PiB): the knobs are beyond any GPU
 };
 

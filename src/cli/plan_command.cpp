@@ -157,15 +157,6 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
   return true;
 }
 
-// Policy and reference weights held on the GPU in every phase, as the plan counts them.
-std::uint64_t resident_weights(const plan_result& plan) {
-  std::uint64_t bytes = 0;
-  for (const memory_component& part : plan.phases.front().components) {
-    if (part.name == "weights" || part.name == "policy weights" || part.name == "reference weights") bytes += part.bytes;
-  }
-  return bytes;
-}
-
 int run_plan(plan_arguments& args, const CLI::App& command) {
   if (args.list) {
     for (const std::string& name : preset_names()) std::printf("%s\n", name.c_str());
@@ -198,7 +189,7 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     report.fit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (!fit.found) {
       // Nothing fits: a configuration error, stated in one line with what would have to change.
-      const std::uint64_t weights = resident_weights(report.plan);
+      const std::uint64_t weights = report.plan.weights_bytes;
       const std::string usable = format_bytes(static_cast<std::int64_t>(fit.usable_bytes));
       const char* remedy = report.knobs.shard == shard_kind::fsdp ? "shard over more GPUs, offload them (--offload all)"
                                                                   : "shard them (--gpus N --shard fsdp)";

@@ -267,6 +267,7 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
   result.params = count_parameters(model);
   result.trainable_params = state.trainable_params;
   result.host_bytes = static_cast<std::uint64_t>(std::llround(state.host));
+  result.weights_bytes = static_cast<std::uint64_t>(std::llround(state.weights));
   result.overhead.cuda_context_bytes = cuda_context;
   result.overhead.cublas_workspace_bytes = cublas_workspace_per_thread * (knobs.phase == plan_phase::generate ? 1 : 2);
 
@@ -299,6 +300,7 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
   const bytes rows = static_cast<bytes>(knobs.prompts * knobs.group) / static_cast<bytes>(knobs.gpus);
   const bytes seq = static_cast<bytes>(knobs.prompt_len + knobs.new_tokens);
   const bytes reference_weights = knobs.ref_model ? static_cast<bytes>(result.params.total) * 2 / (knobs.shard == shard_kind::fsdp ? static_cast<bytes>(knobs.gpus) : 1) : 0;
+  result.weights_bytes += static_cast<std::uint64_t>(std::llround(reference_weights));
   const bytes sequences = rows * seq * 8;
   const bool accumulating = rows > static_cast<bytes>(knobs.micro_batch);
   auto resident_for = [&](unsigned phase_bit, bool with_sequences) {

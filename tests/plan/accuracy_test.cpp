@@ -2,7 +2,7 @@
 // The planner against peaks PyTorch measured on an H200 (testdata/planner): the bounds,
 // median error at most 5% and every row within 12%, per file and over all rows.
 
-#include "planner_data.hpp"
+#include "planner_support.hpp"
 
 #include <rlmem/plan.hpp>
 

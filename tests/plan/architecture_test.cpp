@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Parameter counts against the published models, config.json reading, presets by name.
 
-#include "planner_data.hpp"
+#include "planner_support.hpp"
 
 #include <rlmem/plan.hpp>
 

@@ -2,6 +2,8 @@
 // --fit: the best configuration fits, is the most work, keeps the divisibility rules, and the
 // what-if rows are exact.
 
+#include "planner_support.hpp"
+
 #include <rlmem/plan.hpp>
 
 #include <gtest/gtest.h>
@@ -9,17 +11,7 @@
 namespace rlmem {
 namespace {
 
-plan_knobs grpo_base() {
-  plan_knobs knobs;
-  knobs.phase = plan_phase::grpo_step;
-  knobs.prompts = 8;
-  knobs.group = 8;
-  knobs.prompt_len = 512;
-  knobs.new_tokens = 512;
-  knobs.micro_batch = 16;
-  knobs.ref_model = true;
-  return knobs;
-}
+plan_knobs grpo_base() { return testing::grpo_knobs(8, 8, 512, 512, 16); }
 
 fit_options card(const char* name) {
   fit_options options;
@@ -97,12 +89,8 @@ TEST(Fit, ExploresTenThousandConfigurationsWhenLoraAndOffloadAreSearched) {
 
 TEST(Fit, TrainKeepsEachEffectiveBatchWhole) {
   const model_architecture& model = *find_preset("llama3.1-8b");
-  plan_knobs base;
-  base.phase = plan_phase::train;
-  base.micro_batch = 4;
+  plan_knobs base = testing::train_knobs(4, 4096);
   base.grad_accum = 4;
-  base.seq_len = 4096;
-  base.logprob_tokens = 2048;
   fit_options options = card("h100-80g");
   options.keep_shape = true;
   const fit_result fit = fit_configuration(model, base, options);
@@ -116,11 +104,7 @@ TEST(Fit, TrainKeepsEachEffectiveBatchWhole) {
 
 TEST(Fit, GenerateFindsTheLargestBatchThatFits) {
   const model_architecture& model = *find_preset("qwen2.5-7b");
-  plan_knobs base;
-  base.phase = plan_phase::generate;
-  base.batch = 8;
-  base.prompt_len = 1024;
-  base.new_tokens = 4096;
+  const plan_knobs base = testing::generate_knobs(8, 1024, 4096);
   const fit_result fit = fit_configuration(model, base, card("a100-40g"));
   ASSERT_TRUE(fit.found) << fit.reason;
   EXPECT_LE(fit.best_plan.peak_bytes, fit.usable_bytes);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The phases' terms: what each knob changes, in exact bytes where the code path fixes them.
 
+#include "planner_support.hpp"
+
 #include <rlmem/plan.hpp>
 
 #include <gtest/gtest.h>
@@ -25,35 +27,9 @@ std::uint64_t component(const phase_estimate& phase, const std::string& name) {
   return 0;
 }
 
-plan_knobs grpo(std::uint64_t prompts, std::uint64_t group, std::uint64_t prompt, std::uint64_t new_tokens, std::uint64_t micro_batch) {
-  plan_knobs knobs;
-  knobs.phase = plan_phase::grpo_step;
-  knobs.prompts = prompts;
-  knobs.group = group;
-  knobs.prompt_len = prompt;
-  knobs.new_tokens = new_tokens;
-  knobs.micro_batch = micro_batch;
-  knobs.ref_model = true;
-  return knobs;
-}
-
-plan_knobs train(std::uint64_t micro_batch, std::uint64_t seq) {
-  plan_knobs knobs;
-  knobs.phase = plan_phase::train;
-  knobs.micro_batch = micro_batch;
-  knobs.seq_len = seq;
-  knobs.logprob_tokens = seq / 2;
-  return knobs;
-}
-
-plan_knobs generate(std::uint64_t batch, std::uint64_t prompt, std::uint64_t new_tokens) {
-  plan_knobs knobs;
-  knobs.phase = plan_phase::generate;
-  knobs.batch = batch;
-  knobs.prompt_len = prompt;
-  knobs.new_tokens = new_tokens;
-  return knobs;
-}
+constexpr auto grpo = testing::grpo_knobs;
+constexpr auto train = testing::train_knobs;
+constexpr auto generate = testing::generate_knobs;
 
 plan_result planned(const char* name, const plan_knobs& knobs) {
   std::string message;

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Test support for the planner: the measured rows and configs in testdata/planner, and knobs
+// for each phase.
+
+#include <rlmem/plan.hpp>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace rlmem::testing {
+
+inline std::string planner_testdata(const std::string& name) { return std::string(RLMEM_TESTDATA_DIR) + "/planner/" + name; }
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+inline plan_knobs grpo_knobs(std::uint64_t prompts, std::uint64_t group, std::uint64_t prompt, std::uint64_t new_tokens,
+                             std::uint64_t micro_batch) {
+  plan_knobs knobs;
+  knobs.phase = plan_phase::grpo_step;
+  knobs.prompts = prompts;
+  knobs.group = group;
+  knobs.prompt_len = prompt;
+  knobs.new_tokens = new_tokens;
+  knobs.micro_batch = micro_batch;
+  knobs.ref_model = true;
+  return knobs;
+}
+
+inline plan_knobs train_knobs(std::uint64_t micro_batch, std::uint64_t seq) {
+  plan_knobs knobs;
+  knobs.phase = plan_phase::train;
+  knobs.micro_batch = micro_batch;
+  knobs.seq_len = seq;
+  knobs.logprob_tokens = seq / 2;
+  return knobs;
+}
+
+inline plan_knobs generate_knobs(std::uint64_t batch, std::uint64_t prompt, std::uint64_t new_tokens) {
+  plan_knobs knobs;
+  knobs.phase = plan_phase::generate;
+  knobs.batch = batch;
+  knobs.prompt_len = prompt;
+  knobs.new_tokens = new_tokens;
+  return knobs;
+}
+
+}  // namespace rlmem::testing
