@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,24 @@ struct leak {
   std::uint64_t live_count_at_end = 0;
   std::vector<std::int64_t> bytes_at_step_end;  ///< trace start, then each step end
 };
+
+/// What the leak rule says of one series of step-end figures.
+struct leak_trend {
+  bool leaking = false;
+  std::size_t first_step = 0;       ///< index of the first step end that grew (>= 1)
+  std::size_t steps = 0;            ///< step ends over which it grew, up to the last
+  std::int64_t bytes_per_step = 0;  ///< mean growth per step over those steps
+};
+
+/// The leak rule, applied by inspect to every site's step ends and by the live monitor (through
+/// librlmem) to a process's: `bytes[0]` is the baseline (the trace start), `bytes[i]` the live
+/// bytes at step end i, `counts` the live allocations at the same moments, or empty when unknown.
+/// A series leaks when, in at least two consecutive step ends up to the last, each holds more
+/// than the one before and the count grows too (new allocations kept alive), or, over four or
+/// more, the growth is steady (the smallest growth at least half the largest). Growth in step 1
+/// alone is never a leak: optimizer state and caches fill once.
+/// Precondition: `counts` is empty or as long as `bytes`.
+leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const std::uint64_t> counts) noexcept;
 
 /// Largest free block of one pool and stream at an OOM.
 struct free_block_summary {
@@ -195,5 +214,10 @@ allocation_site resolve_site(const snapshot& snap, stack_id stack);
 
 /// Runs every analysis of `rlmem inspect`.
 inspection inspect(const snapshot& snap, const inspect_options& options = {});
+
+/// inspect() as `rlmem inspect` and librlmem run it on what a person or a caller passed: fails,
+/// with one line in `problem`, when the step marker is not a valid regular expression or
+/// `options.device` is not a device of the snapshot ("has no device 3 (devices: 0, 1)").
+bool inspect_checked(const snapshot& snap, const inspect_options& options, inspection& out, std::string& problem);
 
 }  // namespace rlmem

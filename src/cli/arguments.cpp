@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Option values: sizes with units, rules files, regular expressions.
+// Option values: sizes with units, rules files.
 
 #include "arguments.hpp"
 
@@ -8,7 +8,6 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
-#include <regex>
 #include <sstream>
 #include <string_view>
 
@@ -59,16 +58,6 @@ bool load_category_rules(const std::string& path, std::vector<category_rule>& ru
     return false;
   }
   return true;
-}
-
-bool valid_regex(const std::string& pattern, std::string& message) {
-  try {
-    std::regex compiled(pattern, std::regex::ECMAScript);
-    return true;
-  } catch (const std::regex_error& failure) {
-    message = "'" + pattern + "' is not a valid regular expression (" + failure.what() + ")";
-    return false;
-  }
 }
 
 }  // namespace rlmem::cli

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Parsing of option values shared by subcommands: byte sizes, category files, step markers.
+// Parsing of option values shared by subcommands: byte sizes, category files.
 
 #include <rlmem/inspect.hpp>
 
@@ -15,8 +15,5 @@ bool parse_size(const std::string& text, std::int64_t& bytes);
 
 /// Reads a category rules file; on failure returns false with a one-line message.
 bool load_category_rules(const std::string& path, std::vector<category_rule>& rules, std::string& message);
-
-/// Checks that `pattern` is a valid ECMAScript regular expression.
-bool valid_regex(const std::string& pattern, std::string& message);
 
 }  // namespace rlmem::cli

@@ -10,7 +10,6 @@
 #include <rlmem/report.hpp>
 #include <rlmem/snapshot_reader.hpp>
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -38,10 +37,6 @@ bool prepare_options(const inspect_arguments& args, inspect_options& choices) {
   choices.device = args.device;
   choices.top = args.top;
   choices.step_marker = args.step_marker;
-  if (!args.step_marker.empty() && !valid_regex(args.step_marker, message)) {
-    std::fprintf(stderr, "rlmem: --step-marker %s\n", message.c_str());
-    return false;
-  }
   if (!args.limit.empty() && !parse_size(args.limit, choices.limit_bytes)) {
     std::fprintf(stderr, "rlmem: --limit '%s' is not a size (examples: 2805590497, 2.6GiB, 80GB)\n", args.limit.c_str());
     return false;
@@ -85,12 +80,10 @@ int run_inspect(const inspect_arguments& args) {
   if (!load_snapshot(args.file, args.quiet, snap)) return exit_bad_input;
   inspect_options choices;
   if (!prepare_options(args, choices)) return exit_bad_input;
-  inspection result = inspect(snap, choices);
-  if (args.device >= 0 && std::find(result.devices.begin(), result.devices.end(), args.device) == result.devices.end()) {
-    std::string known;
-    for (std::int64_t device : result.devices) known += (known.empty() ? "" : ", ") + std::to_string(device);
-    std::fprintf(stderr, "rlmem: %s has no device %lld (devices: %s)\n", args.file.c_str(),
-                 static_cast<long long>(args.device), known.empty() ? "none" : known.c_str());
+  inspection result;
+  std::string problem;
+  if (!inspect_checked(snap, choices, result, problem)) {
+    std::fprintf(stderr, "rlmem: %s: %s\n", args.file.c_str(), problem.c_str());
     return exit_bad_input;
   }
   std::string text = args.json ? render_inspection_json(snap, result, args.file)

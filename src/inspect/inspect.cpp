@@ -11,6 +11,7 @@
 #include <rlmem/inspect.hpp>
 
 #include <algorithm>
+#include <regex>
 #include <unordered_map>
 
 namespace rlmem {
@@ -364,6 +365,25 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     result.notes.push_back("no trace events for this device: record with torch.cuda.memory._record_memory_history() to get a timeline");
   }
   return result;
+}
+
+bool inspect_checked(const snapshot& snap, const inspect_options& options, inspection& out, std::string& problem) {
+  if (!options.step_marker.empty()) {
+    try {
+      std::regex marker(options.step_marker, std::regex::ECMAScript);
+    } catch (const std::regex_error& failure) {
+      problem = "step marker '" + options.step_marker + "' is not a valid regular expression (" + failure.what() + ")";
+      return false;
+    }
+  }
+  out = inspect(snap, options);
+  if (options.device >= 0 && std::find(out.devices.begin(), out.devices.end(), options.device) == out.devices.end()) {
+    std::string known;
+    for (std::int64_t device : out.devices) known += (known.empty() ? "" : ", ") + std::to_string(device);
+    problem = "has no device " + std::to_string(options.device) + " (devices: " + (known.empty() ? "none" : known) + ")";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace rlmem

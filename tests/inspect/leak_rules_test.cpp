@@ -63,3 +63,38 @@ TEST(leak_rule, leaks_are_ranked_by_growth) {
 }
 
 }  // namespace rlmem::detail
+
+namespace rlmem {
+
+// The rule on one series, as librlmem exposes it to the live monitor.
+TEST(leak_trend, without_counts_only_steady_growth_over_four_steps_leaks) {
+  std::vector<std::int64_t> bytes{0, 10, 20, 30};
+  EXPECT_FALSE(leak_trend_of(bytes, {}).leaking) << "three growing steps without counts";
+  bytes.push_back(40);
+  leak_trend trend = leak_trend_of(bytes, {});
+  EXPECT_TRUE(trend.leaking) << "four steady steps";
+  EXPECT_EQ(trend.first_step, 1u);
+  EXPECT_EQ(trend.steps, 4u);
+  EXPECT_EQ(trend.bytes_per_step, 10);
+}
+
+TEST(leak_trend, uneven_growth_without_counts_is_not_steady) {
+  std::vector<std::int64_t> bytes{0, 100, 110, 300, 310};
+  EXPECT_FALSE(leak_trend_of(bytes, {}).leaking) << "growth of 100, 10, 190, 10 is not steady";
+}
+
+TEST(leak_trend, counts_of_another_length_are_ignored) {
+  std::vector<std::int64_t> bytes{0, 10, 20, 30};
+  std::vector<std::uint64_t> counts{0, 1};
+  EXPECT_FALSE(leak_trend_of(bytes, counts).leaking);
+}
+
+TEST(leak_trend, figures_across_the_whole_int64_range_do_not_overflow) {
+  std::vector<std::int64_t> bytes{INT64_MIN, INT64_MIN, 0, INT64_MAX};
+  std::vector<std::uint64_t> counts{0, 0, 1, 2};
+  leak_trend trend = leak_trend_of(bytes, counts);
+  EXPECT_TRUE(trend.leaking);
+  EXPECT_EQ(trend.bytes_per_step, INT64_MAX) << "the mean of 2^64 - 1 over two steps clamps";
+}
+
+}  // namespace rlmem
