@@ -3,11 +3,16 @@
 
 PACKAGES := cmake g++ make pkg-config nlohmann-json3-dev libfmt-dev libcli11-dev \
             zlib1g-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev
+# The Python package's tests (Debian's torch 1.13 gives them a real gloo process group) and the
+# terminal test of `rlmem watch`.
+TEST_PACKAGES := python3 python3-venv python3-setuptools python3-pip python3-pytest python3-torch tmux
 FUZZ_PACKAGES := clang libclang-rt-dev
+# Debian's interpreter, where python3-pytest and python3-torch live (not a pyenv or venv one).
+PYTHON := /usr/bin/python3
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO_SNAPSHOT := testdata/snapshots/grpo_clean.pickle.zst
 
-.PHONY: all deps build demo test test-release test-sanitize bench fuzz clean
+.PHONY: all deps build demo test test-release test-sanitize test-python bench fuzz clean
 
 all: build
 
@@ -24,23 +29,31 @@ deps:
 	  fi; \
 	fi
 
-# Release binary at build/rlmem.
+# Release binary at build/rlmem and the C library at build/librlmem.so.
 build: deps
 	cmake --preset release
-	cmake --build --preset release --target rlmem -j $(JOBS)
+	cmake --build --preset release --target rlmem rlmem_c -j $(JOBS)
 
 demo: build
 	./build/rlmem inspect $(DEMO_SNAPSHOT)
+	PYTHONPATH=python $(PYTHON) -c 'import rlmem; d = rlmem.inspect("$(DEMO_SNAPSHOT)"); \
+	  print("python: rlmem", rlmem.version(), "peak allocated", d["summary"]["peak_allocated_bytes"], "bytes,", len(d["leaks"]), "leaks")'
 	./build/rlmem plan --model qwen2.5-0.5b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 \
 	  --new-tokens 512 --micro-batch 16 --ref-model --fit h100-80g
 
-# Every test, twice: a Release build, then an AddressSanitizer + UBSan build.
-test: test-release test-sanitize
+# Every C++ test twice (a Release build, then an AddressSanitizer + UBSan build), and the Python
+# package's tests once, against the Release librlmem.
+test: test-release test-python test-sanitize
 
-test-release: deps
+test-release:
+	$(MAKE) deps EXTRA_PACKAGES="$(TEST_PACKAGES)"
 	cmake --preset release
 	cmake --build --preset release -j $(JOBS)
 	ctest --preset release -j $(JOBS)
+
+test-python: test-release
+	RLMEM_LIBRARY=$(CURDIR)/build/librlmem.so RLMEM_CLI=$(CURDIR)/build/rlmem \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
 test-sanitize: deps
 	cmake --preset sanitize
@@ -61,7 +74,7 @@ fuzz:
 	$(MAKE) deps EXTRA_PACKAGES="$(FUZZ_PACKAGES)"
 	cmake --preset fuzz
 	cmake --build --preset fuzz --target all_fuzzers -j $(JOBS)
-	for target in fuzz_snapshot_reader fuzz_category_rules fuzz_alloc_conf fuzz_plan_inputs; do \
+	for target in fuzz_snapshot_reader fuzz_category_rules fuzz_alloc_conf fuzz_plan_inputs fuzz_capi; do \
 	  mkdir -p build-fuzz/corpus/$$target && cp -n fuzz/corpus/$$target/* build-fuzz/corpus/$$target/ && \
 	  ./build-fuzz/fuzz/$$target build-fuzz/corpus/$$target -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 	    -artifact_prefix=build-fuzz/$$target- || exit 1; \
