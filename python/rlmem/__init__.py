@@ -1,0 +1,62 @@
+"""rlmem: GPU memory of PyTorch RL fine-tuning jobs, measured inside the training loop.
+
+A thin Python layer over librlmem (the rlmem C++ library, loaded with ctypes); every rule lives
+in the library. torch is imported only by the parts that need it, so ``import rlmem`` works
+without it.
+
+* :func:`inspect` -- what ``rlmem inspect --json`` reports on a snapshot, as Python objects.
+* :func:`leak_check` -- the leak rule on one series of step-end figures.
+* :class:`record` -- record allocation history; snapshots every N steps, at exit, and on OOM
+  (with rlmem's verdict).
+* :class:`StepMonitor` / :func:`monitored` -- per-step figures, a JSON-lines log and alerts
+  (leak, fragmentation, alloc_retries, headroom, oom, imbalance across ranks).
+* ``rlmem.integrations.RlmemCallback`` -- the monitor as a ``transformers.TrainerCallback``.
+
+Errors are :class:`RlmemError` subclasses carrying the CLI's message.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .core import LeakVerdict, inspect, leak_check, library_path, version
+from .errors import (
+    BadInputError,
+    InternalError,
+    InvalidArgumentError,
+    LibraryError,
+    RlmemError,
+    RlmemMemoryError,
+)
+from .monitor import Alert, AlertWarning, StepMonitor, monitored
+from .recording import oom_verdict_line, record
+
+__all__ = [
+    "__version__",
+    "inspect",
+    "leak_check",
+    "LeakVerdict",
+    "version",
+    "library_path",
+    "record",
+    "oom_verdict_line",
+    "StepMonitor",
+    "monitored",
+    "Alert",
+    "AlertWarning",
+    "RlmemError",
+    "InvalidArgumentError",
+    "BadInputError",
+    "RlmemMemoryError",
+    "InternalError",
+    "LibraryError",
+]
+
+
+def __getattr__(name: str):
+    # rlmem.integrations is imported on first use only (it knows about transformers).
+    if name == "integrations":
+        import importlib
+
+        return importlib.import_module(".integrations", __name__)
+    raise AttributeError(f"module 'rlmem' has no attribute {name!r}")

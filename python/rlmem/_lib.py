@@ -1,0 +1,143 @@
+"""Finding and loading librlmem.so, and the ctypes declarations of include/rlmem/rlmem.h.
+
+Where the library is looked for, first match wins:
+
+1. ``$RLMEM_LIBRARY``: the path of a librlmem.so (an error if it does not exist);
+2. ``librlmem.so`` next to this file: an installed package (``pip install ./python`` copies it);
+3. ``build/librlmem.so`` of the checkout this package sits in (``PYTHONPATH=python`` after
+   ``make build``).
+
+The loaded library is the package's only cached state; it is thread-safe (the C ABI keeps no
+global mutable state).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from pathlib import Path
+
+from .errors import LibraryError
+
+LIBRARY_NAME = "librlmem.so"
+# The C ABI this package speaks: rlmem.h's RLMEM_VERSION_MAJOR.MINOR.
+ABI_VERSION = (0, 1)
+
+_lock = threading.Lock()
+_loaded: tuple[ctypes.CDLL, str] | None = None
+
+
+class InspectOptions(ctypes.Structure):
+    """rlmem_inspect_options."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("device", ctypes.c_int64),
+        ("top", ctypes.c_uint32),
+        ("step_marker", ctypes.c_char_p),
+        ("limit_bytes", ctypes.c_int64),
+        ("category_rules", ctypes.c_char_p),
+        ("source_name", ctypes.c_char_p),
+    ]
+
+
+class LeakVerdictStruct(ctypes.Structure):
+    """rlmem_leak_verdict."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("leaking", ctypes.c_int),
+        ("first_step", ctypes.c_uint64),
+        ("steps", ctypes.c_uint64),
+        ("bytes_per_step", ctypes.c_int64),
+    ]
+
+
+def candidate_paths() -> list[Path]:
+    """Where librlmem.so is looked for, in order (RLMEM_LIBRARY, the package, the checkout)."""
+    here = Path(__file__).resolve().parent
+    paths = []
+    override = os.environ.get("RLMEM_LIBRARY")
+    if override:
+        paths.append(Path(override))
+    paths.append(here / LIBRARY_NAME)
+    paths.append(here.parent.parent / "build" / LIBRARY_NAME)
+    return paths
+
+
+def _find() -> Path:
+    override = os.environ.get("RLMEM_LIBRARY")
+    if override:
+        path = Path(override)
+        if not path.is_file():
+            raise LibraryError(f"RLMEM_LIBRARY={override}: no such file (unset it to use the package's own librlmem.so)")
+        return path
+    for path in candidate_paths():
+        if path.is_file():
+            return path
+    looked = ", ".join(str(p) for p in candidate_paths())
+    raise LibraryError(
+        f"{LIBRARY_NAME} not found (looked in: {looked}); build it with `make build` in the rlmem checkout, "
+        f"or set RLMEM_LIBRARY to its path"
+    )
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    lib.rlmem_version.argtypes = []
+    lib.rlmem_version.restype = ctypes.c_char_p
+    lib.rlmem_status_name.argtypes = [ctypes.c_int]
+    lib.rlmem_status_name.restype = ctypes.c_char_p
+    # Returned strings are received as void pointers: they must go back to rlmem_string_free.
+    lib.rlmem_string_free.argtypes = [ctypes.c_void_p]
+    lib.rlmem_string_free.restype = None
+    lib.rlmem_inspect_options_init.argtypes = [ctypes.POINTER(InspectOptions)]
+    lib.rlmem_inspect_options_init.restype = None
+    lib.rlmem_inspect_file.argtypes = [ctypes.c_char_p, ctypes.POINTER(InspectOptions),
+                                       ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+    lib.rlmem_inspect_file.restype = ctypes.c_int
+    lib.rlmem_inspect_bytes.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(InspectOptions),
+                                        ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+    lib.rlmem_inspect_bytes.restype = ctypes.c_int
+    lib.rlmem_leak_check.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_uint64),
+                                     ctypes.c_size_t, ctypes.POINTER(LeakVerdictStruct)]
+    lib.rlmem_leak_check.restype = ctypes.c_int
+
+
+def load() -> tuple[ctypes.CDLL, str]:
+    """The loaded library and its path (loaded once per process)."""
+    global _loaded
+    with _lock:
+        if _loaded is not None:
+            return _loaded
+        path = _find()
+        try:
+            lib = ctypes.CDLL(str(path))
+        except OSError as error:
+            raise LibraryError(f"{path}: cannot be loaded: {error}") from None
+        try:
+            _declare(lib)
+        except AttributeError as error:
+            raise LibraryError(f"{path}: not a librlmem this package can use ({error})") from None
+        version = lib.rlmem_version().decode("utf-8", "replace")
+        try:
+            major, minor = (int(part) for part in version.split(".")[:2])
+        except ValueError:
+            raise LibraryError(f"{path}: reports version {version!r}, not MAJOR.MINOR.PATCH") from None
+        if (major, minor) != ABI_VERSION:
+            raise LibraryError(
+                f"{path} is librlmem {version}; this rlmem package speaks the {ABI_VERSION[0]}.{ABI_VERSION[1]} ABI: "
+                f"rebuild the library (`make build`) or reinstall the package from the same checkout"
+            )
+        _loaded = (lib, str(path))
+        return _loaded
+
+
+def take_string(lib: ctypes.CDLL, pointer: ctypes.c_void_p) -> str | None:
+    """Copies a library-owned C string into Python and frees it (NULL gives None)."""
+    if not pointer.value:
+        return None
+    try:
+        return ctypes.string_at(pointer.value).decode("utf-8", "replace")
+    finally:
+        lib.rlmem_string_free(pointer)

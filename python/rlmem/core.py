@@ -1,0 +1,239 @@
+"""inspect(), leak_check() and version(): thin calls into librlmem.
+
+Every rule lives in the C++ library; this module converts arguments, calls, and converts back.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Union
+
+from . import _lib
+from .errors import InvalidArgumentError, BadInputError, RLMEM_OK, error_for_status
+
+__all__ = ["inspect", "leak_check", "LeakVerdict", "version", "library_path"]
+
+PathOrBytes = Union[str, "os.PathLike[str]", "os.PathLike[bytes]", bytes, bytearray, memoryview]
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_UINT64_MAX = 2**64 - 1
+_UINT32_MAX = 2**32 - 1
+
+
+def version() -> str:
+    """The version of the loaded librlmem, e.g. ``"0.1.0"``."""
+    lib, _ = _lib.load()
+    return lib.rlmem_version().decode("utf-8", "replace")
+
+
+def library_path() -> str:
+    """The path of the librlmem.so this process uses (see rlmem._lib for the search order)."""
+    return _lib.load()[1]
+
+
+def _encode_optional_text(name: str, value: Optional[str]) -> Optional[bytes]:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, not {type(value).__name__}")
+    if "\0" in value:
+        raise InvalidArgumentError(f"{name} contains a NUL character")
+    return value.encode("utf-8")
+
+
+def _read_category_rules(categories: Union[str, "os.PathLike[str]"]) -> bytes:
+    # The CLI reads --categories FILE the same way and reports the same line when it cannot.
+    try:
+        with open(categories, "rb") as rules:
+            text = rules.read()
+    except OSError:
+        raise BadInputError(f"--categories {os.fsdecode(categories)}: cannot be read") from None
+    if b"\0" in text:
+        raise InvalidArgumentError(f"--categories {os.fsdecode(categories)}: contains a NUL byte")
+    return text
+
+
+def _options(lib, device, top, step_marker, limit, categories, keep_alive: list) -> _lib.InspectOptions:
+    options = _lib.InspectOptions()
+    lib.rlmem_inspect_options_init(ctypes.byref(options))
+    if device is not None:
+        if isinstance(device, bool) or not isinstance(device, int):
+            raise TypeError(f"device must be an int or None, not {type(device).__name__}")
+        if device < 0:
+            raise InvalidArgumentError(f"device {device} is not a CUDA device (None: the one with the longest trace)")
+        options.device = device
+    if isinstance(top, bool) or not isinstance(top, int):
+        raise TypeError(f"top must be an int, not {type(top).__name__}")
+    if not 1 <= top <= _UINT32_MAX:
+        raise InvalidArgumentError(f"top must be at least 1, not {top}")
+    options.top = top
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError(f"limit must be a number of bytes (int) or None, not {type(limit).__name__}")
+        if not 0 <= limit <= _INT64_MAX:
+            raise InvalidArgumentError(f"limit {limit} is not a number of bytes (0 or None: derived)")
+        options.limit_bytes = limit
+    marker = _encode_optional_text("step_marker", step_marker)
+    if marker:
+        keep_alive.append(marker)
+        options.step_marker = marker
+    if categories is not None:
+        rules = _read_category_rules(categories)
+        keep_alive.append(rules)
+        options.category_rules = rules
+    return options
+
+
+def _call_inspect(lib, call) -> dict:
+    document = ctypes.c_void_p()
+    error = ctypes.c_void_p()
+    status = call(ctypes.byref(document), ctypes.byref(error))
+    text = _lib.take_string(lib, document)
+    message = _lib.take_string(lib, error)
+    if status != RLMEM_OK:
+        name = lib.rlmem_status_name(status).decode("ascii", "replace")
+        raise error_for_status(status, message or name, name)
+    if text is None:
+        raise error_for_status(-4, "internal error: librlmem returned success without a document", "RLMEM_E_INTERNAL")
+    return json.loads(text)
+
+
+def inspect(
+    snapshot: PathOrBytes,
+    *,
+    device: Optional[int] = None,
+    top: int = 10,
+    step_marker: Optional[str] = None,
+    limit: Optional[int] = None,
+    categories: Union[str, "os.PathLike[str]", None] = None,
+) -> dict[str, Any]:
+    """Inspects a PyTorch memory snapshot and returns ``rlmem inspect --json``'s document.
+
+    ``snapshot`` is a path (str or PathLike) of what ``torch.cuda.memory._dump_snapshot`` wrote,
+    plain, gzip or zstd (detected from the content), or the snapshot's bytes themselves (bytes,
+    bytearray, memoryview). Nothing in the pickle is executed: opcodes that would import or call
+    code are refused with :class:`BadInputError`.
+
+    The options are the CLI's flags: ``device`` (--device; None: the device with the longest
+    trace), ``top`` (--top: sites listed at the peak), ``step_marker`` (--step-marker: a regular
+    expression on frames ``"path:line function"`` that starts each step), ``limit`` (--limit:
+    the memory limit in bytes for OOM verdicts; None: bounded from the trace), ``categories``
+    (--categories: a rules file replacing the built-in category table).
+
+    The result follows docs/schema/inspect.schema.json; the parts most used::
+
+        report = rlmem.inspect("snapshot.pickle")
+        report["summary"]["peak_allocated_bytes"]      # the peak, bytes
+        report["peak"]["by_site"][0]["site"]           # what held most at the peak
+        for leak in report["leaks"]:                   # sites that grow every step
+            print(leak["site"], leak["bytes_per_step"], leak["first_step"])
+        for oom in report["oom"]:                      # one verdict per OOM event
+            print(oom["verdict"], oom["requested_bytes"], oom["advice"])
+
+    Raises :class:`BadInputError` (unreadable or malformed snapshot, missing file),
+    :class:`InvalidArgumentError` (bad options, a device the file does not have), both
+    ``ValueError``s, with the message the CLI prints after ``rlmem:``.
+    """
+    lib, _ = _lib.load()
+    keep_alive: list = []
+    options = _options(lib, device, top, step_marker, limit, categories, keep_alive)
+    if isinstance(snapshot, (bytes, bytearray, memoryview)):
+        data, size = _buffer_of(snapshot, keep_alive)
+        return _call_inspect(lib, lambda out, err: lib.rlmem_inspect_bytes(data, size, ctypes.byref(options), out, err))
+    if isinstance(snapshot, (str, os.PathLike)):
+        path = os.fsencode(snapshot)
+        if b"\0" in path:
+            raise InvalidArgumentError(f"{os.fsdecode(path)!r}: a path cannot contain a NUL character")
+        return _call_inspect(lib, lambda out, err: lib.rlmem_inspect_file(path, ctypes.byref(options), out, err))
+    raise TypeError(f"snapshot must be a path (str, os.PathLike) or bytes-like, not {type(snapshot).__name__}")
+
+
+def _buffer_of(snapshot, keep_alive: list):
+    """A pointer the C call can read and the size, without copying where Python allows it."""
+    if isinstance(snapshot, bytes):
+        return snapshot, len(snapshot)
+    view = memoryview(snapshot)
+    if not view.c_contiguous:
+        data = view.tobytes()
+        return data, len(data)
+    view = view.cast("B")
+    size = view.nbytes
+    if size == 0:
+        return b"", 0
+    if view.readonly:
+        data = view.tobytes()  # ctypes cannot point into a read-only buffer without a copy
+        return data, size
+    array = (ctypes.c_char * size).from_buffer(view)
+    keep_alive.append(array)
+    return ctypes.cast(array, ctypes.c_void_p), size
+
+
+@dataclass(frozen=True)
+class LeakVerdict:
+    """The leak rule's verdict on one series (``bool(verdict)`` is ``verdict.leaking``).
+
+    ``first_step`` is the index in the series of the first value that grew (>= 1; index 0 is the
+    baseline), ``steps`` how many consecutive values grew up to the last, ``bytes_per_step`` their
+    mean growth. All zero when the series does not leak.
+    """
+
+    leaking: bool
+    first_step: int
+    steps: int
+    bytes_per_step: int
+
+    def __bool__(self) -> bool:
+        return self.leaking
+
+
+def _int_series(name: str, values: Iterable[int], low: int, high: int) -> list[int]:
+    out = []
+    for index, value in enumerate(values):
+        if isinstance(value, bool):
+            raise TypeError(f"{name}[{index}] is a bool, not a number")
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name}[{index}] is {value!r}, not an integer") from None
+        if number != value:
+            raise InvalidArgumentError(f"{name}[{index}] = {value!r} is not a whole number")
+        if not low <= number <= high:
+            raise InvalidArgumentError(f"{name}[{index}] = {number} is outside [{low}, {high}]")
+        out.append(number)
+    return out
+
+
+def leak_check(bytes_series: Iterable[int], counts: Optional[Iterable[int]] = None) -> LeakVerdict:
+    """Applies the leak rule of ``rlmem inspect`` to one series of step-end figures.
+
+    ``bytes_series[0]`` is the baseline, ``bytes_series[i]`` the live bytes at step end i;
+    ``counts`` (optional, same length) the live allocation counts at the same moments. The rule,
+    implemented once in librlmem: a series leaks when, in at least two consecutive step ends up to
+    the last, each holds more than the one before and the count of allocations grows too, or, over
+    four or more, the growth is steady (the smallest step's growth at least half the largest).
+    Growth in step 1 alone is never a leak::
+
+        >>> rlmem.leak_check([100, 100, 150, 200], counts=[3, 3, 4, 5])
+        LeakVerdict(leaking=True, first_step=2, steps=2, bytes_per_step=50)
+    """
+    lib, _ = _lib.load()
+    values = _int_series("bytes_series", bytes_series, _INT64_MIN, _INT64_MAX)
+    n = len(values)
+    byte_array = (ctypes.c_int64 * n)(*values)
+    count_pointer = None
+    if counts is not None:
+        count_values = _int_series("counts", counts, 0, _UINT64_MAX)
+        if len(count_values) != n:
+            raise InvalidArgumentError(f"counts has {len(count_values)} values, bytes_series {n}: they must match")
+        count_pointer = (ctypes.c_uint64 * n)(*count_values)
+    verdict = _lib.LeakVerdictStruct()
+    verdict.struct_size = ctypes.sizeof(_lib.LeakVerdictStruct)
+    status = lib.rlmem_leak_check(byte_array, count_pointer, n, ctypes.byref(verdict))
+    if status != RLMEM_OK:
+        name = lib.rlmem_status_name(status).decode("ascii", "replace")
+        raise error_for_status(status, f"rlmem_leak_check failed: {name}", name)
+    return LeakVerdict(bool(verdict.leaking), int(verdict.first_step), int(verdict.steps), int(verdict.bytes_per_step))
