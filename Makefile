@@ -67,14 +67,15 @@ bench: deps
 	bench/peak_rss.sh build-bench/rlmem
 
 # libFuzzer runs of every parser (the snapshot reader with inspect() and replay, the category
-# rules, the alloc-conf parser, config.json and --buffer specs with every plan phase):
+# rules, the alloc-conf parser, config.json and --buffer specs with every plan phase, librlmem's
+# C ABI, StepMonitor log lines with watch's advice and views):
 # make fuzz FUZZ_SECONDS=600
 FUZZ_SECONDS ?= 600
 fuzz:
 	$(MAKE) deps EXTRA_PACKAGES="$(FUZZ_PACKAGES)"
 	cmake --preset fuzz
 	cmake --build --preset fuzz --target all_fuzzers -j $(JOBS)
-	for target in fuzz_snapshot_reader fuzz_category_rules fuzz_alloc_conf fuzz_plan_inputs fuzz_capi; do \
+	for target in fuzz_snapshot_reader fuzz_category_rules fuzz_alloc_conf fuzz_plan_inputs fuzz_capi fuzz_steplog; do \
 	  mkdir -p build-fuzz/corpus/$$target && cp -n fuzz/corpus/$$target/* build-fuzz/corpus/$$target/ && \
 	  ./build-fuzz/fuzz/$$target build-fuzz/corpus/$$target -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 	    -artifact_prefix=build-fuzz/$$target- || exit 1; \

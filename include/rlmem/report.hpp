@@ -9,6 +9,7 @@
 #include <rlmem/plan.hpp>
 #include <rlmem/replay.hpp>
 #include <rlmem/snapshot.hpp>
+#include <rlmem/watch.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -79,5 +80,17 @@ std::string render_plan_json(const plan_report& report);
 
 /// The command line that reproduces `knobs` (the search's best configuration, for instance).
 std::string knobs_command_line(const plan_knobs& knobs);
+
+struct watch_text_options {
+  std::size_t width = 100;             ///< columns available (at least 40)
+  std::size_t processes_per_gpu = 4;   ///< more are summed on one line
+  double interval_seconds = 0;         ///< shown in the heading; 0 for a single report (--once)
+};
+
+/// One refresh of `rlmem watch` for people. Every line fits `width` columns (one per code point);
+/// command lines, log messages and paths are escaped so they cannot write terminal controls.
+std::string render_watch_text(const watch_frame& frame, const watch_text_options& options = {});
+/// One refresh of `rlmem watch --json`: one line, schema in docs/schema/watch.schema.json.
+std::string render_watch_json(const watch_frame& frame);
 
 }  // namespace rlmem

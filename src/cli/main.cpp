@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   rlmem::cli::add_diff_command(app, run);
   rlmem::cli::add_replay_command(app, run);
   rlmem::cli::add_plan_command(app, run);
+  rlmem::cli::add_watch_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

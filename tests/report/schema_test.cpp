@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The JSON reports follow the schemas documented in docs/schema/: a small validator for the
-// keywords those schemas use (type, required, properties, items, prefixItems, additionalProperties,
-// const, enum, maxItems, $ref), run over real outputs.
+// The JSON reports follow the schemas documented in docs/schema/, checked by the tests' small
+// validator (json_schema.hpp) over real outputs.
 
 #include "fixtures.hpp"
+#include "json_schema.hpp"
 
 #include <rlmem/report.hpp>
 
@@ -19,71 +19,8 @@ namespace {
 
 using json = nlohmann::json;
 
-json load_schema(const std::string& name) {
-  std::ifstream input(std::string(RLMEM_SOURCE_DIR) + "/docs/schema/" + name);
-  return json::parse(input);
-}
-
-bool has_type(const json& value, const std::string& type) {
-  if (type == "object") return value.is_object();
-  if (type == "array") return value.is_array();
-  if (type == "string") return value.is_string();
-  if (type == "integer") return value.is_number_integer();
-  if (type == "number") return value.is_number();
-  if (type == "boolean") return value.is_boolean();
-  if (type == "null") return value.is_null();
-  return false;
-}
-
-// Appends to `problems` every place where `value` breaks `schema`.
-void validate(const json& value, const json& schema, const json& root, const std::string& path, std::vector<std::string>& problems) {
-  if (schema.contains("$ref")) {
-    std::string ref = schema["$ref"];  // "#/$defs/name"
-    validate(value, root["$defs"][ref.substr(ref.rfind('/') + 1)], root, path, problems);
-    return;
-  }
-  if (schema.contains("type")) {
-    bool ok = false;
-    if (schema["type"].is_array()) {
-      for (const auto& type : schema["type"]) ok = ok || has_type(value, type);
-    } else {
-      ok = has_type(value, schema["type"]);
-    }
-    if (!ok) problems.push_back(path + ": expected type " + schema["type"].dump() + ", saw " + value.type_name());
-  }
-  if (schema.contains("const") && value != schema["const"]) problems.push_back(path + ": expected " + schema["const"].dump());
-  if (schema.contains("enum") && std::find(schema["enum"].begin(), schema["enum"].end(), value) == schema["enum"].end()) {
-    problems.push_back(path + ": " + value.dump() + " is not one of " + schema["enum"].dump());
-  }
-  if (value.is_object()) {
-    for (const auto& key : schema.value("required", json::array())) {
-      if (!value.contains(key)) problems.push_back(path + ": missing required key " + key.dump());
-    }
-    for (const auto& [key, item] : value.items()) {
-      if (schema.contains("properties") && schema["properties"].contains(key)) {
-        validate(item, schema["properties"][key], root, path + "." + key, problems);
-      } else if (schema.contains("additionalProperties") && schema["additionalProperties"].is_object()) {
-        validate(item, schema["additionalProperties"], root, path + "." + key, problems);
-      }
-    }
-  }
-  if (value.is_array()) {
-    if (schema.contains("maxItems") && value.size() > schema["maxItems"].get<std::size_t>()) problems.push_back(path + ": too many items");
-    for (std::size_t i = 0; i < value.size(); ++i) {
-      std::string at = path + "[" + std::to_string(i) + "]";
-      if (schema.contains("prefixItems") && i < schema["prefixItems"].size()) {
-        validate(value[i], schema["prefixItems"][i], root, at, problems);
-      } else if (schema.contains("items")) {
-        validate(value[i], schema["items"], root, at, problems);
-      }
-    }
-  }
-}
-
 void expect_valid(const std::string& output, const std::string& schema_name) {
-  json schema = load_schema(schema_name);
-  std::vector<std::string> problems;
-  validate(json::parse(output), schema, schema, "$", problems);
+  std::vector<std::string> problems = testing::schema_problems(json::parse(output), schema_name);
   for (std::size_t i = 0; i < std::min<std::size_t>(problems.size(), 10); ++i) ADD_FAILURE() << schema_name << ": " << problems[i];
 }
 
@@ -170,10 +107,7 @@ TEST(schema, plan_output_follows_the_documented_schema) {
 }
 
 TEST(schema, the_validator_catches_a_missing_key) {
-  json schema = load_schema("inspect.schema.json");
-  std::vector<std::string> problems;
-  validate(json{{"schema_version", 1}}, schema, schema, "$", problems);
-  EXPECT_FALSE(problems.empty());
+  EXPECT_FALSE(testing::schema_problems(json{{"schema_version", 1}}, "inspect.schema.json").empty());
 }
 
 }  // namespace rlmem
