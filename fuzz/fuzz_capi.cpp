@@ -39,7 +39,8 @@ void check_leak_rule(const std::uint8_t* data, std::size_t size) {
   std::vector<std::uint64_t> counts(bytes.size());
   for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = static_cast<std::uint64_t>(bytes[i]) & 0xff;
   rlmem_leak_verdict verdict{sizeof(rlmem_leak_verdict), 0, 0, 0, 0};
-  if (rlmem_leak_check(bytes.data(), counts.data(), bytes.size(), &verdict) != RLMEM_OK) __builtin_trap();
+  std::size_t min_steady_steps = size > 0 ? data[size - 1] % 12 : 0;
+  if (rlmem_leak_check(bytes.data(), counts.data(), bytes.size(), min_steady_steps, &verdict) != RLMEM_OK) __builtin_trap();
   if (verdict.leaking && (verdict.first_step < 1 || verdict.steps < 2 || verdict.bytes_per_step <= 0 ||
                           verdict.first_step + verdict.steps != bytes.size())) {
     __builtin_trap();

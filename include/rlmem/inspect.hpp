@@ -110,10 +110,15 @@ struct leak_trend {
 /// bytes at step end i, `counts` the live allocations at the same moments, or empty when unknown.
 /// A series leaks when, in at least two consecutive step ends up to the last, each holds more
 /// than the one before and the count grows too (new allocations kept alive), or, over four or
-/// more, the growth is steady (the smallest growth at least half the largest). Growth in step 1
-/// alone is never a leak: optimizer state and caches fill once.
+/// more (`min_steady_steps`), the growth is steady (the smallest growth at least half the
+/// largest). Growth in step 1 alone is never a leak: optimizer state and caches fill once.
+/// inspect judges one allocation site at a time and uses 4; a whole process's step ends also
+/// follow batch sizes (a ramp of four growing batches is steady growth), so the live monitor asks
+/// for more.
 /// Precondition: `counts` is empty or as long as `bytes`.
-leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const std::uint64_t> counts) noexcept;
+inline constexpr std::size_t default_min_steady_steps = 4;
+leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const std::uint64_t> counts,
+                         std::size_t min_steady_steps = default_min_steady_steps) noexcept;
 
 /// Largest free block of one pool and stream at an OOM.
 struct free_block_summary {

@@ -87,11 +87,14 @@ typedef struct rlmem_leak_verdict {
  *  `bytes[0]` is the baseline, `bytes[i]` the live bytes at step end i; `counts` (may be NULL)
  *  the live allocation counts at the same moments. A series leaks when, in at least two
  *  consecutive step ends up to the last, each holds more than the one before and the count of
- *  allocations grows too, or, over four or more, the growth is steady (the smallest step's growth
- *  at least half the largest). Growth in step 1 alone is never a leak.
+ *  allocations grows too, or, over `min_steady_steps` or more, the growth is steady (the smallest
+ *  step's growth at least half the largest). Growth in step 1 alone is never a leak.
+ *  `min_steady_steps` 0 means inspect's 4 (one allocation site); a whole process's step ends
+ *  also follow batch sizes, and the Python StepMonitor passes 8.
  *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL bytes with n > 0, NULL verdict, bad
  *    struct_size), RLMEM_E_INTERNAL. */
-RLMEM_API int rlmem_leak_check(const int64_t* bytes, const uint64_t* counts, size_t n, rlmem_leak_verdict* verdict);
+RLMEM_API int rlmem_leak_check(const int64_t* bytes, const uint64_t* counts, size_t n, size_t min_steady_steps,
+                               rlmem_leak_verdict* verdict);
 
 #ifdef __cplusplus
 }

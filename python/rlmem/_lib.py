@@ -100,7 +100,7 @@ def _declare(lib: ctypes.CDLL) -> None:
                                         ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
     lib.rlmem_inspect_bytes.restype = ctypes.c_int
     lib.rlmem_leak_check.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_uint64),
-                                     ctypes.c_size_t, ctypes.POINTER(LeakVerdictStruct)]
+                                     ctypes.c_size_t, ctypes.c_size_t, ctypes.POINTER(LeakVerdictStruct)]
     lib.rlmem_leak_check.restype = ctypes.c_int
 
 

@@ -207,15 +207,16 @@ def _int_series(name: str, values: Iterable[int], low: int, high: int) -> list[i
     return out
 
 
-def leak_check(bytes_series: Iterable[int], counts: Optional[Iterable[int]] = None) -> LeakVerdict:
+def leak_check(bytes_series: Iterable[int], counts: Optional[Iterable[int]] = None,
+               steady_steps: Optional[int] = None) -> LeakVerdict:
     """Applies the leak rule of ``rlmem inspect`` to one series of step-end figures.
 
     ``bytes_series[0]`` is the baseline, ``bytes_series[i]`` the live bytes at step end i;
     ``counts`` (optional, same length) the live allocation counts at the same moments. The rule,
     implemented once in librlmem: a series leaks when, in at least two consecutive step ends up to
     the last, each holds more than the one before and the count of allocations grows too, or, over
-    four or more, the growth is steady (the smallest step's growth at least half the largest).
-    Growth in step 1 alone is never a leak::
+    ``steady_steps`` or more (default 4, inspect's: one allocation site), the growth is steady (the
+    smallest step's growth at least half the largest). Growth in step 1 alone is never a leak::
 
         >>> rlmem.leak_check([100, 100, 150, 200], counts=[3, 3, 4, 5])
         LeakVerdict(leaking=True, first_step=2, steps=2, bytes_per_step=50)
@@ -232,7 +233,9 @@ def leak_check(bytes_series: Iterable[int], counts: Optional[Iterable[int]] = No
         count_pointer = (ctypes.c_uint64 * n)(*count_values)
     verdict = _lib.LeakVerdictStruct()
     verdict.struct_size = ctypes.sizeof(_lib.LeakVerdictStruct)
-    status = lib.rlmem_leak_check(byte_array, count_pointer, n, ctypes.byref(verdict))
+    if steady_steps is not None and (isinstance(steady_steps, bool) or not isinstance(steady_steps, int) or steady_steps < 2):
+        raise InvalidArgumentError(f"steady_steps must be an integer of at least 2, not {steady_steps!r}")
+    status = lib.rlmem_leak_check(byte_array, count_pointer, n, steady_steps or 0, ctypes.byref(verdict))
     if status != RLMEM_OK:
         name = lib.rlmem_status_name(status).decode("ascii", "replace")
         raise error_for_status(status, f"rlmem_leak_check failed: {name}", name)

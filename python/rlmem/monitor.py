@@ -175,7 +175,9 @@ class StepMonitor:
 
     * **leak**: step-end allocated bytes and live allocation counts of the last ``leak_window``
       samples, judged by :func:`rlmem.leak_check` (the rule ``rlmem inspect`` applies to each
-      allocation site). With ``record_on_leak=K`` the monitor then records the next K steps,
+      allocation site): growth with new allocations kept alive over two step ends, or steady
+      growth over ``leak_steady_steps`` (8; inspect's 4 would take a ramp of four growing batches
+      left alive at the step end for a leak). With ``record_on_leak=K`` the monitor then records the next K steps,
       dumps a snapshot into ``snapshot_dir``, runs :func:`rlmem.inspect` on it and raises the
       alert again naming the allocation site that grows.
     * **fragmentation**: reserved memory beyond the largest allocated peak seen (memory no step
@@ -216,6 +218,7 @@ class StepMonitor:
         every: int = 1,
         reset_peak: bool = False,
         leak_window: int = 32,
+        leak_steady_steps: int = 8,
         headroom: float = 0.10,
         fragmentation_bytes: int = 512 * MiB,
         fragmentation_fraction: float = 0.20,
@@ -240,6 +243,7 @@ class StepMonitor:
 
         positive("every", every)
         positive("leak_window", leak_window, 3)
+        positive("leak_steady_steps", leak_steady_steps, 2)
         positive("fragmentation_window", fragmentation_window)
         positive("rearm_after", rearm_after)
         positive("record_on_leak", record_on_leak, 0)
@@ -258,6 +262,7 @@ class StepMonitor:
             raise TypeError("on_alert must be callable")
         self.log_path = os.fspath(log) if log is not None else None
         self.every = every
+        self.leak_steady_steps = leak_steady_steps
         self.reset_peak = reset_peak
         self.leak_window = leak_window
         self.headroom = headroom
@@ -428,7 +433,8 @@ class StepMonitor:
 
         # leak
         window = history[-self.leak_window:]
-        verdict = leak_check([s.allocated for s in window], [s.allocations for s in window])
+        verdict = leak_check([s.allocated for s in window], [s.allocations for s in window],
+                             steady_steps=self.leak_steady_steps)
         if verdict.leaking:
             first = window[verdict.first_step]
             before = window[verdict.first_step - 1]

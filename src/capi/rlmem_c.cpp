@@ -173,14 +173,16 @@ int rlmem_inspect_bytes(const void* data, size_t size, const rlmem_inspect_optio
   return inspect_to_json(options, "<bytes>", [bytes] { return rlmem::read_snapshot_bytes(bytes); }, json_out, error_out);
 }
 
-int rlmem_leak_check(const int64_t* bytes, const uint64_t* counts, size_t n, rlmem_leak_verdict* verdict) {
+int rlmem_leak_check(const int64_t* bytes, const uint64_t* counts, size_t n, size_t min_steady_steps,
+                     rlmem_leak_verdict* verdict) {
   if (verdict == nullptr || verdict->struct_size != sizeof(rlmem_leak_verdict) || (bytes == nullptr && n > 0)) {
     return RLMEM_E_INVALID_ARGUMENT;
   }
   try {
     std::span<const std::int64_t> series(bytes, bytes == nullptr ? 0 : n);
     std::span<const std::uint64_t> live_counts(counts, counts == nullptr ? 0 : n);
-    rlmem::leak_trend trend = rlmem::leak_trend_of(series, live_counts);
+    rlmem::leak_trend trend = rlmem::leak_trend_of(
+        series, live_counts, min_steady_steps == 0 ? rlmem::default_min_steady_steps : min_steady_steps);
     verdict->leaking = trend.leaking ? 1 : 0;
     verdict->first_step = trend.first_step;
     verdict->steps = trend.steps;

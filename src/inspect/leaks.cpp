@@ -8,7 +8,8 @@
 
 namespace rlmem {
 
-leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const std::uint64_t> counts) noexcept {
+leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const std::uint64_t> counts,
+                         std::size_t min_steady_steps) noexcept {
   leak_trend trend;
   if (bytes.size() < 3) return trend;
   std::size_t last_step = bytes.size() - 1;
@@ -29,7 +30,7 @@ leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const st
     smallest = std::min(smallest, growth(step));
     largest = std::max(largest, growth(step));
   }
-  bool steady = growing_steps >= 4 && smallest >= largest - smallest;  // smallest * 2 >= largest
+  bool steady = growing_steps >= min_steady_steps && smallest >= largest - smallest;  // smallest * 2 >= largest
   if (!count_grows && !steady) return trend;
   trend.leaking = true;
   trend.first_step = first;

@@ -156,26 +156,31 @@ static void test_leak_rule(void) {
   /* Kept allocations from step 3 on: bytes and counts grow together. */
   const int64_t kept[] = {100, 150, 150, 160, 170, 180};
   const uint64_t kept_counts[] = {4, 5, 5, 6, 7, 8};
-  CHECK(rlmem_leak_check(kept, kept_counts, 6, &verdict) == RLMEM_OK, "status");
+  CHECK(rlmem_leak_check(kept, kept_counts, 6, 0, &verdict) == RLMEM_OK, "status");
   CHECK(verdict.leaking == 1 && verdict.first_step == 3 && verdict.steps == 3 && verdict.bytes_per_step == 10,
         "leaking %d first %llu steps %llu per step %lld", verdict.leaking, (unsigned long long)verdict.first_step,
         (unsigned long long)verdict.steps, (long long)verdict.bytes_per_step);
   /* The same bytes with no counts: three growing steps are not yet steady growth. */
-  CHECK(rlmem_leak_check(kept, NULL, 6, &verdict) == RLMEM_OK && verdict.leaking == 0, "leaking %d without counts",
+  CHECK(rlmem_leak_check(kept, NULL, 6, 0, &verdict) == RLMEM_OK && verdict.leaking == 0, "leaking %d without counts",
         verdict.leaking);
   /* Step 1's one-time growth (optimizer state) is not a leak. */
   const int64_t once[] = {0, 500, 500, 500};
-  CHECK(rlmem_leak_check(once, NULL, 4, &verdict) == RLMEM_OK && verdict.leaking == 0, "one-time growth leaked");
+  CHECK(rlmem_leak_check(once, NULL, 4, 0, &verdict) == RLMEM_OK && verdict.leaking == 0, "one-time growth leaked");
   /* Figures at the ends of the int64 range: no overflow, the mean clamps. */
   const int64_t extreme[] = {INT64_MIN, INT64_MIN, -1, INT64_MAX};
   const uint64_t extreme_counts[] = {1, 1, 2, 3};
-  CHECK(rlmem_leak_check(extreme, extreme_counts, 4, &verdict) == RLMEM_OK && verdict.leaking == 1 &&
+  CHECK(rlmem_leak_check(extreme, extreme_counts, 4, 0, &verdict) == RLMEM_OK && verdict.leaking == 1 &&
             verdict.bytes_per_step == INT64_MAX,
         "leaking %d per step %lld", verdict.leaking, (long long)verdict.bytes_per_step);
-  CHECK(rlmem_leak_check(NULL, NULL, 3, &verdict) == RLMEM_E_INVALID_ARGUMENT, "NULL series accepted");
-  CHECK(rlmem_leak_check(kept, NULL, 6, NULL) == RLMEM_E_INVALID_ARGUMENT, "NULL verdict accepted");
+  CHECK(rlmem_leak_check(NULL, NULL, 3, 0, &verdict) == RLMEM_E_INVALID_ARGUMENT, "NULL series accepted");
+  CHECK(rlmem_leak_check(kept, NULL, 6, 0, NULL) == RLMEM_E_INVALID_ARGUMENT, "NULL verdict accepted");
+  /* A ramp of four growing batches, no new allocations: steady for inspect's 4, not for 8. */
+  const int64_t ramp[] = {100, 100, 132, 164, 196, 228};
+  CHECK(rlmem_leak_check(ramp, kept_counts, 6, 0, &verdict) == RLMEM_OK && verdict.leaking == 1 && verdict.steps == 4,
+        "leaking %d over %llu steps with the default", verdict.leaking, (unsigned long long)verdict.steps);
+  CHECK(rlmem_leak_check(ramp, NULL, 6, 8, &verdict) == RLMEM_OK && verdict.leaking == 0, "a 4-step ramp leaked at 8");
   verdict.struct_size = 4;
-  CHECK(rlmem_leak_check(kept, NULL, 6, &verdict) == RLMEM_E_INVALID_ARGUMENT, "bad struct_size accepted");
+  CHECK(rlmem_leak_check(kept, NULL, 6, 0, &verdict) == RLMEM_E_INVALID_ARGUMENT, "bad struct_size accepted");
 }
 
 struct thread_job {

@@ -98,3 +98,16 @@ TEST(leak_trend, figures_across_the_whole_int64_range_do_not_overflow) {
 }
 
 }  // namespace rlmem
+
+namespace rlmem {
+
+TEST(leak_trend, the_steady_path_waits_for_min_steady_steps) {
+  // Four growing batches in a row, no allocation kept: a whole process's step ends do this.
+  std::vector<std::int64_t> ramp{100, 100, 132, 164, 196, 228};
+  EXPECT_TRUE(leak_trend_of(ramp, {}).leaking) << "inspect's default of 4 steps";
+  EXPECT_FALSE(leak_trend_of(ramp, {}, 8).leaking) << "the monitor's 8 steps";
+  std::vector<std::int64_t> longer{100, 100, 132, 164, 196, 228, 260, 292, 324, 356};
+  EXPECT_TRUE(leak_trend_of(longer, {}, 8).leaking) << "eight steady steps";
+}
+
+}  // namespace rlmem
