@@ -35,7 +35,7 @@ void check_inspect(const std::uint8_t* data, std::size_t size) {
 
 void check_leak_rule(const std::uint8_t* data, std::size_t size) {
   std::vector<std::int64_t> bytes(size / 8);
-  std::memcpy(bytes.data(), data, bytes.size() * 8);
+  if (!bytes.empty()) std::memcpy(bytes.data(), data, bytes.size() * 8);  // memcpy from null is undefined even for 0 bytes
   std::vector<std::uint64_t> counts(bytes.size());
   for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = static_cast<std::uint64_t>(bytes[i]) & 0xff;
   rlmem_leak_verdict verdict{sizeof(rlmem_leak_verdict), 0, 0, 0, 0};
