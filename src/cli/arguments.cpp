@@ -1,54 +1,177 @@
 // SPDX-License-Identifier: MIT
-// Option values: sizes with units, rules files.
+// Option values: sizes with units, whole numbers, small option files.
 
 #include "arguments.hpp"
 
+#include <rlmem/format.hpp>
+
+#include <fmt/format.h>
+
 #include <array>
 #include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
-#include <fstream>
-#include <iterator>
-#include <sstream>
-#include <string_view>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace rlmem::cli {
 
-bool parse_size(const std::string& text, std::int64_t& bytes) {
-  std::size_t used = 0;
-  double number = 0;
-  try {
-    number = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return false;
+namespace {
+
+std::string_view digits_prefix(std::string_view text) {
+  std::size_t end = 0;
+  while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) != 0) ++end;
+  return text.substr(0, end);
+}
+
+// Only digits, all of them, and no overflow of uint64.
+bool parse_digits(std::string_view text, std::uint64_t& number) {
+  if (text.empty() || digits_prefix(text).size() != text.size()) return false;
+  auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), number);
+  return status == std::errc{} && end == text.data() + text.size();
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+bool parse_size(std::string_view text, std::int64_t& bytes, std::string& message) {
+  const std::string accepted = fmt::format("a size from 1 B to {} B (8 EiB): whole bytes like 2805590497, or a number and a unit "
+                                           "like 2.6GiB, 512 MiB, 80GB",
+                                           max_size_bytes);
+  message = fmt::format("'{}' is not {}", text.substr(0, 80), accepted);
+  std::string_view whole_digits = digits_prefix(text);
+  std::string_view rest = text.substr(whole_digits.size());
+  std::string_view fraction_digits;
+  if (rest.starts_with('.')) {
+    fraction_digits = digits_prefix(rest.substr(1));
+    rest = rest.substr(1 + fraction_digits.size());
+    if (fraction_digits.empty()) return false;
   }
-  std::string unit = text.substr(used);
-  unit.erase(0, unit.find_first_not_of(' '));
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (whole_digits.empty() && fraction_digits.empty()) return false;
+  while (rest.starts_with(' ')) rest.remove_prefix(1);
   struct unit_scale {
     std::string_view name;
-    double scale;
+    std::uint64_t scale;
   };
-  static constexpr std::array<unit_scale, 11> units = {{{"", 1.0}, {"b", 1.0}, {"kib", 1024.0}, {"mib", 1048576.0},
-                                                        {"gib", 1073741824.0}, {"tib", 1099511627776.0}, {"kb", 1e3},
-                                                        {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12}, {"k", 1024.0}}};
+  static constexpr std::array<unit_scale, 11> units = {{{"", 1},
+                                                        {"b", 1},
+                                                        {"kib", std::uint64_t{1} << 10},
+                                                        {"mib", std::uint64_t{1} << 20},
+                                                        {"gib", std::uint64_t{1} << 30},
+                                                        {"tib", std::uint64_t{1} << 40},
+                                                        {"kb", 1'000},
+                                                        {"mb", 1'000'000},
+                                                        {"gb", 1'000'000'000},
+                                                        {"tb", 1'000'000'000'000},
+                                                        {"k", std::uint64_t{1} << 10}}};
+  const std::string unit = lower(rest);
+  const unit_scale* found = nullptr;
   for (const unit_scale& candidate : units) {
-    if (unit == candidate.name) {
-      double value = number * candidate.scale;
-      if (!std::isfinite(value) || value <= 0 || value > 9.0e18) return false;
-      bytes = static_cast<std::int64_t>(value);
-      return true;
-    }
+    if (unit == candidate.name) found = &candidate;
   }
-  return false;
+  if (found == nullptr) return false;
+  if (!fraction_digits.empty() && found->scale == 1) {
+    message = fmt::format("'{}' is not a whole number of bytes; {}", text.substr(0, 80), accepted);
+    return false;
+  }
+  std::uint64_t whole = 0;
+  if (!whole_digits.empty() && !parse_digits(whole_digits, whole)) whole = max_size_bytes + 1;  // overflow: out of range below
+  std::uint64_t total = 0;
+  bool overflow = __builtin_mul_overflow(whole, found->scale, &total);
+  if (!fraction_digits.empty()) {
+    // The fraction alone is below one unit (at most 2^40 bytes): a double holds it to the byte.
+    double fraction = 0;
+    std::string decimal = "0." + std::string(fraction_digits.substr(0, 30));
+    std::from_chars(decimal.data(), decimal.data() + decimal.size(), fraction);
+    auto extra = static_cast<std::uint64_t>(std::llround(fraction * static_cast<double>(found->scale)));
+    overflow = overflow || __builtin_add_overflow(total, extra, &total);
+  }
+  if (overflow || total < 1 || total > max_size_bytes) {
+    message = fmt::format("'{}' is out of range: {}", text.substr(0, 80), accepted);
+    return false;
+  }
+  bytes = static_cast<std::int64_t>(total);
+  message.clear();
+  return true;
+}
+
+CLI::Validator whole_number_in(std::uint64_t min, std::uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) {
+        std::uint64_t number = 0;
+        if (parse_digits(text, number) && number >= min && number <= max) return std::string();
+        return fmt::format("'{}' is not a whole number from {} to {}", printable_text(std::string_view(text).substr(0, 40)), min, max);
+      },
+      fmt::format("{}-{}", min, max));
+}
+
+CLI::Validator decimal_in(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) {
+        std::string_view whole = digits_prefix(text);
+        std::string_view rest = std::string_view(text).substr(whole.size());
+        bool decimal = !whole.empty() && (rest.empty() || (rest.size() > 1 && rest[0] == '.' && digits_prefix(rest.substr(1)).size() == rest.size() - 1));
+        double number = 0;
+        if (decimal) std::from_chars(text.data(), text.data() + text.size(), number);
+        if (decimal && number >= min && number <= max) return std::string();
+        return fmt::format("'{}' is not a decimal number from {} to {}", printable_text(std::string_view(text).substr(0, 40)), min, max);
+      },
+      fmt::format("{}-{}", min, max));
+}
+
+bool read_option_file(const std::string& path, std::string& text, std::string& message) {
+  int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (descriptor < 0) {
+    message = path + ": cannot be read (" + std::strerror(errno) + ")";
+    return false;
+  }
+  struct stat info {};
+  bool ok = ::fstat(descriptor, &info) == 0;
+  if (!ok || !S_ISREG(info.st_mode)) {
+    message = path + (ok ? ": not a regular file (a FIFO, a device or a folder)" : ": cannot be read");
+    ::close(descriptor);
+    return false;
+  }
+  if (static_cast<std::uint64_t>(info.st_size) > max_option_file_bytes) {
+    message = path + ": larger than 16 MiB; not an option file";
+    ::close(descriptor);
+    return false;
+  }
+  // The size may change under us: read at most one byte more than the limit and check again.
+  text.assign(static_cast<std::size_t>(info.st_size) + 1, '\0');
+  std::size_t used = 0;
+  while (used < text.size()) {
+    ssize_t got = ::read(descriptor, text.data() + used, text.size() - used);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      message = path + ": cannot be read (" + std::strerror(errno) + ")";
+      ::close(descriptor);
+      return false;
+    }
+    if (got == 0) break;
+    used += static_cast<std::size_t>(got);
+    if (used == text.size() && used <= max_option_file_bytes) text.resize(std::min<std::size_t>(text.size() * 2, max_option_file_bytes + 1));
+  }
+  ::close(descriptor);
+  if (used > max_option_file_bytes) {
+    message = path + ": larger than 16 MiB; not an option file";
+    return false;
+  }
+  text.resize(used);
+  return true;
 }
 
 bool load_category_rules(const std::string& path, std::vector<category_rule>& rules, std::string& message) {
-  std::ifstream input(path, std::ios::binary);
-  if (!input) {
-    message = path + ": cannot be read";
-    return false;
-  }
-  std::string text((std::istreambuf_iterator<char>(input)), std::istreambuf_iterator<char>());
+  std::string text;
+  if (!read_option_file(path, text, message)) return false;
   if (!parse_category_rules(text, rules, message)) {
     message = path + ": " + message;
     return false;

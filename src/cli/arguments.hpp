@@ -1,17 +1,51 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Parsing of option values shared by subcommands: byte sizes, category files.
+// Parsing of option values shared by subcommands: byte sizes, whole numbers, category files.
 
 #include <rlmem/inspect.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rlmem::cli {
 
-/// "2805590497", "2.5GiB", "512 MiB", "80GB" -> bytes. False on anything else.
-bool parse_size(const std::string& text, std::int64_t& bytes);
+/// Ranges of the options that more than one subcommand has. CUDA device indices are small
+/// (c10::DeviceIndex is 8 or 16 bits); a table or a stack longer than these is no report.
+inline constexpr std::uint64_t max_device_index = 32767;
+inline constexpr std::uint64_t max_top = 1'000'000;
+inline constexpr std::uint64_t max_frames = 10'000;
+inline constexpr std::uint64_t min_width = 60;
+inline constexpr std::uint64_t max_width = 1000;
+
+/// The largest size an option takes: what an int64 byte count holds (8 EiB).
+inline constexpr std::uint64_t max_size_bytes = (std::uint64_t{1} << 63) - 1;
+
+/// "2805590497", "2.5GiB", "512 MiB", "80GB" -> bytes, from 1 B to max_size_bytes. Without a
+/// unit (or with B) only decimal digits; with a larger unit a decimal fraction, rounded to the
+/// nearest byte. No sign, exponent, hex, NaN or infinity, nothing after the unit. On anything
+/// else false, with a message naming the value and the accepted forms and range.
+bool parse_size(std::string_view text, std::int64_t& bytes, std::string& message);
+
+/// A whole number in decimal digits (no sign, fraction, exponent, space or trailing text) from
+/// `min` to `max`: the check for every count, index and width option. Its message names the
+/// value and the range; CLI11 puts the option's name in front.
+CLI::Validator whole_number_in(std::uint64_t min, std::uint64_t max);
+
+/// A decimal number like 0.1 or 2 (no sign, exponent, hex, NaN or infinity, no trailing text)
+/// from `min` to `max`, both included: the check for seconds and ratios.
+CLI::Validator decimal_in(double min, double max);
+
+/// The largest file rlmem reads as a --categories rules file or a --model config.json.
+inline constexpr std::uint64_t max_option_file_bytes = std::uint64_t{16} << 20;
+
+/// Reads a small option file (rules, config.json): only a regular file, at most
+/// max_option_file_bytes, opened without blocking so a FIFO with no writer cannot hang the
+/// command. On failure returns false with a one-line message that starts with the path.
+bool read_option_file(const std::string& path, std::string& text, std::string& message);
 
 /// Reads a category rules file; on failure returns false with a one-line message.
 bool load_category_rules(const std::string& path, std::vector<category_rule>& rules, std::string& message);

@@ -8,10 +8,12 @@
 
 namespace rlmem::cli {
 
-/// Exit codes: 0 success, 2 bad input or usage (one line on stderr), 1 internal error.
+/// Exit codes: 0 success, 2 bad input or usage (one line on stderr), 1 internal error (out of
+/// memory included), 3 the report could not be written (disk full, stdout closed, its reader gone).
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_internal = 1;
 inline constexpr int exit_bad_input = 2;
+inline constexpr int exit_cannot_write = 3;
 
 using command_body = std::function<int()>;
 

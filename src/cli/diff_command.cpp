@@ -3,13 +3,13 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
+#include "output.hpp"
 #include "progress.hpp"
 
 #include <rlmem/compare.hpp>
 #include <rlmem/report.hpp>
 #include <rlmem/snapshot_reader.hpp>
 
-#include <cstdio>
 #include <limits>
 #include <memory>
 #include <string>
@@ -34,15 +34,13 @@ int run_diff(const diff_arguments& args) {
   std::vector<rank_result> both = inspect_ranks({args.a, args.b}, choices, 2);
   for (const rank_result& one : both) {
     if (!one.ok) {
-      std::fprintf(stderr, "rlmem: %s: %s\n", one.file.c_str(), describe(one.failure).c_str());
+      print_error(one.file + ": " + describe(one.failure));
       return exit_bad_input;
     }
   }
   inspection_diff diff = diff_inspections(both[0].result, both[1].result);
-  std::string text = args.json ? render_diff_json(diff, args.a, args.b)
-                               : render_diff_text(diff, args.a, args.b, args.top, {0, args.width});
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  return exit_ok;
+  return write_report(args.json ? render_diff_json(diff, args.a, args.b)
+                                : render_diff_text(diff, args.a, args.b, args.top, {0, args.width}));
 }
 
 }  // namespace
@@ -52,9 +50,9 @@ void add_diff_command(CLI::App& app, command_body& run) {
   CLI::App* command = app.add_subcommand("diff", "What grew and shrank between two snapshots, by site and category");
   command->add_option("A", args->a, "The snapshot before (or rank 0)")->required()->check(CLI::ExistingFile);
   command->add_option("B", args->b, "The snapshot after (or rank 7)")->required()->check(CLI::ExistingFile);
-  command->add_option("--device", args->device, "CUDA device to compare (default: the longest trace)")->check(CLI::NonNegativeNumber);
-  command->add_option("--top", args->top, "Rows per table")->capture_default_str()->check(CLI::PositiveNumber);
-  command->add_option("--width", args->width, "Columns of the text report")->capture_default_str()->check(CLI::Range(60, 1000));
+  command->add_option("--device", args->device, "CUDA device to compare (default: the longest trace)")->check(whole_number_in(0, max_device_index));
+  command->add_option("--top", args->top, "Rows per table")->capture_default_str()->check(whole_number_in(1, max_top));
+  command->add_option("--width", args->width, "Columns of the text report")->capture_default_str()->check(whole_number_in(min_width, max_width));
   command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/diff.schema.json)");
   command->footer("Compares live memory at each snapshot's peak and at its end, by allocation site and by\n"
                   "category. Examples:\n"

@@ -3,6 +3,7 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
+#include "output.hpp"
 #include "progress.hpp"
 
 #include <rlmem/compare.hpp>
@@ -10,7 +11,6 @@
 #include <rlmem/report.hpp>
 #include <rlmem/snapshot_reader.hpp>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -37,12 +37,12 @@ bool prepare_options(const inspect_arguments& args, inspect_options& choices) {
   choices.device = args.device;
   choices.top = args.top;
   choices.step_marker = args.step_marker;
-  if (!args.limit.empty() && !parse_size(args.limit, choices.limit_bytes)) {
-    std::fprintf(stderr, "rlmem: --limit '%s' is not a size (examples: 2805590497, 2.6GiB, 80GB)\n", args.limit.c_str());
+  if (!args.limit.empty() && !parse_size(args.limit, choices.limit_bytes, message)) {
+    print_error("--limit " + message);
     return false;
   }
   if (!args.categories_file.empty() && !load_category_rules(args.categories_file, choices.category_rules, message)) {
-    std::fprintf(stderr, "rlmem: --categories %s\n", message.c_str());
+    print_error("--categories " + message);
     return false;
   }
   return true;
@@ -52,18 +52,18 @@ bool prepare_options(const inspect_arguments& args, inspect_options& choices) {
 int run_inspect_folder(const inspect_arguments& args, const inspect_options& choices) {
   auto files = snapshot_files_in(args.file);
   if (files.empty()) {
-    std::fprintf(stderr, "rlmem: %s holds no snapshot files (.pickle, .pkl, optionally .gz or .zst)\n", args.file.c_str());
+    print_error(args.file + " holds no snapshot files (.pickle, .pkl, optionally .gz or .zst)");
     return exit_bad_input;
   }
   std::vector<rank_result> ranks = inspect_ranks(files, choices);
   rank_imbalance imbalance = measure_imbalance(ranks);
   std::string text = args.json ? render_ranks_json(ranks, imbalance, args.file)
                                : render_ranks_text(ranks, imbalance, args.file, {args.frames, args.width});
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (int written = write_report(text); written != exit_ok) return written;
   std::size_t failed = 0;
   for (const rank_result& one : ranks) failed += !one.ok;
   if (failed > 0) {
-    std::fprintf(stderr, "rlmem: %zu of %zu snapshots in %s could not be read (see the table)\n", failed, ranks.size(), args.file.c_str());
+    print_error(std::to_string(failed) + " of " + std::to_string(ranks.size()) + " snapshots in " + args.file + " could not be read (see the table)");
     return exit_bad_input;
   }
   return exit_ok;
@@ -83,13 +83,11 @@ int run_inspect(const inspect_arguments& args) {
   inspection result;
   std::string problem;
   if (!inspect_checked(snap, choices, result, problem)) {
-    std::fprintf(stderr, "rlmem: %s: %s\n", args.file.c_str(), problem.c_str());
+    print_error(args.file + ": " + problem);
     return exit_bad_input;
   }
-  std::string text = args.json ? render_inspection_json(snap, result, args.file)
-                               : render_inspection_text(snap, result, args.file, {args.frames, args.width});
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  return exit_ok;
+  return write_report(args.json ? render_inspection_json(snap, result, args.file)
+                                : render_inspection_text(snap, result, args.file, {args.frames, args.width}));
 }
 
 }  // namespace
@@ -102,11 +100,12 @@ void add_inspect_command(CLI::App& app, command_body& run) {
                       "per-rank snapshots (one row per rank and the imbalance across ranks)")
       ->required();
   command->add_option("--device", args->device, "CUDA device to report (default: the one with the longest trace)")
-      ->check(CLI::NonNegativeNumber);
-  command->add_option("--top", args->top, "Allocation sites to list at the peak")->capture_default_str()->check(CLI::PositiveNumber);
+      ->check(whole_number_in(0, max_device_index));
+  command->add_option("--top", args->top, "Allocation sites to list at the peak")->capture_default_str()->check(whole_number_in(1, max_top));
   command->add_option("--frames", args->frames, "Stack frames to print under each site (innermost first)")
-      ->capture_default_str();
-  command->add_option("--width", args->width, "Columns of the text report")->capture_default_str()->check(CLI::Range(60, 1000));
+      ->capture_default_str()
+      ->check(whole_number_in(0, max_frames));
+  command->add_option("--width", args->width, "Columns of the text report")->capture_default_str()->check(whole_number_in(min_width, max_width));
   command->add_option("--step-marker", args->step_marker,
                       "Regex on frames ('path:line function') whose allocations start a step\n"
                       "(default: ProfilerStep or optimizer annotations, then optimizer frames)");

@@ -2,11 +2,14 @@
 // The rlmem executable: parses the command line and runs one subcommand.
 
 #include "commands.hpp"
+#include "output.hpp"
 
-#include <cstdio>
 #include <exception>
+#include <new>
+#include <string>
 
 int main(int argc, char** argv) {
+  rlmem::cli::hold_standard_descriptors();
   CLI::App app{"rlmem: GPU memory of PyTorch jobs (RL fine-tuning above all), measured rather than guessed.\n"
                "Reads torch.cuda.memory._dump_snapshot() files safely: nothing in them is ever executed.",
                "rlmem"};
@@ -16,7 +19,9 @@ int main(int argc, char** argv) {
              "  torch.cuda.memory._record_memory_history(max_entries=1_000_000)\n"
              "  ...  # run a few steps\n"
              "  torch.cuda.memory._dump_snapshot(\"snapshot.pickle\")\n"
-             "then: rlmem inspect snapshot.pickle");
+             "then: rlmem inspect snapshot.pickle\n"
+             "Exit codes: 0 done; 1 internal error or out of memory; 2 bad input or usage (one line on stderr);\n"
+             "3 the report could not be written (disk full, stdout closed; no message when its reader left early).");
   rlmem::cli::command_body run;
   rlmem::cli::add_inspect_command(app, run);
   rlmem::cli::add_diff_command(app, run);
@@ -26,21 +31,22 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
-    return app.exit(help);
+    return rlmem::cli::finish_output(app.exit(help));
   } catch (const CLI::CallForAllHelp& help) {
-    return app.exit(help);
+    return rlmem::cli::finish_output(app.exit(help));
   } catch (const CLI::CallForVersion& version) {
-    return app.exit(version);
+    return rlmem::cli::finish_output(app.exit(version));
   } catch (const CLI::ParseError& failure) {
-    std::fprintf(stderr, "rlmem: %s (try rlmem --help)\n", failure.what());
+    rlmem::cli::print_error(std::string(failure.what()) + " (try rlmem --help)");
     return rlmem::cli::exit_bad_input;
   }
+  // Reports are built whole before the one write, so a failure here leaves stdout empty.
   try {
-    return run ? run() : rlmem::cli::exit_bad_input;
+    return rlmem::cli::finish_output(run ? run() : rlmem::cli::exit_bad_input);
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "rlmem: out of memory\n");
+    rlmem::cli::print_error("out of memory");
   } catch (const std::exception& failure) {
-    std::fprintf(stderr, "rlmem: internal error: %s\n", failure.what());
+    rlmem::cli::print_error(std::string("internal error: ") + failure.what());
   }
   return rlmem::cli::exit_internal;
 }

@@ -3,6 +3,7 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
+#include "output.hpp"
 
 #include <rlmem/report.hpp>
 
@@ -11,8 +12,8 @@
 
 #include <array>
 #include <chrono>
-#include <cstdio>
-#include <fstream>
+#include <filesystem>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -40,26 +41,22 @@ struct plan_arguments {
   bool list = false;
 };
 
-constexpr std::size_t max_config_bytes = 1 << 20;
-
-// CLI11 would read "-1" into an unsigned option as 2^64 - 1.
-const CLI::Validator whole_number(
-    [](std::string& text) { return text.starts_with('-') ? std::string("expected a whole number, not ") + text : std::string(); }, "");
+// Counts of the shape and the search: whole numbers (CLI11 would read "-1" into an unsigned
+// option as 2^64 - 1); validate_knobs then checks each against what a GPU can hold.
+const CLI::Validator whole_number = whole_number_in(0, std::numeric_limits<std::uint64_t>::max());
 
 bool fail(const std::string& message) {
-  std::fprintf(stderr, "rlmem: %s\n", message.c_str());
+  print_error(message);
   return false;
 }
 
 bool load_model(const std::string& name, model_architecture& model) {
   const bool looks_like_file = name.ends_with(".json") || name.find('/') != std::string::npos;
-  std::ifstream file(name, std::ios::binary);
-  if (file) {
-    std::string text(max_config_bytes + 1, '\0');
-    file.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(file.gcount()));
-    if (text.size() > max_config_bytes) return fail(fmt::format("{}: larger than 1 MiB; not a config.json", name));
+  std::error_code ignored;
+  if (std::filesystem::exists(name, ignored)) {  // a path that exists is a config.json, whatever its name
+    std::string text;
     std::string message;
+    if (!read_option_file(name, text, message)) return fail(message);
     if (!parse_hf_config(text, model, message)) return fail(fmt::format("{}: {}", name, message));
     return true;
   }
@@ -159,8 +156,9 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
 
 int run_plan(plan_arguments& args, const CLI::App& command) {
   if (args.list) {
-    for (const std::string& name : preset_names()) std::printf("%s\n", name.c_str());
-    return exit_ok;
+    std::string names;
+    for (const std::string& name : preset_names()) names += name + "\n";
+    return write_report(names);
   }
   if (args.model.empty()) return fail("--model is required: a preset (rlmem plan --list-models) or a config.json"), exit_bad_input;
   plan_report report;
@@ -173,9 +171,11 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
   if (!args.fit.empty()) {
     std::uint64_t budget = gpu_memory_bytes(args.fit);
     std::int64_t bytes = 0;
-    if (budget == 0 && parse_size(args.fit, bytes) && bytes > 0) budget = static_cast<std::uint64_t>(bytes);
+    std::string size_message;
+    if (budget == 0 && parse_size(args.fit, bytes, size_message)) budget = static_cast<std::uint64_t>(bytes);
     if (budget == 0) {
-      fail(fmt::format("--fit '{}': not a card ({}) nor a size like 80GiB", args.fit.substr(0, 40), fmt::join(gpu_names(), ", ")));
+      fail(fmt::format("--fit '{}': not a card ({}) nor {}", args.fit.substr(0, 40), fmt::join(gpu_names(), ", "),
+                       "a size from 1 B to 8 EiB like 80GiB"));
       return exit_bad_input;
     }
     if (!(args.margin >= 0 && args.margin < 1)) return fail("--margin must be between 0 and 1, e.g. 0.1"), exit_bad_input;
@@ -213,9 +213,7 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     report.fit_budget_bytes = budget;
     report.fit_margin = args.margin;
   }
-  const std::string text = args.json ? render_plan_json(report) : render_plan_text(report);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  return exit_ok;
+  return write_report(args.json ? render_plan_json(report) : render_plan_text(report));
 }
 
 }  // namespace
@@ -247,7 +245,9 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--precision", args->precision,
                       "bf16 (default: bf16 weights, gradients, AdamW state) | fp32-master (fp32 state, bf16 autocast)")
       ->group(training);
-  command->add_option("--lora-r", knobs.lora_rank, "LoRA rank (peft; frozen base, fp32 adapters); 0: full fine-tuning")->group(training);
+  command->add_option("--lora-r", knobs.lora_rank, "LoRA rank (peft; frozen base, fp32 adapters); 0: full fine-tuning")
+      ->check(whole_number)
+      ->group(training);
   command->add_option("--lora-targets", args->lora_targets, "Comma list (default: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj)")
       ->group(training);
   command->add_option("--logprob-impl", args->logprob_impl_name,
@@ -267,7 +267,7 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--fit", args->fit, "Search the knobs for a card: h100-80g, a100-40g, h200-141g, rtx4090-24g, ... or a size (80GiB)");
   command->add_flag("--keep-shape", args->keep_shape,
                     "--fit: keep the group, generation length and effective batch as given (default: try up to 4x)");
-  command->add_option("--margin", args->margin, "--fit: fragmentation margin on top of the peak (default 0.10)");
+  command->add_option("--margin", args->margin, "--fit: fragmentation margin on top of the peak (default 0.10)")->check(decimal_in(0, 1));
   command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/plan.schema.json)");
   command->footer("Peaks are bytes allocated through PyTorch's caching allocator (max_memory_allocated), derived from\n"
                   "what each step of the code path keeps: transformers with SDPA, full bf16 logits, the response's\n"

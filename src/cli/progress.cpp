@@ -3,6 +3,8 @@
 
 #include "progress.hpp"
 
+#include "output.hpp"
+
 #include <rlmem/report.hpp>
 
 #include <cstdio>
@@ -19,7 +21,7 @@ progress_fn make_progress(const std::string& label, bool enabled) {
   if (!enabled || isatty(STDERR_FILENO) == 0) return {};
   return [label](std::uint64_t consumed, std::uint64_t total) {
     if (total < min_bytes_for_progress) return;
-    std::fprintf(stderr, "\rreading %s: %3d%% of %s", label.c_str(), static_cast<int>(100 * consumed / total),
+    std::fprintf(stderr, "\rreading %s: %3d%% of %s", printable_text(label).c_str(), static_cast<int>(100 * consumed / total),
                  format_bytes(static_cast<std::int64_t>(total)).c_str());
     std::fflush(stderr);
     drawn = true;
@@ -37,7 +39,7 @@ bool load_snapshot(const std::string& path, bool quiet, snapshot& out) {
   auto read = read_snapshot_file(path, options);
   end_progress();
   if (!read.ok()) {
-    std::fprintf(stderr, "rlmem: %s: %s\n", path.c_str(), describe(read.failure()).c_str());
+    print_error(path + ": " + describe(read.failure()));
     return false;
   }
   out = std::move(read).value();

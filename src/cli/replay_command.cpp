@@ -3,12 +3,12 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
+#include "output.hpp"
 #include "progress.hpp"
 
 #include <rlmem/report.hpp>
 #include <rlmem/snapshot_reader.hpp>
 
-#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -33,8 +33,9 @@ int run_replay(const replay_arguments& args) {
   options.device = args.device;
   if (!args.capacity.empty()) {
     std::int64_t bytes = 0;
-    if (!parse_size(args.capacity, bytes)) {
-      std::fprintf(stderr, "rlmem: --capacity '%s' is not a size (examples: 2805590497, 2.6GiB, 80GB)\n", args.capacity.c_str());
+    std::string message;
+    if (!parse_size(args.capacity, bytes, message)) {
+      print_error("--capacity " + message);
       return exit_bad_input;
     }
     options.capacity_bytes = static_cast<std::uint64_t>(bytes);
@@ -43,7 +44,7 @@ int run_replay(const replay_arguments& args) {
     allocator_settings settings;
     std::string message;
     if (!parse_alloc_conf(args.alloc_conf, settings, message)) {
-      std::fprintf(stderr, "rlmem: --alloc-conf: %s\n", message.c_str());
+      print_error("--alloc-conf: " + message);
       return exit_bad_input;
     }
     options.settings = settings;
@@ -58,14 +59,12 @@ int run_replay(const replay_arguments& args) {
   report.capacity_bytes = options.capacity_bytes;
   report.result = replay(snap, options);
   if (!report.result.unsupported.empty()) {
-    std::fprintf(stderr, "rlmem: %s: cannot replay: %s\n", args.file.c_str(), report.result.unsupported.c_str());
+    print_error(args.file + ": cannot replay: " + report.result.unsupported);
     return exit_bad_input;
   }
   if (args.min_capacity) report.min_capacity_bytes = min_capacity(snap, options);
   if (args.compare) report.comparison = compare_settings(snap, options);
-  std::string text = args.json ? render_replay_json(report) : render_replay_text(report);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  return exit_ok;
+  return write_report(args.json ? render_replay_json(report) : render_replay_text(report));
 }
 
 }  // namespace
@@ -80,7 +79,7 @@ void add_replay_command(CLI::App& app, command_body& run) {
       ->each([args](const std::string&) { args->alloc_conf_given = true; });
   command->add_option("--capacity", args->capacity,
                       "Memory limit (set_per_process_memory_fraction), e.g. 2805590497 or 40GiB (default: none)");
-  command->add_option("--device", args->device, "CUDA device (default: the one with the longest trace)")->check(CLI::NonNegativeNumber);
+  command->add_option("--device", args->device, "CUDA device (default: the one with the longest trace)")->check(whole_number_in(0, max_device_index));
   command->add_flag("--min-capacity", args->min_capacity, "Also find the smallest capacity (to 2 MiB) under which the trace completes");
   command->add_flag("--compare", args->compare,
                     "Also compare the recorded settings, expandable segments and max_split_size_mb 64..512:\n"

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // `rlmem watch`: every GPU through NVML and a StepMonitor log, redrawn in place on a terminal.
 
+#include "arguments.hpp"
 #include "commands.hpp"
+#include "output.hpp"
 
 #include <rlmem/report.hpp>
 #include <rlmem/watch.hpp>
@@ -9,9 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <csignal>
-#include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
 #include <memory>
@@ -42,13 +42,8 @@ extern "C" void request_stop(int) { stop_requested = 1; }
 constexpr double min_interval = 0.1;
 constexpr double max_interval = 86400;
 
-std::string one_line(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  return text;
-}
-
 bool fail(const std::string& message) {
-  std::fprintf(stderr, "rlmem: %s\n", one_line(message).c_str());
+  print_error(message);
   return false;
 }
 
@@ -72,23 +67,6 @@ bool check_log_path(const std::string& path, bool once) {
     return fail("--log " + path + ": the folder " + folder.string() + " does not exist");
   }
   return true;
-}
-
-enum class written { ok, reader_gone, failed };
-
-// Writes all of `text` to stdout. Checked: a closed pipe (`rlmem watch | head -1`) ends the
-// command instead of looping; SIGPIPE is ignored so it is seen here as EPIPE.
-written write_all(std::string_view text, int& error) {
-  while (!text.empty()) {
-    ssize_t done = ::write(STDOUT_FILENO, text.data(), text.size());
-    if (done < 0 && errno == EINTR) continue;
-    if (done < 0) {
-      error = errno;
-      return errno == EPIPE ? written::reader_gone : written::failed;
-    }
-    text.remove_prefix(static_cast<std::size_t>(done));
-  }
-  return written::ok;
 }
 
 struct terminal_size {
@@ -149,12 +127,10 @@ void sleep_until(std::chrono::steady_clock::time_point deadline) {
 class cursor_guard {
  public:
   explicit cursor_guard(bool active) : active_(active) {
-    int ignored = 0;
-    if (active_) (void)write_all("\033[?25l\033[2J", ignored);
+    if (active_) (void)write_all("\033[?25l\033[2J");
   }
   ~cursor_guard() {
-    int ignored = 0;
-    if (active_) (void)write_all("\033[?25h", ignored);
+    if (active_) (void)write_all("\033[?25h");
   }
   cursor_guard(const cursor_guard&) = delete;
   cursor_guard& operator=(const cursor_guard&) = delete;
@@ -210,12 +186,10 @@ int run_watch(const watch_arguments& args) {
       }
     }
     first = false;
-    int error = 0;
-    written result = write_all(text, error);
-    if (result == written::reader_gone) return exit_ok;  // the reader has all it wanted
-    if (result == written::failed) {
-      fail("writing the output failed: " + std::generic_category().message(error));
-      return exit_internal;
+    if (int error = write_all(text); error != 0) {
+      // A stream ends when its reader leaves (`rlmem watch --json | head`); a single report cut short is an error.
+      if (error == EPIPE && !args.once) return exit_ok;
+      return report_write_failure(error);
     }
     if (args.once || stop_requested != 0) return exit_ok;
     // On schedule, without a burst of catch-up refreshes after a stall (a suspended terminal).
@@ -235,23 +209,10 @@ void add_watch_command(CLI::App& app, command_body& run) {
                       "step peak, alloc retries, OOMs and alerts. Waited for if it does not exist yet");
   command->add_option("--interval", args->interval, "Seconds between refreshes")
       ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            double value = 0;
-            try {
-              value = std::stod(text);
-            } catch (const std::exception&) {
-              return "'" + text + "' is not a number of seconds";
-            }
-            if (!std::isfinite(value) || value < min_interval || value > max_interval) {
-              return text + " is outside 0.1 to 86400 seconds";
-            }
-            return std::string();
-          },
-          "SECONDS"));
+      ->check(decimal_in(min_interval, max_interval));
   command->add_flag("--once", args->once, "Print one report and exit (with --log: advice from the log's figures)");
   command->add_flag("--json", args->json, "One JSON object per refresh, one per line (schema: docs/schema/watch.schema.json)");
-  command->add_option("--width", args->width, "Columns of the text (default: the terminal's, or 100)")->check(CLI::Range(60, 1000));
+  command->add_option("--width", args->width, "Columns of the text (default: the terminal's, or 100)")->check(whole_number_in(60, 1000));
   command->footer("Shows, per GPU, memory used / total and free, utilisation, and each process with its memory and\n"
                   "command line, as the driver (NVML) sees them; with --log, what PyTorch sees inside the job.\n"
                   "On a terminal the view is redrawn in place with a short history; Ctrl-C quits. Examples:\n"

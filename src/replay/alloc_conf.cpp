@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <charconv>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,15 @@ namespace rlmem {
 namespace {
 
 constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+// Sizes in MB whose bytes an int64 holds: a larger value would wrap when multiplied out.
+constexpr std::uint64_t max_megabytes = ((std::uint64_t{1} << 63) - 1) / mib;
+// Divisions are kept per bucket as 32-bit counts.
+constexpr std::uint64_t max_divisions = std::numeric_limits<std::uint32_t>::max();
+
+std::string out_of_range(std::string_view key, std::string_view value, std::uint64_t low, std::uint64_t high) {
+  return std::string(key) + " '" + std::string(value.substr(0, 40)) + "' is not a whole number from " + std::to_string(low) + " to " +
+         std::to_string(high);
+}
 
 bool parse_number(std::string_view text, std::uint64_t& number) {
   auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), number);
@@ -25,6 +35,10 @@ bool parse_divisions(std::string_view text, std::array<std::uint32_t, 16>& bucke
   buckets.fill(0);
   std::uint64_t single = 0;
   if (parse_number(text, single)) {
+    if (single > max_divisions) {
+      message = out_of_range("roundup_power2_divisions", text, 0, max_divisions);
+      return false;
+    }
     buckets.fill(static_cast<std::uint32_t>(single));
     return true;
   }
@@ -41,8 +55,9 @@ bool parse_divisions(std::string_view text, std::array<std::uint32_t, 16>& bucke
     text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
     std::size_t colon = item.find(':');
     std::uint64_t divisions = 0;
-    if (colon == std::string_view::npos || !parse_number(item.substr(colon + 1), divisions)) {
-      message = "bad roundup_power2_divisions entry '" + std::string(item) + "'";
+    if (colon == std::string_view::npos || !parse_number(item.substr(colon + 1), divisions) || divisions > max_divisions) {
+      message = "bad roundup_power2_divisions entry '" + std::string(item.substr(0, 40)) + "': expected SIZE_MB:DIVISIONS, divisions from 0 to " +
+                std::to_string(max_divisions);
       return false;
     }
     std::string_view key = item.substr(0, colon);
@@ -100,29 +115,28 @@ bool parse_alloc_conf(std::string_view conf, allocator_settings& settings, std::
       }
       parsed.expandable_segments = value == "True";
     } else if (key == "max_split_size_mb") {
-      if (!parse_number(value, number) || number < 20) {
-        message = "max_split_size_mb must be a number of MB, at least 20";
+      if (!parse_number(value, number) || number < 20 || number > max_megabytes) {
+        message = out_of_range("max_split_size_mb", value, 20, max_megabytes);
         return false;
       }
       parsed.max_split_size = number * mib;
     } else if (key == "max_non_split_rounding_mb") {
-      if (!parse_number(value, number) || number < 20) {
-        message = "max_non_split_rounding_mb must be a number of MB, at least 20";
+      if (!parse_number(value, number) || number < 20 || number > max_megabytes) {
+        message = out_of_range("max_non_split_rounding_mb", value, 20, max_megabytes);
         return false;
       }
       parsed.max_non_split_rounding = number * mib;
     } else if (key == "roundup_power2_divisions") {
       if (!parse_divisions(value, parsed.roundup_power2_divisions, message)) return false;
     } else if (key == "garbage_collection_threshold") {
-      try {
-        parsed.garbage_collection_threshold = std::stod(value);
-      } catch (const std::exception&) {
-        parsed.garbage_collection_threshold = -1;
-      }
-      if (!(parsed.garbage_collection_threshold > 0 && parsed.garbage_collection_threshold < 1)) {
-        message = "garbage_collection_threshold must lie between 0 and 1";
+      // The whole value or nothing: no trailing text or hex; NaN and infinity fail the range.
+      double threshold = -1;
+      auto [parsed_end, status] = std::from_chars(value.data(), value.data() + value.size(), threshold);
+      if (status != std::errc{} || parsed_end != value.data() + value.size() || !(threshold > 0 && threshold < 1)) {
+        message = "garbage_collection_threshold '" + value.substr(0, 40) + "' is not a number between 0 and 1 (both excluded)";
         return false;
       }
+      parsed.garbage_collection_threshold = threshold;
     } else if (key == "backend") {
       if (value != "native") {
         message = "backend:" + value + " is not the caching allocator rlmem models";

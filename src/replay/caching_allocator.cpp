@@ -5,6 +5,8 @@
 #include "caching_allocator.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
 #include <tuple>
 
 namespace rlmem::detail {
@@ -152,7 +154,7 @@ void caching_allocator_model::close_existing_reservations() {
   };
   for (std::size_t i = 0; i < existing_runs_.size(); ++i) {
     model_block* head = existing_runs_[i];
-    reservations_.push_back({head->ptr, reservation_bytes});
+    reserve_range(head->ptr, reservation_bytes);
     std::uint64_t reservation_end = head->ptr + reservation_bytes;
     model_block* tail = last_of(head);
     while (i + 1 < existing_runs_.size() && existing_runs_[i + 1]->small_pool == head->small_pool &&
@@ -192,11 +194,28 @@ model_block* caching_allocator_model::take_free_block(pool& free, std::uint64_t 
   return block;
 }
 
+void caching_allocator_model::reserve_range(std::uint64_t base, std::uint64_t bytes) {
+  std::uint64_t end = base + std::min(bytes, std::numeric_limits<std::uint64_t>::max() - base);  // saturates at the top
+  auto next = reserved_.upper_bound(base);
+  if (next != reserved_.begin() && std::prev(next)->second >= base) {
+    auto before = std::prev(next);
+    base = before->first;
+    end = std::max(end, before->second);
+    next = reserved_.erase(before);
+  }
+  while (next != reserved_.end() && next->first <= end) {
+    end = std::max(end, next->second);
+    next = reserved_.erase(next);
+  }
+  reserved_.emplace(base, end);
+}
+
+bool caching_allocator_model::inside_reservation(std::uint64_t address) const {
+  auto after = reserved_.upper_bound(address);
+  return after != reserved_.begin() && address < std::prev(after)->second;
+}
+
 std::uint64_t caching_allocator_model::new_reservation_base(std::uint64_t bytes) {
-  auto inside_reservation = [&](std::uint64_t address) {
-    return std::any_of(reservations_.begin(), reservations_.end(),
-                       [&](const reservation& r) { return address >= r.base && address < r.base + r.bytes; });
-  };
   while (next_recorded_map_ < recorded_maps_.size()) {
     std::uint64_t address = recorded_maps_[next_recorded_map_++];
     if (!inside_reservation(address)) return address;
@@ -219,7 +238,7 @@ model_block* caching_allocator_model::find_expandable_block(std::uint64_t size, 
     if (room >= size) return candidate;
   }
   std::uint64_t base = new_reservation_base(reservation_bytes);
-  reservations_.push_back({base, reservation_bytes});
+  reserve_range(base, reservation_bytes);
   model_block* whole = new_block({base, reservation_bytes, stream, small, false, false, false, true, nullptr, nullptr});
   unmapped.insert(whole);
   return whole;

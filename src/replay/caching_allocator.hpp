@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory_resource>
 #include <set>
 #include <vector>
@@ -86,10 +87,6 @@ class caching_allocator_model final : public allocator_policy {
   // Set nodes come from a pool resource: the free lists change on every allocation and free.
   using pool = std::pmr::set<model_block*, by_stream_size_address>;
   using unmapped_pool = std::pmr::set<model_block*, by_stream_address>;
-  struct reservation {
-    std::uint64_t base = 0;
-    std::uint64_t bytes = 0;
-  };
 
   model_block* new_block(const model_block& value);
   void delete_block(model_block* block);
@@ -104,6 +101,8 @@ class caching_allocator_model final : public allocator_policy {
   model_block* find_expandable_block(std::uint64_t size, std::uint64_t stream, bool small);
   bool map_block(model_block* block, std::uint64_t size);
   void unmap_block(model_block* block);
+  void reserve_range(std::uint64_t base, std::uint64_t bytes);
+  bool inside_reservation(std::uint64_t address) const;
   std::uint64_t new_reservation_base(std::uint64_t bytes);
   void merge_free_neighbours(model_block* block, pool& free);
   model_block* take_free_block(pool& free, std::uint64_t size, std::uint64_t stream);
@@ -125,7 +124,9 @@ class caching_allocator_model final : public allocator_policy {
   pool large_free_{&nodes_};
   unmapped_pool small_unmapped_{&nodes_};
   unmapped_pool large_unmapped_{&nodes_};
-  std::vector<reservation> reservations_;
+  // The reserved address ranges as their union, start -> end, so that a recorded map address is
+  // checked in log time (a scan of every reservation per address was quadratic).
+  std::map<std::uint64_t, std::uint64_t> reserved_;
   std::vector<model_block*> existing_runs_;  // first blocks of expandable runs, until closed
   std::vector<std::uint64_t> recorded_maps_;
   std::size_t next_recorded_map_ = 0;

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <memory>
 #include <memory_resource>
+#include <iterator>
 #include <unordered_map>
+#include <vector>
 
 namespace rlmem {
 
@@ -36,6 +38,36 @@ bool releases_by_empty_cache(std::span<const trace_event> events, std::size_t fi
 std::string describe_segment_event(bool alloc, std::uint64_t size) {
   return (alloc ? "+" : "-") + format_bytes(static_cast<std::int64_t>(size));
 }
+
+// The dump's segments of one device by address: the pool of each reserved range in log time
+// (a scan of every segment per range made 30,000 segments a hang).
+class dump_segment_pools {
+ public:
+  dump_segment_pools(const snapshot& snap, std::int64_t device) {
+    for (const segment& seg : snap.segments) {
+      if (seg.device == device) by_address_.push_back({seg.address, seg.total_size, snap.str(seg.segment_type) == "small"});
+    }
+    // Stable: of segments that start at one address, the last in the dump wins, as it did.
+    std::stable_sort(by_address_.begin(), by_address_.end(), [](const span& a, const span& b) { return a.address < b.address; });
+  }
+
+  /// Whether the dump segment holding `address` is a small-pool one; `otherwise` when none holds it.
+  bool small_pool_at(std::uint64_t address, bool otherwise) const {
+    auto after = std::upper_bound(by_address_.begin(), by_address_.end(), address,
+                                  [](std::uint64_t value, const span& s) { return value < s.address; });
+    if (after == by_address_.begin()) return otherwise;
+    const span& holder = *std::prev(after);
+    return address - holder.address < holder.bytes ? holder.small : otherwise;
+  }
+
+ private:
+  struct span {
+    std::uint64_t address;
+    std::uint64_t bytes;
+    bool small;
+  };
+  std::vector<span> by_address_;
+};
 
 replay_fidelity compare_segment_events(std::span<const trace_event> events, const std::vector<detail::model_segment_event>& made) {
   replay_fidelity fidelity;
@@ -110,6 +142,7 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
   std::pmr::unordered_map<std::uint64_t, detail::model_block*> live(&live_nodes);
   live.reserve(1u << 12);
   auto held = start.blocks().begin();
+  const dump_segment_pools pools(snap, device);
   for (const auto& [address, range] : start.mapped()) {
     if (range.bytes == 0 || address + range.bytes < address) {
       result.unsupported = "a segment's size runs past the end of the address space";
@@ -128,10 +161,7 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
       blocks.push_back(block);
     }
     // The pool: as the dump names the segment, else by size (small segments are 2 MiB).
-    bool small = range.bytes == (std::uint64_t{2} << 20);
-    for (const segment& seg : snap.segments) {
-      if (seg.device == device && address >= seg.address && address < seg.address + seg.total_size) small = snap.str(seg.segment_type) == "small";
-    }
+    bool small = pools.small_pool_at(address, range.bytes == (std::uint64_t{2} << 20));
     std::vector<detail::model_block*> made = model.add_existing_segment(address, range.bytes, range.stream, blocks, small, expandable_trace);
     for (detail::model_block* block : made) live[block->ptr] = block;
   }

@@ -31,7 +31,7 @@ void append_rows(std::string& out, std::string_view title, const std::vector<dif
   for (const diff_row& row : rows) {
     if (row.delta() == 0 || shown++ == top) continue;
     out += fmt::format("  {:>11} {:>11} {:>11}  {}\n", format_bytes(row.a_bytes), format_bytes(row.b_bytes), signed_bytes(row.delta()),
-                       fit(row.key, key_width));
+                       fit(printable_text(row.key), key_width));
   }
 }
 
@@ -61,7 +61,7 @@ std::string oom_summary(const inspection& result) {
 
 std::string render_diff_text(const inspection_diff& diff, const std::string& a_name, const std::string& b_name,
                              std::size_t top, const text_options& options) {
-  std::string out = fmt::format("A: {}\nB: {}\n\n", a_name, b_name);
+  std::string out = fmt::format("A: {}\nB: {}\n\n", printable_text(a_name), printable_text(b_name));
   out += fmt::format("  {:<16} {:>11} {:>11} {:>11}\n", "", "A", "B", "change");
   auto total = [&](std::string_view name, std::int64_t a, std::int64_t b) {
     out += fmt::format("  {:<16} {:>11} {:>11} {:>11}\n", name, format_bytes(a), format_bytes(b), signed_bytes(b - a));
@@ -94,14 +94,14 @@ std::string render_diff_json(const inspection_diff& diff, const std::string& a_n
 
 std::string render_ranks_text(const std::vector<rank_result>& ranks, const rank_imbalance& imbalance,
                               const std::string& folder, const text_options& options) {
-  std::string out = fmt::format("{}: {} snapshots\n\n", folder, ranks.size());
+  std::string out = fmt::format("{}: {} snapshots\n\n", printable_text(folder), ranks.size());
   out += fmt::format("  {:>5} {:>11} {:>11} {:>6} {:>18}  {}\n", "rank", "peak alloc", "peak resv", "leaks", "OOMs", "file");
   std::size_t file_width = options.width > 60 ? options.width - 60 : 20;
   for (const rank_result& one : ranks) {
-    std::string name = std::filesystem::path(one.file).filename().string();
+    std::string name = printable_text(std::filesystem::path(one.file).filename().string());
     if (!one.ok) {
       out += fmt::format("  {:>5} {:>11} {:>11} {:>6} {:>18}  {}\n", one.rank, "ERROR", "", "", "", fit(name, file_width));
-      out += fmt::format("        {}\n", fit(describe(one.failure), options.width - 8));
+      out += fmt::format("        {}\n", fit(printable_text(describe(one.failure)), options.width - 8));
       continue;
     }
     const inspection& result = one.result;
@@ -117,7 +117,7 @@ std::string render_ranks_text(const std::vector<rank_result>& ranks, const rank_
   for (const rank_result& one : ranks) {
     if (!one.ok) continue;
     for (const leak& found : one.result.leaks) {
-      out += fmt::format("  rank {}: LEAK {} +{} per step\n", one.rank, fit(found.site.label, options.width - 40),
+      out += fmt::format("  rank {}: LEAK {} +{} per step\n", one.rank, fit(printable_text(found.site.label), options.width - 40),
                          format_bytes(found.bytes_per_step));
     }
   }

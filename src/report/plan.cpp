@@ -28,7 +28,7 @@ std::string offload_text(const plan_knobs& knobs) {
 
 std::string model_line(const model_architecture& model, const parameter_count& params) {
   std::string line = fmt::format("{}  {} parameters ({} outside embeddings), {} layers, hidden {}, {}/{} heads of {}, vocab {}",
-                                 model.name, billions(params.total), billions(params.non_embedding()), model.num_layers,
+                                 printable_text(model.name), billions(params.total), billions(params.non_embedding()), model.num_layers,
                                  model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim,
                                  format_count(model.vocab_size));
   if (model.tied_embeddings) line += ", tied head";
@@ -87,7 +87,7 @@ void append_phases(std::string& out, const plan_result& plan) {
     std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
     for (const memory_component& part : parts) {
       const double share = phase.peak_bytes == 0 ? 0 : 100.0 * static_cast<double>(part.bytes) / static_cast<double>(phase.peak_bytes);
-      out += fmt::format("  {:>10} {:>4.0f}%  {}\n", bytes_text(part.bytes), share, part.name);
+      out += fmt::format("  {:>10} {:>4.0f}%  {}\n", bytes_text(part.bytes), share, printable_text(part.name));
     }
   }
 }
@@ -106,7 +106,7 @@ void append_overhead(std::string& out, const plan_result& plan) {
 void append_fit(std::string& out, const plan_report& report) {
   const fit_result& fit = *report.fit;
   out += fmt::format("Fit on {} ({}): {} usable after the CUDA context and workspaces and a {:.0f}% fragmentation margin\n",
-                     report.fit_card, bytes_text(report.fit_budget_bytes), bytes_text(fit.usable_bytes), 100 * report.fit_margin);
+                     printable_text(report.fit_card), bytes_text(report.fit_budget_bytes), bytes_text(fit.usable_bytes), 100 * report.fit_margin);
   out += fmt::format("explored {} configurations in {:.0f} ms; {} fit\n", format_count(fit.configurations), 1000 * report.fit_seconds,
                      format_count(fit.fitting));
   if (!fit.found) {
@@ -114,7 +114,7 @@ void append_fit(std::string& out, const plan_report& report) {
     return;
   }
   out += fmt::format("\nBest by work per step ({} tokens per step):\n  {}\n  {}\n", format_count(work_per_step(fit.best)),
-                     knobs_command_line(fit.best), knobs_line(fit.best, fit.best_plan));
+                     printable_text(knobs_command_line(fit.best)), knobs_line(fit.best, fit.best_plan));
   out += fmt::format("  peak {} in {} ({}), {} of the usable {}\n", bytes_text(fit.best_plan.peak_bytes), fit.best_plan.peak_phase,
                      std::find_if(fit.best_plan.phases.begin(), fit.best_plan.phases.end(),
                                   [&](const phase_estimate& p) { return p.name == fit.best_plan.peak_phase; })->peak_at,
@@ -262,7 +262,7 @@ std::string render_plan_text(const plan_report& report) {
   std::string out = model_line(report.model, plan.params) + "\n";
   out += detail::wrap(knobs_line(report.knobs, plan), 0, 100);
   for (const resident_buffer& buffer : report.knobs.buffers) {
-    out += fmt::format("buffer {} {} = {}\n", buffer.name, buffer.shape, bytes_text(buffer.bytes));
+    out += fmt::format("buffer {} {} = {}\n", printable_text(buffer.name), printable_text(buffer.shape), bytes_text(buffer.bytes));
   }
   out += fmt::format("\nPeak {} per GPU in {}: bytes allocated through PyTorch's caching allocator\n",
                      bytes_text(plan.peak_bytes), plan.peak_phase);
@@ -312,7 +312,7 @@ std::string render_plan_json(const plan_report& report) {
     }
     out["fit"] = search;
   }
-  return out.dump(2) + "\n";
+  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace rlmem

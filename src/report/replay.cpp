@@ -43,7 +43,7 @@ json result_json(const replay_result& result) {
 
 std::string render_replay_text(const replay_report& report) {
   const replay_result& result = report.result;
-  std::string out = fmt::format("{}  device {}\n", report.file, report.device);
+  std::string out = fmt::format("{}  device {}\n", printable_text(report.file), report.device);
   out += detail::wrap(fmt::format("replayed under {} ({}), capacity {}", settings_text(report.settings),
                                   report.settings_recorded ? "as recorded" : "what-if", capacity_text(report.capacity_bytes)),
                       2, 100) + "\n";

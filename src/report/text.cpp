@@ -28,7 +28,7 @@ std::string when(const inspection& result, std::int64_t event, std::int64_t time
 std::string settings_line(const snapshot& snap) {
   std::string line;
   if (const plain_value* conf = snap.setting("PYTORCH_CUDA_ALLOC_CONF"); conf && !conf->text.empty()) {
-    line = "PYTORCH_CUDA_ALLOC_CONF=" + conf->text;
+    line = "PYTORCH_CUDA_ALLOC_CONF=" + printable_text(conf->text);
   }
   if (const plain_value* expandable = snap.setting("expandable_segments"); expandable && expandable->boolean && line.empty()) {
     line = "expandable_segments";
@@ -53,7 +53,7 @@ void append_steps_and_leaks(std::string& out, const snapshot& snap, const inspec
   if (result.steps.empty()) {
     out += "\nSteps: none found\n";
   } else {
-    out += fmt::format("\nSteps: {} (from {})\n", result.steps.size(), result.step_method);
+    out += fmt::format("\nSteps: {} (from {})\n", result.steps.size(), printable_text(result.step_method));
     out += fmt::format("  {:>5} {:>14} {:>12} {:>12}\n", "step", "ends at event", "allocated", "reserved");
     for (std::size_t k = 0; k < result.steps.size(); ++k) {
       const step_end& end = result.steps[k];
@@ -67,14 +67,14 @@ void append_steps_and_leaks(std::string& out, const snapshot& snap, const inspec
   }
   out += fmt::format("\nLeaks: {}\n", result.leaks.size());
   for (const leak& found : result.leaks) {
-    out += fmt::format("  LEAK {}  +{} per step over {} steps (from step {})\n", found.site.label, format_bytes(found.bytes_per_step),
+    out += fmt::format("  LEAK {}  +{} per step over {} steps (from step {})\n", printable_text(found.site.label), format_bytes(found.bytes_per_step),
                        found.steps, found.first_step);
     out += fmt::format("       {} live in {} allocations at the last step end\n", format_bytes(found.live_bytes_at_end),
                        format_count(found.live_count_at_end));
     auto frames = snap.stack(found.site.stack);
     std::size_t shown = std::max<std::size_t>(options.frames, 4);
     for (std::size_t i = 0; i < std::min(shown, frames.size()); ++i) {
-      out += "       " + truncate(detail::frame_text(snap, frames[i]), options.width - 7) + "\n";
+      out += "       " + truncate(printable_text(detail::frame_text(snap, frames[i])), options.width - 7) + "\n";
     }
   }
 }
@@ -98,8 +98,8 @@ void append_ooms(std::string& out, const inspection& result, const text_options&
                          format_bytes(static_cast<std::int64_t>(pool.free_bytes)),
                          format_bytes(static_cast<std::int64_t>(pool.largest_free_bytes)));
     }
-    out += detail::wrap("why: " + oom.explanation, 2, options.width);
-    out += detail::wrap("advice: " + oom.advice, 2, options.width);
+    out += detail::wrap("why: " + printable_text(oom.explanation), 2, options.width);
+    out += detail::wrap("advice: " + printable_text(oom.advice), 2, options.width);
   }
 }
 
@@ -162,7 +162,7 @@ std::string render_inspection_text(const snapshot& snap, const inspection& resul
                                    const text_options& options) {
   std::string out;
   double seconds = static_cast<double>(result.last_time_us - result.first_time_us) / 1e6;
-  out += fmt::format("{}  device {}: {} events over {:.2f} s\n", source, result.device, format_count(result.events), seconds);
+  out += fmt::format("{}  device {}: {} events over {:.2f} s\n", printable_text(source), result.device, format_count(result.events), seconds);
   if (result.devices.size() > 1) {
     std::string others;
     for (std::int64_t device : result.devices) others += (others.empty() ? "" : ", ") + std::to_string(device);
@@ -216,9 +216,9 @@ std::string render_inspection_text(const snapshot& snap, const inspection& resul
     for (const site_usage& usage : result.peak_by_site) {
       shown += usage.bytes;
       double share = result.peak_allocated_bytes > 0 ? 100.0 * static_cast<double>(usage.bytes) / static_cast<double>(result.peak_allocated_bytes) : 0.0;
-      std::string site = usage.site.label;
+      std::string site = printable_text(usage.site.label);
       std::string user;
-      if (!usage.site.user_frame.empty() && usage.site.user_frame != usage.site.label) user = "<- " + usage.site.user_frame;
+      if (!usage.site.user_frame.empty() && usage.site.user_frame != usage.site.label) user = "<- " + printable_text(usage.site.user_frame);
       bool user_fits = !user.empty() && site.size() + 2 + user.size() <= site_width;
       if (user_fits) site += "  " + user;
       out += fmt::format("  {:>10} {:>5.1f}% {:>6}  {}\n", format_bytes(static_cast<std::int64_t>(usage.bytes)), share,
@@ -226,7 +226,7 @@ std::string render_inspection_text(const snapshot& snap, const inspection& resul
       if (!user.empty() && !user_fits) out += fmt::format("  {:>26}{}\n", "", truncate(user, site_width));
       auto frames = snap.stack(usage.site.stack);
       for (std::size_t i = 0; i < std::min(options.frames, frames.size()); ++i) {
-        out += fmt::format("  {:>26}{}\n", "", truncate(detail::frame_text(snap, frames[i]), site_width));
+        out += fmt::format("  {:>26}{}\n", "", truncate(printable_text(detail::frame_text(snap, frames[i])), site_width));
       }
     }
     auto rest = static_cast<std::int64_t>(result.peak_allocated_bytes) - static_cast<std::int64_t>(shown);
@@ -241,7 +241,7 @@ std::string render_inspection_text(const snapshot& snap, const inspection& resul
   append_fragmentation(out, result);
   if (!result.notes.empty()) {
     out += "\nNotes\n";
-    for (const std::string& note : result.notes) out += detail::wrap("- " + note, 2, options.width);
+    for (const std::string& note : result.notes) out += detail::wrap("- " + printable_text(note), 2, options.width);
   }
   return out;
 }

@@ -50,48 +50,6 @@ std::string pad(std::string text, std::size_t width) {
   return text;
 }
 
-// Code points that would let a string move the cursor, recolour, retitle or reorder the
-// terminal: C0 and C1 controls, DEL, and the bidirectional overrides (Trojan Source).
-bool is_control(std::uint32_t code) {
-  return code < 0x20 || (code >= 0x7F && code <= 0x9F) || code == 0x200E || code == 0x200F || (code >= 0x202A && code <= 0x202E) ||
-         (code >= 0x2066 && code <= 0x2069);
-}
-
-// Untrusted text (command lines, log messages, paths) as printable text: controls become \xNN
-// or \uNNNN, bytes that are not UTF-8 become \xNN, so a hostile log line cannot write escape
-// sequences to the terminal.
-std::string escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  std::size_t i = 0;
-  while (i < text.size()) {
-    auto byte = static_cast<unsigned char>(text[i]);
-    std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
-    std::uint32_t code = length == 1 ? byte : length == 2 ? byte & 0x1Fu : length == 3 ? byte & 0x0Fu : byte & 0x07u;
-    bool valid = length > 0 && i + length <= text.size();
-    for (std::size_t k = 1; valid && k < length; ++k) {
-      auto next = static_cast<unsigned char>(text[i + k]);
-      valid = (next & 0xC0) == 0x80;
-      code = (code << 6) | (next & 0x3Fu);
-    }
-    // Overlong forms and surrogates are not UTF-8 either.
-    static constexpr std::array<std::uint32_t, 5> smallest = {0, 0, 0x80, 0x800, 0x10000};
-    valid = valid && code >= smallest[length] && code <= 0x10FFFF && (code < 0xD800 || code > 0xDFFF);
-    if (!valid) {
-      out += fmt::format("\\x{:02x}", byte);
-      ++i;
-      continue;
-    }
-    if (is_control(code)) {
-      out += code < 0x100 ? fmt::format("\\x{:02x}", code) : fmt::format("\\u{:04x}", code);
-    } else {
-      out.append(text.substr(i, length));
-    }
-    i += length;
-  }
-  return out;
-}
-
 // Wraps prose to the width, continuation lines indented, the first line starting with `marker`
 // (at most `indent` wide) instead; a word longer than a line (a path) is cut across lines rather
 // than overflowing.
@@ -151,7 +109,7 @@ std::string ago(double seconds) {
 
 std::string command_line_text(const gpu_process_view& view) {
   switch (view.command_line.status) {
-    case command_line_status::visible: return escape(view.command_line.text);
+    case command_line_status::visible: return printable_text(view.command_line.text);
     case command_line_status::no_such_process:
       return "(command line not visible: pid not in this PID namespace, or exited)";
     case command_line_status::not_permitted: return "(command line not readable here: permission denied)";
@@ -164,11 +122,11 @@ std::string command_line_text(const gpu_process_view& view) {
 void append_gpus(std::string& out, const watch_frame& frame, const watch_text_options& options) {
   const std::size_t width = options.width;
   if (!frame.nvml_available) {
-    append_wrapped(out, "", "NVML unavailable (" + escape(frame.nvml_message) + "): the log alone, without the GPUs' own view",
+    append_wrapped(out, "", "NVML unavailable (" + printable_text(frame.nvml_message) + "): the log alone, without the GPUs' own view",
                    width, 2);
     return;
   }
-  if (!frame.nvml_message.empty()) append_wrapped(out, "", "NVML: " + escape(frame.nvml_message), width, 2);
+  if (!frame.nvml_message.empty()) append_wrapped(out, "", "NVML: " + printable_text(frame.nvml_message), width, 2);
   if (frame.gpus.empty()) {
     out += "No GPUs: the driver lists none\n";
     return;
@@ -176,7 +134,7 @@ void append_gpus(std::string& out, const watch_frame& frame, const watch_text_op
   // Columns: index, name, used / total, free, utilisation, then the history in what is left.
   constexpr std::size_t fixed = 3 + 2 + 2 + 21 + 2 + 10 + 2 + 4;
   std::size_t name_width = 4;
-  for (const gpu_view& gpu : frame.gpus) name_width = std::max(name_width, columns(escape(gpu.name)));
+  for (const gpu_view& gpu : frame.gpus) name_width = std::max(name_width, columns(printable_text(gpu.name)));
   name_width = std::min({name_width, std::size_t{28}, width > fixed + 4 ? width - fixed : std::size_t{4}});
   const std::size_t history_width = width > fixed + name_width + 2 + 8 ? width - fixed - name_width - 2 : 0;
   bool any_history = false;
@@ -189,7 +147,7 @@ void append_gpus(std::string& out, const watch_frame& frame, const watch_text_op
     std::string used = gpu.memory.total_bytes > 0 ? bytes(gpu.memory.used_bytes) + " / " + bytes(gpu.memory.total_bytes) : "-";
     std::string free = gpu.memory.total_bytes > 0 ? bytes(gpu.memory.free_bytes) : "-";
     std::string util = gpu.utilisation_percent ? fmt::format("{}%", *gpu.utilisation_percent) : "-";
-    std::string row = fmt::format("{:>3}  {}  {:>21}  {:>10}  {:>4}", gpu.index, pad(fit(escape(gpu.name), name_width), name_width),
+    std::string row = fmt::format("{:>3}  {}  {:>21}  {:>10}  {:>4}", gpu.index, pad(fit(printable_text(gpu.name), name_width), name_width),
                                   used, free, util);
     if (show_history && gpu.memory.total_bytes > 0 && gpu.used_history.size() >= 2) {
       std::size_t shown = std::min(gpu.used_history.size(), history_width);
@@ -200,7 +158,7 @@ void append_gpus(std::string& out, const watch_frame& frame, const watch_text_op
       row += "  " + sparkline(levels);
     }
     out += fit(row, width) + "\n";
-    if (!gpu.error.empty()) out += fit("       driver: " + escape(gpu.error), width) + "\n";
+    if (!gpu.error.empty()) out += fit("       driver: " + printable_text(gpu.error), width) + "\n";
     if (gpu.processes.empty() && gpu.error.empty()) out += "       no compute process\n";
     std::size_t listed = std::min(gpu.processes.size(), options.processes_per_gpu);
     for (std::size_t i = 0; i < listed; ++i) {
@@ -220,7 +178,7 @@ std::string state_text(const log_view& log) {
   switch (log.state) {
     case steplog_file_state::waiting:
       return log.latest ? "the file is gone; waiting for it to come back" : "waiting for the file to appear";
-    case steplog_file_state::unreadable: return "cannot be read: " + escape(log.state_message);
+    case steplog_file_state::unreadable: return "cannot be read: " + printable_text(log.state_message);
     case steplog_file_state::following: break;
   }
   return "";
@@ -231,7 +189,7 @@ void append_log(std::string& out, const log_view& log, const watch_frame& frame,
   const std::size_t label = 17;  // "  alloc retries" and two spaces
   auto row = [&](std::string_view name, const std::string& text) { out += fit(pad("  " + std::string(name), label) + text, width) + "\n"; };
   std::string state = state_text(log);
-  out += fit("Log " + escape(log.path) + (state.empty() ? "" : ": " + state), width) + "\n";
+  out += fit("Log " + printable_text(log.path) + (state.empty() ? "" : ": " + state), width) + "\n";
   if (!log.latest) {
     if (log.state == steplog_file_state::following) row("step", "none yet: no complete line written");
   } else {
@@ -273,7 +231,7 @@ void append_log(std::string& out, const log_view& log, const watch_frame& frame,
     row("OOMs", fmt::format("{}, {} in the last {} steps", r.num_ooms, recent_ooms, log.window_steps));
   }
   if (log.lines_skipped > 0) {
-    row("skipped", fmt::format("{} {}, the last {}", log.lines_skipped, log.lines_skipped == 1 ? "line" : "lines", escape(log.last_skip)));
+    row("skipped", fmt::format("{} {}, the last {}", log.lines_skipped, log.lines_skipped == 1 ? "line" : "lines", printable_text(log.last_skip)));
   }
   std::vector<std::string> notes;
   if (log.series_restarts > 0) notes.push_back(fmt::format("steps went back {}x (the job restarted): this run only", log.series_restarts));
@@ -285,7 +243,7 @@ void append_log(std::string& out, const log_view& log, const watch_frame& frame,
     out += fmt::format("Alerts from the log: {} in this run{}\n", log.alerts_total,
                        log.alerts.size() < log.alerts_total ? fmt::format(", the latest {}", log.alerts.size()) : "");
     for (const steplog_alert_seen& seen : log.alerts) {
-      out += fit(fmt::format("  step {:>6}  {:<13} {}", seen.step, fit(escape(seen.alert.kind), 13), escape(seen.alert.message)), width) +
+      out += fit(fmt::format("  step {:>6}  {:<13} {}", seen.step, fit(printable_text(seen.alert.kind), 13), printable_text(seen.alert.message)), width) +
              "\n";
     }
   }
@@ -385,7 +343,7 @@ std::string render_watch_text(const watch_frame& frame, const watch_text_options
   if (!frame.advice.empty()) {
     out += "\nAdvice\n";
     for (const watch_advice& advice : frame.advice) {
-      append_wrapped(out, advice.level == advice_level::warning ? "  ! " : "  - ", escape(advice.text), width, 4);
+      append_wrapped(out, advice.level == advice_level::warning ? "  ! " : "  - ", printable_text(advice.text), width, 4);
     }
   }
   return out;

@@ -59,7 +59,7 @@ expect_bad "not a number" "--micro-batch" --model qwen2.5-0.5b --phase train --m
 
 printf '{"model_type": "deepseek_v3", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "kv_lora_rank": 16}' >"$work/mla.json"
 expect_bad "latent attention is refused by name" '"kv_lora_rank"' --model "$work/mla.json" --phase generate --batch 1 --prompt-len 1 --new-tokens 1
-expect_bad "negative count" "expected a whole number, not -1" --model qwen2.5-0.5b "${grpo[@]}" --gpus -1
+expect_bad "negative count" "--gpus: '-1' is not a whole number from 0 to 18446744073709551615" --model qwen2.5-0.5b "${grpo[@]}" --gpus -1
 expect_bad "a batch beyond any GPU (it once hung --fit)" "--batch 576460752303423488 is beyond" --model qwen2.5-0.5b "${grpo[@]}" \
   --batch 576460752303423488 --fit h100-80g
 expect_bad "tokens beyond any GPU" "beyond any GPU" --model qwen2.5-72b --phase train --micro-batch 1048576 --seq-len 16777216

@@ -41,6 +41,21 @@ TEST(alloc_conf, refuses_what_it_cannot_model_with_a_reason) {
   EXPECT_NE(message.find("frobnicate"), std::string::npos);
 }
 
+TEST(alloc_conf, refuses_numbers_out_of_range_instead_of_wrapping) {
+  allocator_settings settings;
+  std::string message;
+  EXPECT_FALSE(parse_alloc_conf("max_split_size_mb:17592186044416", settings, message)) << "2^44 MB wraps to 0 bytes";
+  EXPECT_NE(message.find("from 20 to 8796093022207"), std::string::npos) << message;
+  EXPECT_FALSE(parse_alloc_conf("max_non_split_rounding_mb:99999999999999999999", settings, message));
+  EXPECT_FALSE(parse_alloc_conf("roundup_power2_divisions:4294967296", settings, message)) << "truncated to 0, the defaults";
+  EXPECT_NE(message.find("from 0 to 4294967295"), std::string::npos) << message;
+  EXPECT_FALSE(parse_alloc_conf("roundup_power2_divisions:[256:4294967296]", settings, message));
+  EXPECT_FALSE(parse_alloc_conf("garbage_collection_threshold:0.5x", settings, message)) << "trailing text";
+  EXPECT_FALSE(parse_alloc_conf("garbage_collection_threshold:nan", settings, message));
+  EXPECT_TRUE(parse_alloc_conf("max_split_size_mb:8796093022207,roundup_power2_divisions:4294967295", settings, message)) << message;
+  EXPECT_EQ(settings.max_split_size, std::uint64_t{8796093022207} << 20);
+}
+
 TEST(round_request, follows_round_size) {
   allocator_settings defaults;
   EXPECT_EQ(round_request(1, defaults), 512u);

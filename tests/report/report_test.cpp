@@ -6,6 +6,7 @@
 #include <rlmem/report.hpp>
 
 #include <gtest/gtest.h>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace rlmem {
@@ -19,6 +20,25 @@ TEST(format, bytes_in_binary_units) {
   EXPECT_EQ(format_bytes(-(std::int64_t{3} << 20)), "-3.00 MiB");
   EXPECT_EQ(format_count(188494), "188,494");
   EXPECT_EQ(format_count(7), "7");
+}
+
+TEST(format, bytes_are_defined_for_every_integer) {
+  EXPECT_EQ(format_bytes(std::numeric_limits<std::int64_t>::min()), "-8.00 EiB");
+  EXPECT_EQ(format_bytes(std::numeric_limits<std::int64_t>::max()), "8.00 EiB");
+  EXPECT_EQ(format_bytes(std::uint64_t{1} << 63), "8.00 EiB");
+  EXPECT_EQ(format_bytes(std::numeric_limits<std::uint64_t>::max()), "16.0 EiB");
+  EXPECT_EQ(format_bytes(-(std::int64_t{1} << 62)), "-4.00 EiB") << "not -4096.0 PiB";
+  EXPECT_EQ(format_bytes(-1), "-1 B");
+}
+
+TEST(printable_text, escapes_every_control_and_every_byte_that_is_not_utf8) {
+  EXPECT_EQ(printable_text("model.py:12 forward"), "model.py:12 forward");
+  EXPECT_EQ(printable_text("caf\xc3\xa9 \xe6\x97\xa5"), "caf\xc3\xa9 \xe6\x97\xa5") << "valid UTF-8 stays";
+  EXPECT_EQ(printable_text(std::string_view("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(printable_text("\x1b]0;title\x07\r  LEAK\x08\n\t\x7f"), "\\x1b]0;title\\x07\\x0d  LEAK\\x08\\x0a\\x09\\x7f");
+  EXPECT_EQ(printable_text("\xc2\x9b" "31m"), "\\x9b31m") << "C1 control CSI";
+  EXPECT_EQ(printable_text("\xff\xc0\xaf\xed\xb3\xbf"), "\\xff\\xc0\\xaf\\xed\\xb3\\xbf") << "invalid, overlong, surrogate";
+  EXPECT_EQ(printable_text("\xe2\x80\xae"), "\\u202e") << "bidirectional override";
 }
 
 TEST(json_report, has_the_documented_keys_and_a_bounded_timeline) {

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+// Checked writes to standard output and the one escaped error line.
+
+#include "output.hpp"
+
+#include "commands.hpp"
+
+#include <rlmem/format.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <unistd.h>
+
+namespace rlmem::cli {
+
+void hold_standard_descriptors() noexcept {
+  for (int descriptor = 0; descriptor <= 2; ++descriptor) {
+    if (::fcntl(descriptor, F_GETFD) != -1 || errno != EBADF) continue;
+    // open() returns the lowest free descriptor, which is this one.
+    (void)::open("/dev/null", descriptor == STDOUT_FILENO ? O_RDONLY : O_RDWR);
+  }
+}
+
+int write_all(std::string_view text) noexcept {
+  while (!text.empty()) {
+    ssize_t done = ::write(STDOUT_FILENO, text.data(), text.size());
+    if (done < 0 && errno == EINTR) continue;
+    if (done < 0) return errno;
+    text.remove_prefix(static_cast<std::size_t>(done));
+  }
+  return 0;
+}
+
+// EPIPE means the reader has gone (`rlmem inspect x | head -c1`): the output is incomplete, so
+// the exit code says so, but the reader chose to leave and needs no message.
+int report_write_failure(int error) {
+  if (error != EPIPE) print_error(std::string("cannot write the report: ") + std::strerror(error));
+  return exit_cannot_write;
+}
+
+int write_report(std::string_view text) {
+  int error = write_all(text);
+  return error == 0 ? exit_ok : report_write_failure(error);
+}
+
+int finish_output(int code) {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) return report_write_failure(errno);
+  // EBADF here means descriptor 1 was never open for writing and nothing was written to it
+  // (the report itself would already have failed); EINTR leaves the descriptor closed on Linux.
+  if (::close(STDOUT_FILENO) != 0 && errno != EBADF && errno != EINTR && code == exit_ok) return report_write_failure(errno);
+  return code;
+}
+
+void print_error(std::string_view message) { std::fprintf(stderr, "rlmem: %s\n", printable_text(message).c_str()); }
+
+}  // namespace rlmem::cli
