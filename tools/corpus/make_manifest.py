@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Writes testdata/wild/MANIFEST.json: for every snapshot listed in tools/corpus/sources.tsv,
+where it came from and the independent reference's figures (tools/corpus/reference.py).
+
+  tools/corpus/make_manifest.py             # reads testdata/wild/local/<name>.pickle.zst
+
+Every listed file must be present: the manifest is made where the whole corpus is, then
+committed; the test (tests/corpus/wild_test.py) checks whichever files a checkout has.
+"""
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import reference
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def torch_hint(figures):
+    """What the file's own keys say of the torch that wrote it (None: they say nothing)."""
+    keys = set(figures["event_keys"])
+    if "compile_context" in keys or "user_metadata" in keys:
+        return ">=2.6 (events carry compile_context or user_metadata)"
+    if figures["has_time_us"] is False:
+        return "<=2.1 (events carry no time_us)"
+    if figures["layout"] == "segment list":
+        return "2.0 era (a bare list of segments)"
+    return None
+
+
+def main():
+    entries = []
+    for line in (ROOT / "tools/corpus/sources.tsv").read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split("\t") + [""]
+        name, repo, commit, path, licence, torch = fields[:6]
+        data = reference.read_bytes(ROOT / "testdata/wild/local" / f"{name}.pickle.zst")
+        figures = reference.describe(data)
+        entries.append({
+            "file": f"{name}.pickle.zst",
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "bytes": len(data),
+            "source": {"repo": repo, "path": path, "commit": commit, "licence": licence},
+            "torch": torch or None,
+            "torch_from_file": torch_hint(figures),
+            "os": figures["os"],
+            "layout": figures["layout"],
+            "has_time_us": figures["has_time_us"],
+            "device_count": figures["device_count"],
+            "devices": figures["devices"],
+        })
+    out = {
+        "what": "Real snapshots from public repositories and an independent reference's figures "
+                "(tools/corpus/reference.py); the files themselves are not committed (testdata/wild/local/).",
+        "snapshots": entries,
+    }
+    (ROOT / "testdata/wild/MANIFEST.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(f"{len(entries)} snapshots", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
