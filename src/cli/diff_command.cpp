@@ -34,7 +34,7 @@ int run_diff(const diff_arguments& args) {
   std::vector<rank_result> both = inspect_ranks({args.a, args.b}, choices, 2);
   for (const rank_result& one : both) {
     if (!one.ok) {
-      std::fprintf(stderr, "rlmem: %s: %s\n", one.file.c_str(), describe(one.failure).c_str());
+      std::fprintf(stderr, "rlmem: %s: %s\n", one.file.c_str(), one.failure.c_str());
       return exit_bad_input;
     }
   }
