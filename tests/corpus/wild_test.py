@@ -3,11 +3,12 @@
 """rlmem against the corpus of real snapshots from public repositories (testdata/wild/MANIFEST.json):
 for every device of every snapshot present, `rlmem inspect --json --device D` must give the
 reference's event count and peak reserved exactly, and a peak allocated within the bounds that
-whole-block accounting allows (tools/corpus/reference.py says how they are found). Snapshots not
+whole-block accounting allows; with no --device it must pick the device with the most data (tools/corpus/reference.py says how they are found). Snapshots not
 present here (they are kept out of the project's history) are skipped, each with a line.
 
-Always checked, with or without the corpus: snapshots with nothing recorded get a clear report
-(exit 0, zero events and zero peaks) or a clear refusal (exit 2, one line), never a crash.
+Always checked, with or without the corpus: the reference agrees with torch's own counters on
+the project's snapshots whose runs recorded them; snapshots with nothing recorded get a clear
+report (exit 0, zero events and zero peaks) or a clear refusal (exit 2, one line), never a crash.
 
   tests/corpus/wild_test.py --rlmem build/rlmem --manifest testdata/wild/MANIFEST.json \\
       --corpus testdata/wild/local [--corpus DIR ...] [-k NAME]
@@ -21,6 +22,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "corpus"))
+import reference  # noqa: E402  (the independent reference the manifest's figures come from)
 
 
 def decompressed(path):
@@ -64,6 +68,12 @@ def check_corpus(rlmem, manifest, corpus_dirs, only):
         if hashlib.sha256(decompressed(path)).hexdigest() != entry["sha256"]:
             failures.append(f"{entry['file']}: its sha256 is not the manifest's: another file under that name")
             continue
+        if entry["default_device"] is not None:
+            code, out, err = inspect_json(rlmem, path)
+            seen = json.loads(out)["device"] if code == 0 else f"exit {code}: {err.strip()[:200]!r}"
+            if seen != entry["default_device"]:
+                failures.append(f"{entry['file']}: with no --device, expected the device with the most data, "
+                                f"{entry['default_device']}, saw {seen}")
         for figures in entry["devices"]:
             problems = check_device(rlmem, path, figures)
             status = "ok" if not problems else "FAIL"
@@ -98,6 +108,25 @@ def check_empty_snapshots(rlmem):
     return failures
 
 
+def check_reference_against_torch(testdata):
+    """The reference itself, against torch's own counters (max_memory_reserved/allocated) of the
+    runs that recorded three of the project's snapshots (testdata/snapshots/frag_capacity.json)."""
+    failures = []
+    rows = json.loads((testdata / "snapshots" / "frag_capacity.json").read_text())
+    runs = {"frag_default.pickle.zst": ("default", 0), "frag_default_oom.pickle.zst": ("default", 2805590497),
+            "frag_expandable.pickle.zst": ("expandable", 0)}
+    for name, (conf, cap) in runs.items():
+        torch_row = next(r for r in rows if r["conf"] == conf and r["cap"] == cap)
+        figures = reference.describe(reference.read_bytes(testdata / "snapshots" / name))["devices"][0]
+        if figures["peak_reserved"] != torch_row["peak_reserved"]:
+            failures.append(f"reference on {name}: peak reserved {figures['peak_reserved']}, torch said {torch_row['peak_reserved']}")
+        if not figures["peak_allocated_low"] <= torch_row["peak_alloc"] <= figures["peak_allocated_high"]:
+            failures.append(f"reference on {name}: peak allocated bounds [{figures['peak_allocated_low']}, "
+                            f"{figures['peak_allocated_high']}] miss torch's {torch_row['peak_alloc']}")
+    print(f"reference checked against torch's counters on {len(runs)} snapshots")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rlmem", required=True)
@@ -106,7 +135,8 @@ def main():
     parser.add_argument("-k", dest="only", default="", help="only files whose name contains this")
     options = parser.parse_args()
     manifest = json.loads(options.manifest.read_text())
-    failures = check_empty_snapshots(options.rlmem)
+    failures = check_reference_against_torch(options.manifest.resolve().parents[1])
+    failures += check_empty_snapshots(options.rlmem)
     failures += check_corpus(options.rlmem, manifest, options.corpus, options.only)
     for failure in failures:
         print(f"FAILED {failure}", file=sys.stderr)

@@ -30,6 +30,14 @@ def torch_hint(figures):
     return None
 
 
+def default_device(devices):
+    """The device with the most data: the most events, then the most reserved at the dump."""
+    ranked = sorted(devices, key=lambda d: (d["events"], d["reserved_at_dump"]), reverse=True)
+    if len(ranked) > 1 and (ranked[0]["events"], ranked[0]["reserved_at_dump"]) == (ranked[1]["events"], ranked[1]["reserved_at_dump"]):
+        return None   # a tie: no one device to expect
+    return ranked[0]["device"] if ranked else None
+
+
 def main():
     entries = []
     for line in (ROOT / "tools/corpus/sources.tsv").read_text().splitlines():
@@ -50,6 +58,7 @@ def main():
             "layout": figures["layout"],
             "has_time_us": figures["has_time_us"],
             "device_count": figures["device_count"],
+            "default_device": default_device(figures["devices"]),
             "devices": figures["devices"],
         })
     out = {
