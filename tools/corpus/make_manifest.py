@@ -21,12 +21,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def torch_hint(figures):
     """What the file's own keys say of the torch that wrote it (None: they say nothing)."""
     keys = set(figures["event_keys"])
+    if figures["layout"] == "segment list":
+        return "any (a bare list of segments: torch.cuda.memory_snapshot(), no trace)"
+    if figures["blocks_carry_history"]:
+        return "2.0-2.1 (blocks carry 'history')"
     if "compile_context" in keys or "user_metadata" in keys:
         return ">=2.6 (events carry compile_context or user_metadata)"
     if figures["has_time_us"] is False:
         return "<=2.1 (events carry no time_us)"
-    if figures["layout"] == "segment list":
-        return "2.0 era (a bare list of segments)"
     return None
 
 
@@ -57,6 +59,7 @@ def main():
             "os": figures["os"],
             "layout": figures["layout"],
             "has_time_us": figures["has_time_us"],
+            "blocks_carry_history": figures["blocks_carry_history"],
             "device_count": figures["device_count"],
             "default_device": default_device(figures["devices"]),
             "devices": figures["devices"],

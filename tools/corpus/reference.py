@@ -230,6 +230,7 @@ def describe(data):
         "os": "Windows" if windows else "POSIX",
         "device_count": len(devices),
         "has_time_us": "time_us" in first if first else None,
+        "blocks_carry_history": any("history" in b for s in segments for b in s.get("blocks") or []),
         "event_keys": sorted(first.keys()) if first else [],
         "snapshot_keys": sorted(snapshot.keys()) if isinstance(snapshot, dict) else [],
         "devices": figures,
