@@ -34,7 +34,7 @@ int run_diff(const diff_arguments& args) {
   std::vector<rank_result> both = inspect_ranks({args.a, args.b}, choices, 2);
   for (const rank_result& one : both) {
     if (!one.ok) {
-      print_error(one.file + ": " + describe(one.failure));
+      print_error(one.file + ": " + one.failure);
       return exit_bad_input;
     }
   }

@@ -50,9 +50,10 @@ bool prepare_options(const inspect_arguments& args, inspect_options& choices) {
 
 // A folder: every snapshot in it, one row per rank, read in parallel.
 int run_inspect_folder(const inspect_arguments& args, const inspect_options& choices) {
-  auto files = snapshot_files_in(args.file);
-  if (files.empty()) {
-    print_error(args.file + " holds no snapshot files (.pickle, .pkl, optionally .gz or .zst)");
+  std::vector<std::filesystem::path> files;
+  std::string problem;
+  if (!ranked_snapshot_files_in(args.file, files, problem)) {
+    print_error(args.file + ": " + problem);
     return exit_bad_input;
   }
   std::vector<rank_result> ranks = inspect_ranks(files, choices);

@@ -3,11 +3,15 @@
 
 #include <rlmem/compare.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <exception>
 #include <map>
-#include <regex>
+#include <new>
+#include <system_error>
 #include <thread>
 
 namespace rlmem {
@@ -49,25 +53,103 @@ std::int64_t end_allocated(const inspection& result) {
   return result.memory.allocated.empty() ? result.final_allocated_bytes : result.memory.allocated.back();
 }
 
-std::int64_t rank_from_name(const std::string& name) {
-  static const std::regex ranked(R"(rank[_-]?(\d+))", std::regex::icase);
-  static const std::regex last_number(R"((\d+)(?!.*\d))");
-  std::smatch match;
-  if (std::regex_search(name, match, ranked) || std::regex_search(name, match, last_number)) {
-    return std::strtoll(match[1].str().c_str(), nullptr, 10);
+// The name less its snapshot extension: `.pickle` or `.pkl`, optionally compressed; nullopt when
+// it has none.
+std::optional<std::string_view> snapshot_stem(std::string_view name) {
+  for (std::string_view compression : {".gz", ".zst", ".zstd", ""}) {
+    if (!name.ends_with(compression)) continue;
+    std::string_view uncompressed = name.substr(0, name.size() - compression.size());
+    for (std::string_view pickle : {".pickle", ".pkl"}) {
+      if (uncompressed.size() > pickle.size() && uncompressed.ends_with(pickle)) {
+        return uncompressed.substr(0, uncompressed.size() - pickle.size());
+      }
+    }
   }
-  return -1;
+  return std::nullopt;
 }
 
-bool is_snapshot_name(const std::string& name) {
-  for (const char* ending : {".pickle", ".pkl", ".pickle.gz", ".pkl.gz", ".pickle.zst", ".pkl.zst", ".pickle.zstd"}) {
-    std::string_view tail(ending);
-    if (name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0) return true;
+bool is_separator(char c) { return c == '_' || c == '-' || c == '.' || c == ' '; }
+
+std::string lower(std::string_view text) {
+  std::string made(text);
+  for (char& c : made) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  return made;
+}
+
+// 1 to 7 decimal digits and nothing else: at most 9,999,999, far from overflow.
+std::optional<std::int64_t> rank_digits(std::string_view piece) {
+  constexpr std::size_t most_digits = 7;
+  if (piece.empty() || piece.size() > most_digits) return std::nullopt;
+  std::int64_t value = 0;
+  for (char c : piece) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
   }
-  return false;
+  return value;
+}
+
+// Every rank mark of a stem, in order (see rank_in_file_name for the grammar).
+std::vector<std::int64_t> rank_marks(std::string_view stem) {
+  std::vector<std::string> pieces;
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i <= stem.size(); ++i) {
+    if (i == stem.size() || is_separator(stem[i])) {
+      if (i > begin) pieces.push_back(lower(stem.substr(begin, i - begin)));
+      begin = i + 1;
+    }
+  }
+  std::vector<std::int64_t> marks;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const std::string& piece = pieces[i];
+    std::optional<std::int64_t> rank;
+    if (piece == "rank" && i + 1 < pieces.size()) {
+      rank = rank_digits(pieces[i + 1]);
+      if (rank) ++i;
+    } else if (piece.starts_with("rank")) {
+      rank = rank_digits(std::string_view(piece).substr(4));
+    } else if (piece.starts_with("r")) {
+      rank = rank_digits(std::string_view(piece).substr(1));
+    }
+    if (rank) marks.push_back(*rank);
+  }
+  return marks;
+}
+
+// The one rank of a list of marks; nullopt when there is none, or two different ones.
+std::optional<std::int64_t> single_rank(const std::vector<std::int64_t>& marks) {
+  if (marks.empty()) return std::nullopt;
+  for (std::int64_t mark : marks) {
+    if (mark != marks.front()) return std::nullopt;
+  }
+  return marks.front();
+}
+
+// Reads and inspects one file; whatever is thrown becomes its failure, for a worker thread must
+// not let an exception escape (std::terminate).
+void inspect_one(const std::filesystem::path& file, const inspect_options& options, rank_result& one) noexcept {
+  try {
+    one.file = file.string();
+    one.rank = rank_in_file_name(file.filename().string()).value_or(-1);
+    auto read = read_snapshot_file(file);
+    if (!read.ok()) {
+      one.failure = describe(read.failure());
+      return;
+    }
+    one.result = inspect(read.value(), options);
+    one.ok = true;
+  } catch (const std::bad_alloc&) {
+    one.failure = "out of memory while reading or inspecting this snapshot";
+  } catch (const std::exception& failure) {
+    one.failure = fmt::format("could not be inspected: {}", failure.what());
+  } catch (...) {
+    one.failure = "could not be inspected: an unknown exception";
+  }
 }
 
 }  // namespace
+
+const std::string_view rank_name_forms =
+    "rank3, rank_3, rank-3 or r3 between separators (snapshot_rank3.pickle, oom_rank-3.pickle.zst, trace-r3.pkl)";
 
 inspection_diff diff_inspections(const inspection& a, const inspection& b) {
   inspection_diff made;
@@ -86,43 +168,86 @@ inspection_diff diff_inspections(const inspection& a, const inspection& b) {
   return made;
 }
 
-std::vector<std::filesystem::path> snapshot_files_in(const std::filesystem::path& folder) {
-  std::vector<std::filesystem::path> files;
+std::optional<std::int64_t> rank_in_file_name(std::string_view name) {
+  std::optional<std::string_view> stem = snapshot_stem(name);
+  return single_rank(rank_marks(stem.value_or(name)));
+}
+
+bool ranked_snapshot_files_in(const std::filesystem::path& folder, std::vector<std::filesystem::path>& files,
+                              std::string& problem) {
+  files.clear();
   std::error_code status;
-  for (const auto& entry : std::filesystem::directory_iterator(folder, status)) {
-    if (entry.is_regular_file(status) && is_snapshot_name(entry.path().filename().string())) files.push_back(entry.path());
+  std::filesystem::directory_iterator entries(folder, status);
+  if (status) {
+    problem = fmt::format("cannot be read: {}", status.message());
+    return false;
   }
-  std::sort(files.begin(), files.end(), [](const auto& x, const auto& y) {
-    std::int64_t rx = rank_from_name(x.filename().string());
-    std::int64_t ry = rank_from_name(y.filename().string());
-    return rx != ry ? rx < ry : x < y;
-  });
-  return files;
+  std::vector<std::pair<std::int64_t, std::filesystem::path>> ranked;
+  std::vector<std::string> unranked;
+  for (; entries != std::filesystem::directory_iterator(); entries.increment(status)) {
+    std::string name = entries->path().filename().string();
+    std::error_code kind_status;
+    if (!entries->is_regular_file(kind_status) || !snapshot_stem(name)) continue;
+    std::vector<std::int64_t> marks = rank_marks(*snapshot_stem(name));
+    std::optional<std::int64_t> rank = single_rank(marks);
+    if (!rank && !marks.empty()) {
+      problem = fmt::format("{} names two different ranks ({} and {}): rename it with one", name, marks.front(),
+                            *std::find_if(marks.begin(), marks.end(), [&](std::int64_t m) { return m != marks.front(); }));
+      return false;
+    }
+    if (rank) {
+      ranked.emplace_back(*rank, entries->path());
+    } else {
+      unranked.push_back(name);
+    }
+  }
+  if (status) {
+    problem = fmt::format("cannot be read: {}", status.message());
+    return false;
+  }
+  if (ranked.empty() && unranked.empty()) {
+    problem = "holds no snapshot files (.pickle or .pkl, optionally .gz, .zst or .zstd)";
+    return false;
+  }
+  if (!unranked.empty()) {
+    std::sort(unranked.begin(), unranked.end());
+    problem = ranked.empty()
+                  ? fmt::format("no snapshot file name carries a rank ({} of them, e.g. {}): name them {}", unranked.size(),
+                                unranked.front(), rank_name_forms)
+                  : fmt::format("{} carries no rank, unlike the {} others: name it {}", unranked.front(), ranked.size(),
+                                rank_name_forms);
+    return false;
+  }
+  std::sort(ranked.begin(), ranked.end());
+  for (std::size_t i = 1; i < ranked.size(); ++i) {
+    if (ranked[i].first == ranked[i - 1].first) {
+      problem = fmt::format("rank {} twice: {} and {}", ranked[i].first, ranked[i - 1].second.filename().string(),
+                            ranked[i].second.filename().string());
+      return false;
+    }
+  }
+  for (auto& [rank, path] : ranked) files.push_back(std::move(path));
+  return true;
 }
 
 std::vector<rank_result> inspect_ranks(const std::vector<std::filesystem::path>& files, const inspect_options& options,
                                        unsigned threads) {
   std::vector<rank_result> results(files.size());
   std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i = next++; i < files.size(); i = next++) {
-      rank_result& one = results[i];
-      one.file = files[i].string();
-      one.rank = rank_from_name(files[i].filename().string());
-      if (one.rank < 0) one.rank = static_cast<std::int64_t>(i);
-      auto read = read_snapshot_file(files[i]);
-      if (!read.ok()) {
-        one.failure = read.failure();
-        continue;
-      }
-      one.result = inspect(read.value(), options);
-      one.ok = true;
-    }
+  auto work = [&]() noexcept {
+    for (std::size_t i = next++; i < files.size(); i = next++) inspect_one(files[i], options, results[i]);
   };
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<std::size_t>(threads, files.size()));
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  pool.reserve(threads);  // so that emplace_back can fail only to start a thread
+  for (unsigned t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: those started and this one share the files
+    }
+  }
   work();
   for (auto& thread : pool) thread.join();
   return results;
@@ -146,7 +271,9 @@ rank_imbalance measure_imbalance(const std::vector<rank_result>& ranks) {
     made.min_peak_reserved = first ? one.result.peak_reserved_bytes : std::min(made.min_peak_reserved, one.result.peak_reserved_bytes);
     first = false;
   }
-  made.max_over_min = made.min_peak_allocated > 0 ? static_cast<double>(made.max_peak_allocated) / static_cast<double>(made.min_peak_allocated) : 0.0;
+  if (!first && made.min_peak_allocated > 0) {
+    made.max_over_min = static_cast<double>(made.max_peak_allocated) / static_cast<double>(made.min_peak_allocated);
+  }
   return made;
 }
 

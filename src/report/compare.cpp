@@ -101,7 +101,7 @@ std::string render_ranks_text(const std::vector<rank_result>& ranks, const rank_
     std::string name = printable_text(std::filesystem::path(one.file).filename().string());
     if (!one.ok) {
       out += fmt::format("  {:>5} {:>11} {:>11} {:>6} {:>18}  {}\n", one.rank, "ERROR", "", "", "", fit(name, file_width));
-      out += fmt::format("        {}\n", fit(printable_text(describe(one.failure)), options.width - 8));
+      out += fmt::format("        {}\n", fit(printable_text(one.failure), options.width - 8));
       continue;
     }
     const inspection& result = one.result;
@@ -109,9 +109,10 @@ std::string render_ranks_text(const std::vector<rank_result>& ranks, const rank_
                        format_bytes(result.peak_reserved_bytes), result.leaks.size(), oom_summary(result), fit(name, file_width));
   }
   if (imbalance.max_rank >= 0) {
-    out += fmt::format("\nImbalance: peak allocated from {} (rank {}) to {} (rank {}), {:.2f}x; peak reserved {} to {}\n",
+    std::string ratio = imbalance.max_over_min ? fmt::format("{:.2f}x", *imbalance.max_over_min) : "no ratio to 0 B";
+    out += fmt::format("\nImbalance: peak allocated from {} (rank {}) to {} (rank {}), {}; peak reserved {} to {}\n",
                        format_bytes(imbalance.min_peak_allocated), imbalance.min_rank, format_bytes(imbalance.max_peak_allocated),
-                       imbalance.max_rank, imbalance.max_over_min, format_bytes(imbalance.min_peak_reserved),
+                       imbalance.max_rank, ratio, format_bytes(imbalance.min_peak_reserved),
                        format_bytes(imbalance.max_peak_reserved));
   }
   for (const rank_result& one : ranks) {
@@ -133,7 +134,7 @@ std::string render_ranks_json(const std::vector<rank_result>& ranks, const rank_
   for (const rank_result& one : ranks) {
     json row = {{"rank", one.rank}, {"file", one.file}, {"ok", one.ok}};
     if (!one.ok) {
-      row["error"] = describe(one.failure);
+      row["error"] = one.failure;
     } else {
       const inspection& result = one.result;
       json leaks = json::array();
@@ -155,7 +156,7 @@ std::string render_ranks_json(const std::vector<rank_result>& ranks, const rank_
   out["ranks"] = rows;
   out["imbalance"] = {{"min_peak_allocated_bytes", imbalance.min_peak_allocated}, {"min_rank", imbalance.min_rank},
                       {"max_peak_allocated_bytes", imbalance.max_peak_allocated}, {"max_rank", imbalance.max_rank},
-                      {"max_over_min", imbalance.max_over_min},
+                      {"max_over_min", imbalance.max_over_min ? json(*imbalance.max_over_min) : json(nullptr)},
                       {"min_peak_reserved_bytes", imbalance.min_peak_reserved},
                       {"max_peak_reserved_bytes", imbalance.max_peak_reserved}};
   return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";

@@ -8,13 +8,49 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
+#include <optional>
 
 namespace rlmem {
 
 using testing::fixture;
 
 namespace {
+
+// A fresh folder under the temporary directory, removed when the test ends.
+class scratch_folder {
+ public:
+  explicit scratch_folder(const std::string& name) : path_(std::filesystem::temp_directory_path() / name) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~scratch_folder() { std::filesystem::remove_all(path_); }
+  const std::filesystem::path& path() const { return path_; }
+  void add(const std::string& name, const std::string& from_testdata = "snapshots/tiny_oom_cpp_stacks.pickle") const {
+    std::filesystem::copy_file(testing::testdata(from_testdata), path_ / name);
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string refusal_of(const scratch_folder& folder) {
+  std::vector<std::filesystem::path> files;
+  std::string problem;
+  EXPECT_FALSE(ranked_snapshot_files_in(folder.path(), files, problem)) << "expected the folder to be refused";
+  EXPECT_TRUE(files.empty());
+  return problem;
+}
+
+rank_result read_rank(std::int64_t rank, std::int64_t peak_allocated) {
+  rank_result one;
+  one.rank = rank;
+  one.ok = true;
+  one.result.peak_allocated_bytes = peak_allocated;
+  one.result.peak_reserved_bytes = peak_allocated;
+  return one;
+}
 
 inspection everything(const std::string& name) {
   inspect_options options;
@@ -45,29 +81,119 @@ TEST(diff, a_snapshot_against_itself_changes_nothing) {
   for (const diff_row& row : diff.categories_at_end) EXPECT_EQ(row.delta(), 0) << row.key;
 }
 
+TEST(ranks, torchrun_style_names_carry_a_rank) {
+  const std::vector<std::pair<std::string, std::int64_t>> ranked = {
+      {"snapshot_rank3.pickle", 3},      {"rank_3.pickle", 3},           {"oom_rank-12.pickle.zst", 12},
+      {"RANK7.pkl", 7},                  {"rank_0_pid4242.pkl", 0},      {"trace-r7.pickle", 7},
+      {"step_100_r5.pickle.gz", 5},      {"r2.pickle", 2},               {"memory_rank03.pickle.zstd", 3},
+      {"epoch_3_rank_1.pickle", 1},      {"a.rank2.pickle", 2},          {"rank9999999.pickle", 9'999'999},
+      {"rank1_rank1.pickle", 1}};
+  for (const auto& [name, rank] : ranked) {
+    EXPECT_EQ(rank_in_file_name(name), std::optional<std::int64_t>(rank)) << name << ": expected rank " << rank;
+  }
+  const std::vector<std::string> unranked = {
+      "snapshot_3.pickle",  "snapshot_47727.pickle", "frank3.pickle", "rank3x.pickle",      "rank.pickle",
+      "r.pickle",           "rr3.pickle",            "r2d2.pickle",   "rank10000000.pickle", "rank1_r2.pickle",
+      "2024-05-01.pickle",  "snapshotrank3.pickle"};
+  for (const std::string& name : unranked) {
+    EXPECT_EQ(rank_in_file_name(name), std::nullopt) << name << ": expected no rank, saw " << rank_in_file_name(name).value_or(-1);
+  }
+}
+
 TEST(ranks, a_folder_is_read_in_parallel_and_ordered_by_rank) {
-  auto folder = std::filesystem::temp_directory_path() / "rlmem_ranks_test";
-  std::filesystem::remove_all(folder);
-  std::filesystem::create_directories(folder);
-  std::filesystem::copy_file(testing::testdata("snapshots/grpo_leak_logits.pickle.zst"), folder / "snapshot_rank10.pickle.zst");
-  std::filesystem::copy_file(testing::testdata("snapshots/grpo_clean.pickle.zst"), folder / "snapshot_rank2.pickle.zst");
-  std::filesystem::copy_file(testing::testdata("snapshots/tiny_oom_cpp_stacks.pickle"), folder / "snapshot_rank3.pickle");
-  std::filesystem::copy_file(testing::testdata("README.md"), folder / "notes.md");  // not a snapshot: skipped
-  auto files = snapshot_files_in(folder);
+  scratch_folder folder("rlmem_ranks_test");
+  folder.add("snapshot_rank10.pickle.zst", "snapshots/grpo_leak_logits.pickle.zst");
+  folder.add("snapshot_rank2.pickle.zst", "snapshots/grpo_clean.pickle.zst");
+  folder.add("snapshot_rank3.pickle");
+  folder.add("notes.md", "README.md");  // not a snapshot: skipped
+  std::vector<std::filesystem::path> files;
+  std::string problem;
+  ASSERT_TRUE(ranked_snapshot_files_in(folder.path(), files, problem)) << problem;
   ASSERT_EQ(files.size(), 3u);
   auto ranks = inspect_ranks(files, {}, 3);
   ASSERT_EQ(ranks.size(), 3u);
   EXPECT_EQ(ranks[0].rank, 2);
   EXPECT_EQ(ranks[1].rank, 3);
   EXPECT_EQ(ranks[2].rank, 10);
-  for (const auto& one : ranks) EXPECT_TRUE(one.ok) << one.file;
+  for (const auto& one : ranks) EXPECT_TRUE(one.ok) << one.file << ": " << one.failure;
   EXPECT_EQ(ranks[2].result.leaks.size(), 1u);
   EXPECT_EQ(ranks[1].result.ooms.size(), 1u);
   rank_imbalance imbalance = measure_imbalance(ranks);
   EXPECT_EQ(imbalance.max_rank, 10);
   EXPECT_EQ(imbalance.max_peak_allocated, ranks[2].result.peak_allocated_bytes);
   EXPECT_EQ(imbalance.min_rank, 3);
-  std::filesystem::remove_all(folder);
+  ASSERT_TRUE(imbalance.max_over_min.has_value());
+  EXPECT_GT(*imbalance.max_over_min, 1.0);
+}
+
+TEST(ranks, a_file_that_cannot_be_read_is_that_ranks_failure_only) {
+  scratch_folder folder("rlmem_ranks_bad_file");
+  folder.add("snapshot_rank0.pickle");
+  std::ofstream(folder.path() / "snapshot_rank1.pickle") << "not a pickle\n";
+  std::vector<std::filesystem::path> files;
+  std::string problem;
+  ASSERT_TRUE(ranked_snapshot_files_in(folder.path(), files, problem)) << problem;
+  auto ranks = inspect_ranks(files, {}, 2);
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_TRUE(ranks[0].ok) << ranks[0].failure;
+  EXPECT_FALSE(ranks[1].ok) << "expected rank 1 (not a pickle) to fail";
+  EXPECT_NE(ranks[1].failure.find("UNKNOWN_FORMAT"), std::string::npos) << "saw: " << ranks[1].failure;
+  EXPECT_EQ(measure_imbalance(ranks).max_rank, 0) << "only the rank that was read counts";
+}
+
+TEST(ranks, a_folder_whose_names_carry_no_rank_is_refused_with_the_forms_accepted) {
+  scratch_folder folder("rlmem_ranks_none");
+  folder.add("snapshot_1.pickle");
+  folder.add("snapshot_2.pickle");
+  std::string problem = refusal_of(folder);
+  EXPECT_NE(problem.find("no snapshot file name carries a rank"), std::string::npos) << "saw: " << problem;
+  EXPECT_NE(problem.find(rank_name_forms), std::string::npos) << "saw: " << problem;
+}
+
+TEST(ranks, one_name_without_a_rank_among_ranked_ones_is_named) {
+  scratch_folder folder("rlmem_ranks_one_unranked");
+  folder.add("snapshot_rank0.pickle");
+  folder.add("snapshot_rank1.pickle");
+  folder.add("combined.pickle");
+  std::string problem = refusal_of(folder);
+  EXPECT_NE(problem.find("combined.pickle carries no rank"), std::string::npos) << "saw: " << problem;
+}
+
+TEST(ranks, two_files_of_one_rank_are_refused_naming_both) {
+  scratch_folder folder("rlmem_ranks_duplicate");
+  folder.add("snapshot_rank0.pickle");
+  folder.add("snapshot_rank3.pickle");
+  folder.add("oom_rank_03.pickle");
+  std::string problem = refusal_of(folder);
+  EXPECT_NE(problem.find("rank 3 twice"), std::string::npos) << "saw: " << problem;
+  EXPECT_NE(problem.find("snapshot_rank3.pickle"), std::string::npos) << "saw: " << problem;
+  EXPECT_NE(problem.find("oom_rank_03.pickle"), std::string::npos) << "saw: " << problem;
+}
+
+TEST(ranks, a_name_with_two_ranks_is_refused) {
+  scratch_folder folder("rlmem_ranks_two_in_one");
+  folder.add("rank1_r2.pickle");
+  std::string problem = refusal_of(folder);
+  EXPECT_NE(problem.find("rank1_r2.pickle names two different ranks (1 and 2)"), std::string::npos) << "saw: " << problem;
+}
+
+TEST(ranks, a_folder_without_snapshots_is_refused) {
+  scratch_folder folder("rlmem_ranks_empty");
+  folder.add("notes.md", "README.md");
+  EXPECT_NE(refusal_of(folder).find("holds no snapshot files"), std::string::npos);
+}
+
+TEST(ranks, no_ratio_when_the_smallest_peak_is_zero) {
+  rank_imbalance imbalance = measure_imbalance({read_rank(0, 0), read_rank(1, 4096)});
+  EXPECT_EQ(imbalance.min_rank, 0);
+  EXPECT_EQ(imbalance.max_rank, 1);
+  EXPECT_FALSE(imbalance.max_over_min.has_value()) << "expected no ratio, saw " << imbalance.max_over_min.value_or(0);
+  EXPECT_FALSE(measure_imbalance({read_rank(0, 0), read_rank(1, 0)}).max_over_min.has_value());
+  rank_imbalance none_read = measure_imbalance({});
+  EXPECT_EQ(none_read.max_rank, -1);
+  EXPECT_FALSE(none_read.max_over_min.has_value());
+  rank_imbalance even = measure_imbalance({read_rank(0, 512), read_rank(1, 1024)});
+  EXPECT_DOUBLE_EQ(even.max_over_min.value_or(0), 2.0);
 }
 
 }  // namespace rlmem

@@ -51,7 +51,7 @@ TEST(schema, folder_output_follows_the_documented_schema) {
   ranks[0].ok = true;
   ranks[0].result = inspect(testing::fixture("frag_default_oom.pickle.zst"));
   ranks[1].rank = 1;
-  ranks[1].failure = {errc::truncated, 12, "inside BININT1"};
+  ranks[1].failure = describe({errc::truncated, 12, "inside BININT1"});
   expect_valid(render_ranks_json(ranks, measure_imbalance(ranks), "dir"), "ranks.schema.json");
 }
 
