@@ -96,8 +96,8 @@ bool fail(error& failure, std::string_view record, std::string_view key, std::st
 // size (read as a negative int64) is corrupt data, refused rather than shown as a lie.
 bool check_size(std::int64_t number, std::string_view record, std::size_t index, std::string_view key, error& failure) {
   if (number >= 0) return true;
-  std::string seen = std::to_string(number);
-  if (number < -(std::int64_t{1} << 62)) seen += " (" + std::to_string(static_cast<std::uint64_t>(number)) + " as unsigned)";
+  // The 64-bit pattern is all that is kept: say both readings of it.
+  std::string seen = std::to_string(number) + " (" + std::to_string(static_cast<std::uint64_t>(number)) + " as unsigned)";
   failure = {errc::invalid_size, 0, std::string(record) + " " + std::to_string(index) + " '" + std::string(key) + "' is " + seen};
   return false;
 }
