@@ -5,6 +5,7 @@ allocator can produce. Every pickle is written opcode by opcode, at the size the
 import os
 import struct
 import subprocess
+import threading
 
 from run import Case
 
@@ -136,8 +137,20 @@ def zstd_rle_frame(prefix: bytes, fill: bytes, total: int) -> bytes:
     return bytes(out)
 
 
-def zstd_cli(data: bytes) -> bytes:
-    return subprocess.run(["zstd", "-19", "-q", "-c"], input=data, stdout=subprocess.PIPE, check=True).stdout
+def zstd_strings_of_zeros(count: int = 400, length: int = 1 << 28) -> bytes:
+    """A pickle header, then `count` BINBYTES8 strings of `length` zero bytes, each POPped: 100 GB
+    of valid pickle in one zstd frame of raw blocks (the opcodes) and RLE blocks (the zeros)."""
+    def header(last: bool, kind: int, size: int) -> bytes:
+        return (int(last) | (kind << 1) | (size << 3)).to_bytes(3, "little")
+
+    block = 128 << 10
+    zeros = (header(False, 1, block) + b"\x00") * (length // block)
+    out = bytearray(b"\x28\xb5\x2f\xfd\x00" + bytes([7 << 3]))
+    out += header(False, 0, 2) + PROTO4
+    for _ in range(count):
+        opcode = b"\x8e" + struct.pack("<Q", length)
+        out += header(False, 0, len(opcode)) + opcode + zeros + header(False, 0, 1) + b"0"
+    return bytes(out + header(True, 0, 1) + STOP)
 
 
 def repeated_zstd(prefix: bytes, unit: bytes, total: int) -> bytes:
@@ -146,7 +159,6 @@ def repeated_zstd(prefix: bytes, unit: bytes, total: int) -> bytes:
     piece = unit * ((64 << 20) // len(unit))
     proc = subprocess.Popen(["zstd", "-q", "-c", "--long=27", "-1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     out = []
-    import threading
     reader = threading.Thread(target=lambda: out.append(proc.stdout.read()))
     reader.start()
     proc.stdin.write(prefix)
@@ -189,6 +201,9 @@ CASES = [
     Case("reader-zstd-100gb-zeros-after-string", ["inspect", "--json", "{input}"], suffix=".pickle.zst",
          make_input=lambda: zstd_rle_frame(PROTO4 + b"\x8e" + struct.pack("<Q", (1 << 28) - 1), b"\x00", 100 << 30),
          note="a pickle header, a 256 MiB BINBYTES8, then 100 GB of zeros (3 MB of zstd)"),
+    Case("reader-zstd-100gb-of-strings", ["inspect", "--json", "{input}"], suffix=".pickle.zst",
+         make_input=zstd_strings_of_zeros,
+         note="400 strings of 256 MiB of zeros: 100 GB of valid pickle in 3 MB of zstd"),
     Case("reader-zstd-100gb-zeros", ["inspect", "--json", "{input}"], suffix=".pickle.zst",
          make_input=lambda: zstd_rle_frame(b"", b"\x00", 100 << 30),
          note="100 GB of zeros in zstd (3 MB)"),
