@@ -187,7 +187,7 @@ def fifo_setup(directory):
 
 CASES = [
     Case("reader-memo-dag-allocator-settings", ["inspect", "--json", "{input}"], make_input=settings_dag,
-         note="allocator_settings as a 30-level shared dict DAG (~400 B; 2^30 leaves copied)"),
+         note="allocator_settings as a 30-level shared dict DAG (512 B; 2^30 leaves copied)"),
     Case("reader-shared-device-traces", ["inspect", "--json", "{input}"], make_input=shared_traces,
          note="one trace list x10^4 devices holding one event x10^4 (40 KB; 10^8 events copied)"),
     Case("reader-shared-block-lists", ["inspect", "--json", "{input}"], make_input=shared_block_lists,
