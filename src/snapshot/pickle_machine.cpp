@@ -98,8 +98,12 @@ class machine {
     std::uint64_t hinted = std::min<std::uint64_t>(size_hint, std::uint64_t{1} << 30) / 24;
     memo_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(hinted, limits.max_memo_entries)));
     builder_.track_memo(memo_);
-    builder_.set_budget(limits, input, until_poll_);
+    builder_.set_budget(limits, input);
+    builder_.poll_on_budget(&until_poll_);
   }
+  ~machine() { builder_.poll_on_budget(nullptr); }
+  machine(const machine&) = delete;
+  machine& operator=(const machine&) = delete;
 
   bool run(value& root, const std::function<void()>& on_progress);
 

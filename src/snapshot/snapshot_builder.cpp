@@ -125,10 +125,9 @@ void snapshot_builder::reserve_for_input(std::uint64_t bytes) {
   objects_.reserve(static_cast<std::size_t>(bytes / 40));
 }
 
-void snapshot_builder::set_budget(const read_limits& limits, const input_window& input, std::uint32_t& poll_countdown) {
+void snapshot_builder::set_budget(const read_limits& limits, const input_window& input) {
   limits_ = &limits;
   input_ = &input;
-  poll_countdown_ = &poll_countdown;
   allowance_ = 0;  // the first charge computes it
 }
 

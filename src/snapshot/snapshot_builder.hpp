@@ -58,10 +58,12 @@ class snapshot_builder {
   void reserve_for_input(std::uint64_t bytes);
 
   /// Counts what the builder holds, in 8-byte units, against read_limits::max_held_values plus
-  /// one unit per read_limits::input_bytes_per_held_value bytes `input` has read. When a charge
-  /// goes over, the builder sets `poll_countdown` to 1 so the machine stops at the next opcode.
-  /// IMPORTANT: `limits`, `input` and `poll_countdown` must outlive the builder's use.
-  void set_budget(const read_limits& limits, const input_window& input, std::uint32_t& poll_countdown);
+  /// one unit per read_limits::input_bytes_per_held_value bytes `input` has read.
+  /// IMPORTANT: `limits` and `input` must outlive the builder's use.
+  void set_budget(const read_limits& limits, const input_window& input);
+  /// While set, a charge that goes over the budget sets `*countdown` to 1, so the machine
+  /// stops at the next opcode. The machine sets it for its lifetime and clears it (nullptr).
+  void poll_on_budget(std::uint32_t* countdown) { poll_countdown_ = countdown; }
   /// Set once a charge went over the budget: the LIMIT_HELD_VALUES error to report.
   const error* budget_failure() const { return over_budget_ ? &budget_failure_ : nullptr; }
   /// Charges `units` for memory the caller keeps on the builder's behalf (the memo).
