@@ -30,7 +30,7 @@ struct read_limits {
   /// records, memo entries, interned strings and frames, and every copy made when shared
   /// structure is expanded (a list or dict the pickle references more than once). The budget
   /// is this base (2^24 units: 128 MiB) plus one unit per `input_bytes_per_held_value` bytes
-  /// read. Real snapshots use about one unit per 10 bytes (one per 4 without stacks).
+  /// read. The bundled real snapshots need under one unit per 4 bytes (a test reads them so).
   std::uint64_t max_held_values = std::uint64_t{1} << 24;
   std::uint32_t input_bytes_per_held_value = 2;
   /// Decompressed bytes per compressed byte read, once past the first 64 MiB
