@@ -18,6 +18,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.limits.max_input_bytes = std::uint64_t{64} << 20;
   options.limits.max_string_bytes = std::uint64_t{1} << 20;
   options.limits.max_depth = 256;
+  // Tight budgets, so that inputs reach them in a few KB and each run stays small.
+  options.limits.max_stack_values = std::uint64_t{1} << 14;
+  options.limits.max_held_values = std::uint64_t{1} << 16;
   auto read = rlmem::read_snapshot_bytes({copy.get(), size}, options);
   if (read.ok()) {
     // Whatever parsed must also survive the analyses and the replay (with and without a cap).

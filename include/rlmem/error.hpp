@@ -36,6 +36,11 @@ enum class errc : std::uint8_t {
   limit_memo_entries,     ///< more memo entries than read_limits::max_memo_entries
   limit_integer_width,    ///< an integer wider than 64 bits
   not_a_snapshot,         ///< a valid pickle that is not a PyTorch memory snapshot
+  limit_stack_values,     ///< more values on the pickle stack than read_limits::max_stack_values
+  limit_held_values,      ///< the reader would hold more values than the input's size allows
+  limit_compression_ratio,  ///< compressed data expands more than read_limits::max_compression_ratio
+  not_a_regular_file,     ///< a FIFO, device or socket: a snapshot is a file of known size
+  invalid_size,           ///< a size no allocator produces: negative, or 2^63 bytes and more
   count_
 };
 

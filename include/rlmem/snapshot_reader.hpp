@@ -14,12 +14,28 @@
 
 namespace rlmem {
 
-/// Bounds on what a reader will accept; each has its own error code when exceeded.
+/// Bounds on what a reader will accept; each has its own error code when exceeded (LIMIT_*).
+/// With them, the reader's memory is at most about 16 bytes per decompressed input byte plus
+/// 256 MiB (the held-value budget, its vectors' growth, the stack), and its work is linear in
+/// the decompressed bytes, which themselves are at most max_compression_ratio times the file.
 struct read_limits {
   std::uint64_t max_input_bytes = std::uint64_t{1} << 40;    ///< decompressed bytes (1 TiB)
   std::uint64_t max_string_bytes = std::uint64_t{1} << 28;   ///< one string or bytes (256 MiB)
   std::uint32_t max_depth = 1024;                            ///< nested MARKs
   std::uint64_t max_memo_entries = std::uint64_t{1} << 31;
+  /// Values on the pickle stack at once (LIMIT_STACK_VALUES). Python's pickler keeps under a
+  /// few thousand there (it writes lists in batches of 1,000); 2^25 values are 256 MiB.
+  std::uint64_t max_stack_values = std::uint64_t{1} << 25;
+  /// What the reader holds, in 8-byte units (LIMIT_HELD_VALUES): containers and their items,
+  /// records, memo entries, interned strings and frames, and every copy made when shared
+  /// structure is expanded (a list or dict the pickle references more than once). The budget
+  /// is this base (2^24 units: 128 MiB) plus one unit per `input_bytes_per_held_value` bytes
+  /// read. The bundled real snapshots need under one unit per 4 bytes (a test reads them so).
+  std::uint64_t max_held_values = std::uint64_t{1} << 24;
+  std::uint32_t input_bytes_per_held_value = 2;
+  /// Decompressed bytes per compressed byte read, once past the first 64 MiB
+  /// (LIMIT_COMPRESSION_RATIO). Real snapshots compress 15 to 40 times; gzip cannot pass 1,032.
+  std::uint32_t max_compression_ratio = 1024;
 };
 
 /// Called now and then while reading: bytes consumed of the input file, and its size.
@@ -34,7 +50,8 @@ struct read_options {
 /// @return the snapshot, or an error: IO_ERROR, EMPTY_INPUT, UNKNOWN_FORMAT, DECOMPRESS_ERROR,
 ///   TRUNCATED, UNSUPPORTED_PROTOCOL, FORBIDDEN_OPCODE, UNSUPPORTED_OPCODE, INVALID_OPCODE,
 ///   STACK_UNDERFLOW, MISSING_MARK, BAD_MEMO_REFERENCE, TYPE_MISMATCH, INVALID_VALUE,
-///   CONTAINER_REUSED, TRAILING_DATA, LIMIT_*, NOT_A_SNAPSHOT.
+///   CONTAINER_REUSED, TRAILING_DATA, LIMIT_*, NOT_A_SNAPSHOT, INVALID_SIZE, and for a path
+///   that is no regular file (a FIFO, /dev/zero), NOT_A_REGULAR_FILE.
 result<snapshot> read_snapshot_file(const std::filesystem::path& path, const read_options& options = {});
 
 /// Reads a snapshot held in memory; same formats and errors as read_snapshot_file.

@@ -14,11 +14,23 @@ namespace rlmem::detail {
 namespace {
 
 constexpr std::size_t chunk_bytes = std::size_t{256} << 10;
+// Output below this is never held against the compression ratio: small files of repeated
+// bytes are harmless, and the first compressed chunk is read in one go.
+constexpr std::uint64_t ratio_free_bytes = std::uint64_t{64} << 20;
+
+// A decompression bomb: far more output than any real snapshot makes from this much input.
+bool over_ratio(std::uint64_t produced, std::uint64_t consumed, std::uint32_t max_ratio, error& failure) {
+  if (produced <= ratio_free_bytes || produced / max_ratio <= consumed) return false;
+  failure = {errc::limit_compression_ratio, produced,
+             std::to_string(produced) + " bytes from " + std::to_string(consumed) +
+                 " compressed, more than read_limits::max_compression_ratio " + std::to_string(max_ratio) + " to 1"};
+  return true;
+}
 
 class gzip_source final : public byte_source {
  public:
-  explicit gzip_source(std::unique_ptr<byte_source> compressed)
-      : compressed_(std::move(compressed)), input_(chunk_bytes) {
+  gzip_source(std::unique_ptr<byte_source> compressed, std::uint32_t max_ratio)
+      : compressed_(std::move(compressed)), input_(chunk_bytes), max_ratio_(std::max<std::uint32_t>(max_ratio, 1)) {
     // 15 + 32: a window of 32 KiB, and accept both gzip and zlib headers.
     initialised_ = inflateInit2(&stream_, 15 + 32) == Z_OK;
   }
@@ -67,6 +79,7 @@ class gzip_source final : public byte_source {
     }
     std::size_t count = dst.size() - stream_.avail_out;
     produced_ += count;
+    if (over_ratio(produced_, compressed_->raw_consumed(), max_ratio_, failure)) return 0;
     return count;
   }
   std::uint64_t raw_consumed() const override { return compressed_->raw_consumed(); }
@@ -74,6 +87,7 @@ class gzip_source final : public byte_source {
  private:
   std::unique_ptr<byte_source> compressed_;
   std::vector<std::byte> input_;
+  std::uint32_t max_ratio_;
   z_stream stream_{};
   bool initialised_ = false;
   bool finished_ = false;
@@ -82,8 +96,11 @@ class gzip_source final : public byte_source {
 
 class zstd_source final : public byte_source {
  public:
-  explicit zstd_source(std::unique_ptr<byte_source> compressed)
-      : compressed_(std::move(compressed)), input_(ZSTD_DStreamInSize()), context_(ZSTD_createDCtx()) {}
+  zstd_source(std::unique_ptr<byte_source> compressed, std::uint32_t max_ratio)
+      : compressed_(std::move(compressed)),
+        input_(ZSTD_DStreamInSize()),
+        max_ratio_(std::max<std::uint32_t>(max_ratio, 1)),
+        context_(ZSTD_createDCtx()) {}
   ~zstd_source() override { ZSTD_freeDCtx(context_); }
   zstd_source(const zstd_source&) = delete;
   zstd_source& operator=(const zstd_source&) = delete;
@@ -115,6 +132,7 @@ class zstd_source final : public byte_source {
       frame_open_ = hint != 0;
     }
     produced_ += out.pos;
+    if (over_ratio(produced_, compressed_->raw_consumed(), max_ratio_, failure)) return 0;
     return out.pos;
   }
   std::uint64_t raw_consumed() const override { return compressed_->raw_consumed(); }
@@ -122,6 +140,7 @@ class zstd_source final : public byte_source {
  private:
   std::unique_ptr<byte_source> compressed_;
   std::vector<std::byte> input_;
+  std::uint32_t max_ratio_;
   ZSTD_inBuffer in_{nullptr, 0, 0};
   ZSTD_DCtx* context_;
   bool frame_open_ = false;
@@ -152,12 +171,12 @@ std::size_t memory_source::read(std::span<std::byte> dst, error&) {
   return count;
 }
 
-std::unique_ptr<byte_source> make_gzip_source(std::unique_ptr<byte_source> compressed) {
-  return std::make_unique<gzip_source>(std::move(compressed));
+std::unique_ptr<byte_source> make_gzip_source(std::unique_ptr<byte_source> compressed, std::uint32_t max_ratio) {
+  return std::make_unique<gzip_source>(std::move(compressed), max_ratio);
 }
 
-std::unique_ptr<byte_source> make_zstd_source(std::unique_ptr<byte_source> compressed) {
-  return std::make_unique<zstd_source>(std::move(compressed));
+std::unique_ptr<byte_source> make_zstd_source(std::unique_ptr<byte_source> compressed, std::uint32_t max_ratio) {
+  return std::make_unique<zstd_source>(std::move(compressed), max_ratio);
 }
 
 input_format detect_format(std::span<const std::byte> head) noexcept {

@@ -50,10 +50,11 @@ class memory_source final : public byte_source {
   std::size_t position_ = 0;
 };
 
-/// Decompresses gzip (or zlib) data from another source.
-std::unique_ptr<byte_source> make_gzip_source(std::unique_ptr<byte_source> compressed);
-/// Decompresses zstd data (one or more frames) from another source.
-std::unique_ptr<byte_source> make_zstd_source(std::unique_ptr<byte_source> compressed);
+/// Decompresses gzip (or zlib) data from another source. Past the first 64 MiB, output more
+/// than `max_ratio` times the compressed bytes read fails with LIMIT_COMPRESSION_RATIO.
+std::unique_ptr<byte_source> make_gzip_source(std::unique_ptr<byte_source> compressed, std::uint32_t max_ratio);
+/// Decompresses zstd data (one or more frames) from another source; `max_ratio` as for gzip.
+std::unique_ptr<byte_source> make_zstd_source(std::unique_ptr<byte_source> compressed, std::uint32_t max_ratio);
 
 /// Which decoder a stream needs, from its first bytes.
 enum class input_format { pickle, gzip, zstd, unknown };

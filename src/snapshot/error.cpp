@@ -39,6 +39,13 @@ constexpr std::array<error_row, static_cast<std::size_t>(errc::count_)> error_ta
     {errc::limit_memo_entries, "LIMIT_MEMO_ENTRIES", "the pickle stores more memo entries than the limit"},
     {errc::limit_integer_width, "LIMIT_INTEGER_WIDTH", "an integer wider than 64 bits"},
     {errc::not_a_snapshot, "NOT_A_SNAPSHOT", "a valid pickle, but not a PyTorch memory snapshot"},
+    {errc::limit_stack_values, "LIMIT_STACK_VALUES", "the pickle holds more values on its stack at once than the limit"},
+    {errc::limit_held_values, "LIMIT_HELD_VALUES",
+     "the pickle would make the reader hold more values than its size allows (shared structure expanded?)"},
+    {errc::limit_compression_ratio, "LIMIT_COMPRESSION_RATIO",
+     "the compressed data expands more than the limit allows (a decompression bomb?)"},
+    {errc::not_a_regular_file, "NOT_A_REGULAR_FILE", "not a regular file (a FIFO, device or socket)"},
+    {errc::invalid_size, "INVALID_SIZE", "a size no allocator produces (negative, or 2^63 bytes and more)"},
 }};
 
 constexpr bool table_matches_enum() {
@@ -63,7 +70,7 @@ std::string_view errc_message(errc code) noexcept {
 
 std::string describe(const error& failure) {
   std::string line(errc_name(failure.code));
-  if (failure.code != errc::io_error && failure.code != errc::empty_input) {
+  if (failure.code != errc::io_error && failure.code != errc::empty_input && failure.code != errc::not_a_regular_file) {
     line += " at byte " + std::to_string(failure.offset);
   }
   line += ": ";

@@ -43,9 +43,13 @@ T load_le(const std::byte* at) {
 }
 
 // The machine's value stack: a vector whose push is always inlined (about 60% of opcodes push),
-// with growth kept out of the hot path.
+// with growth kept out of the hot path. Its limit is checked only when it grows: a push past
+// the limit raises `over_limit()` and asks the machine to look at the next opcode boundary.
 class value_stack {
  public:
+  value_stack(std::uint64_t max_values, std::uint32_t& poll_countdown)
+      : max_values_(max_values), poll_countdown_(poll_countdown) {}
+
   [[gnu::always_inline]] void push_back(value item) {
     if (size_ == capacity_) [[unlikely]] grow();
     data_[size_++] = item;
@@ -56,10 +60,21 @@ class value_stack {
   void resize(std::size_t size) { size_ = size; }  // only ever shrinks
   value* data() { return data_.get(); }
   value& operator[](std::size_t index) { return data_[index]; }
+  bool over_limit() const { return over_limit_; }
 
  private:
   [[gnu::noinline]] void grow() {
+    if (size_ >= max_values_) {
+      poll_countdown_ = 1;  // the machine fails at the next opcode boundary
+      if (over_limit_) {
+        // Only pushes run until then (a run of LONG_BINGET): overwrite the top, allocate nothing.
+        --size_;
+        return;
+      }
+      over_limit_ = true;
+    }
     std::size_t capacity = capacity_ == 0 ? 4096 : capacity_ * 2;
+    if (capacity_ < max_values_ && capacity > max_values_) capacity = static_cast<std::size_t>(max_values_);
     auto bigger = std::make_unique<value[]>(capacity);
     if (size_ > 0) std::memcpy(bigger.get(), data_.get(), size_ * sizeof(value));
     data_ = std::move(bigger);
@@ -68,17 +83,27 @@ class value_stack {
   std::unique_ptr<value[]> data_;
   std::size_t size_ = 0;
   std::size_t capacity_ = 0;
+  std::uint64_t max_values_;
+  std::uint32_t& poll_countdown_;
+  bool over_limit_ = false;
 };
 
 class machine {
  public:
   machine(input_window& input, const read_limits& limits, snapshot_builder& builder, error& failure,
           std::uint64_t size_hint)
-      : in_(input), limits_(limits), builder_(builder), failure_(failure) {
+      : in_(input), limits_(limits), builder_(builder), failure_(failure), stack_(limits.max_stack_values, until_poll_) {
     // Torch's pickles memoize one value per 35 to 55 bytes; reserving avoids regrowth copies.
-    memo_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(size_hint / 24, limits.max_memo_entries)));
+    // The hint is capped: a sparse file's size is no promise of content.
+    std::uint64_t hinted = std::min<std::uint64_t>(size_hint, std::uint64_t{1} << 30) / 24;
+    memo_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(hinted, limits.max_memo_entries)));
     builder_.track_memo(memo_);
+    builder_.set_budget(limits, input);
+    builder_.poll_on_budget(&until_poll_);
   }
+  ~machine() { builder_.poll_on_budget(nullptr); }
+  machine(const machine&) = delete;
+  machine& operator=(const machine&) = delete;
 
   bool run(value& root, const std::function<void()>& on_progress);
 
@@ -88,6 +113,20 @@ class machine {
     return false;
   }
   bool fail_here(errc code, std::string detail) { return fail(code, std::move(detail), opcode_offset_); }
+  // Every 2^16 opcodes, and at once when the stack or the builder's budget goes over its limit.
+  bool poll(const std::function<void()>& on_progress) {
+    until_poll_ = 1u << 16;
+    if (stack_.over_limit()) {
+      return fail_here(errc::limit_stack_values, "more than " + std::to_string(limits_.max_stack_values) +
+                                                     " values (read_limits::max_stack_values)");
+    }
+    if (const error* over = builder_.budget_failure()) {
+      failure_ = *over;
+      return false;
+    }
+    if (on_progress) on_progress();
+    return true;
+  }
   // Builder errors carry no offset: they belong to the opcode being run.
   bool builder_failed() {
     failure_.offset = opcode_offset_;
@@ -172,12 +211,23 @@ class machine {
       memo_[index] = stack_.back();
     } else if (index == memo_.size()) {
       if (memo_.size() >= limits_.max_memo_entries) return fail_here(errc::limit_memo_entries, std::to_string(memo_.size()));
+      // The memo is paid for as it grows (a doubling), not per entry.
+      if (memo_.size() == memo_.capacity() && !builder_.charge(std::max<std::size_t>(memo_.capacity(), 1024), "memo entries")) {
+        failure_ = *builder_.budget_failure();
+        return false;
+      }
       memo_.push_back(stack_.back());
       builder_.note_memoized(stack_.back(), index);
     } else {
       // Python's pickler numbers memo entries in order; anything else goes in a side table.
       if (sparse_memo_.size() >= limits_.max_memo_entries) return fail_here(errc::limit_memo_entries, std::to_string(index));
-      sparse_memo_[index] = stack_.back();
+      auto [entry, inserted] = sparse_memo_.try_emplace(index, stack_.back());
+      if (!inserted) {
+        entry->second = stack_.back();
+      } else if (!builder_.charge(4, "memo entries")) {  // a hash node: key, value, next, hash
+        failure_ = *builder_.budget_failure();
+        return false;
+      }
     }
     return true;
   }
@@ -234,6 +284,7 @@ class machine {
   const read_limits& limits_;
   snapshot_builder& builder_;
   error& failure_;
+  std::uint32_t until_poll_ = 1u << 16;
   value_stack stack_;
   std::vector<std::size_t> marks_;
   std::vector<value> memo_;
@@ -244,12 +295,8 @@ class machine {
 
 bool machine::run(value& root, const std::function<void()>& on_progress) {
   bool protocol_seen = false;
-  std::uint32_t until_progress = 1u << 16;
   for (;;) {
-    if (--until_progress == 0) {
-      until_progress = 1u << 16;
-      if (on_progress) on_progress();
-    }
+    if (--until_poll_ == 0 && !poll(on_progress)) return false;
     opcode_offset_ = in_.offset();
     if (!in_.ensure(1)) {
       if (in_.failure().code != errc::ok) {
@@ -274,7 +321,7 @@ bool machine::run(value& root, const std::function<void()>& on_progress) {
         if (!argument(8)) return false;  // framing only groups opcodes; nothing to do
         break;
       case STOP: {
-        if (!need(1)) return false;
+        if (!poll(on_progress) || !need(1)) return false;
         root = stack_.back();
         if (!builder_.consume(root, failure_)) return builder_failed();
         if (!in_.at_end()) {

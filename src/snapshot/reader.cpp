@@ -7,6 +7,10 @@
 
 #include <rlmem/snapshot_reader.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -55,8 +59,12 @@ result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64
   detail::input_format format = detail::detect_format(peeked);
   std::uint64_t size_hint = format == detail::input_format::pickle ? raw_size : 0;
   switch (format) {
-    case detail::input_format::gzip: source = detail::make_gzip_source(std::move(source)); break;
-    case detail::input_format::zstd: source = detail::make_zstd_source(std::move(source)); break;
+    case detail::input_format::gzip:
+      source = detail::make_gzip_source(std::move(source), options.limits.max_compression_ratio);
+      break;
+    case detail::input_format::zstd:
+      source = detail::make_zstd_source(std::move(source), options.limits.max_compression_ratio);
+      break;
     case detail::input_format::pickle: break;
     case detail::input_format::unknown: {
       bool looks_json = std::to_integer<char>(head[0]) == '{' || std::to_integer<char>(head[0]) == '[';
@@ -78,6 +86,7 @@ result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64
     failure.offset = window.offset();
     return failure;
   }
+  if (const error* over = builder.budget_failure()) return *over;  // a last charge while finishing
   if (options.progress) options.progress(raw_size, raw_size);
   return made;
 }
@@ -85,12 +94,35 @@ result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64
 }  // namespace
 
 result<snapshot> read_snapshot_file(const std::filesystem::path& path, const read_options& options) {
-  std::error_code status;
-  if (std::filesystem::is_directory(path, status)) return error{errc::io_error, 0, path.string() + " is a directory"};
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) return error{errc::io_error, 0, path.string() + ": " + std::strerror(errno)};
-  auto size = std::filesystem::file_size(path, status);
-  return read_from(std::make_unique<detail::file_source>(file), status ? 0 : size, options);
+  // O_NONBLOCK: opening a FIFO nobody writes to must not wait for a writer. fstat on the open
+  // descriptor then refuses anything but a regular file (FIFOs, /dev/zero, sockets), whose
+  // size is unknown and whose content may never end.
+  int descriptor = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (descriptor < 0) return error{errc::io_error, 0, path.string() + ": " + std::strerror(errno)};
+  struct stat status {};
+  if (::fstat(descriptor, &status) != 0) {
+    int saved = errno;
+    ::close(descriptor);
+    return error{errc::io_error, 0, path.string() + ": " + std::strerror(saved)};
+  }
+  if (!S_ISREG(status.st_mode)) {
+    ::close(descriptor);
+    const char* what = S_ISDIR(status.st_mode)    ? "a directory"
+                       : S_ISFIFO(status.st_mode) ? "a FIFO (pipe)"
+                       : S_ISCHR(status.st_mode)  ? "a character device"
+                       : S_ISBLK(status.st_mode)  ? "a block device"
+                       : S_ISSOCK(status.st_mode) ? "a socket"
+                                                  : "not a regular file";
+    return error{errc::not_a_regular_file, 0, path.string() + " is " + what + "; save the snapshot to a file first"};
+  }
+  ::fcntl(descriptor, F_SETFL, ::fcntl(descriptor, F_GETFL) & ~O_NONBLOCK);
+  std::FILE* file = ::fdopen(descriptor, "rb");
+  if (file == nullptr) {
+    int saved = errno;
+    ::close(descriptor);
+    return error{errc::io_error, 0, path.string() + ": " + std::strerror(saved)};
+  }
+  return read_from(std::make_unique<detail::file_source>(file), static_cast<std::uint64_t>(status.st_size), options);
 }
 
 result<snapshot> read_snapshot_bytes(std::span<const std::byte> bytes, const read_options& options) {

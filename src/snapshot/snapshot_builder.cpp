@@ -3,6 +3,9 @@
 
 #include "snapshot_builder.hpp"
 
+#include "byte_source.hpp"
+
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
@@ -38,6 +41,15 @@ constexpr std::array<std::string_view, s_known_count> known_strings = {
     "active_allocated", "active_pending_free", "active_awaiting_free", "inactive"};
 static_assert(s_external_annotations < 64, "keys must fit the 64-bit key mask");
 static_assert(s_annotate - s_alloc + 1 == static_cast<int>(trace_action::unknown));
+
+// What a record or table entry costs in the held-value budget's 8-byte units.
+template <class T>
+constexpr std::uint64_t units_of = (sizeof(T) + 7) / 8;
+// A hash-table node: the entry, a next pointer and the cached hash.
+constexpr std::uint64_t hash_node_units = 3;
+// Up-front reservations are address space, not memory, but a sparse file's size is no promise:
+// reserve for at most this much input and let larger inputs grow geometrically.
+constexpr std::uint64_t max_reserved_input_bytes = std::uint64_t{1} << 30;
 
 constexpr std::uint64_t bit(known key) { return std::uint64_t{1} << key; }
 // Marks a block read without an 'address' key (torch before 2.1); its segment fills it in.
@@ -80,6 +92,16 @@ bool fail(error& failure, std::string_view record, std::string_view key, std::st
   return false;
 }
 
+// Sizes are unsigned in the allocator, but no allocator hands out 2^63 bytes or more: such a
+// size (read as a negative int64) is corrupt data, refused rather than shown as a lie.
+bool check_size(std::int64_t number, std::string_view record, std::size_t index, std::string_view key, error& failure) {
+  if (number >= 0) return true;
+  // The 64-bit pattern is all that is kept: say both readings of it.
+  std::string seen = std::to_string(number) + " (" + std::to_string(static_cast<std::uint64_t>(number)) + " as unsigned)";
+  failure = {errc::invalid_size, 0, std::string(record) + " " + std::to_string(index) + " '" + std::string(key) + "' is " + seen};
+  return false;
+}
+
 }  // namespace
 
 std::size_t snapshot_builder::frame_key_hash::operator()(const frame& f) const noexcept {
@@ -96,10 +118,34 @@ snapshot_builder::snapshot_builder() {
 }
 
 void snapshot_builder::reserve_for_input(std::uint64_t bytes) {
+  bytes = std::min(bytes, max_reserved_input_bytes);
   // Torch writes 95 to 140 bytes per trace entry and 55 to 85 per container; reserve for the
   // densest case, since address space reserved and never touched is not resident.
   events_.reserve(static_cast<std::size_t>(bytes / 64));
   objects_.reserve(static_cast<std::size_t>(bytes / 40));
+}
+
+void snapshot_builder::set_budget(const read_limits& limits, const input_window& input) {
+  limits_ = &limits;
+  input_ = &input;
+  allowance_ = 0;  // the first charge computes it
+}
+
+bool snapshot_builder::recheck_budget(std::string_view what) {
+  if (limits_ == nullptr) return true;
+  std::uint64_t per_unit = std::max<std::uint32_t>(limits_->input_bytes_per_held_value, 1);
+  allowance_ = limits_->max_held_values + input_->offset() / per_unit;
+  if (held_units_ <= allowance_) return true;
+  if (!over_budget_) {
+    over_budget_ = true;
+    budget_failure_ = {errc::limit_held_values, input_->offset(),
+                       std::string(what) + ": " + std::to_string(held_units_) + " units of 8 bytes held, limit " +
+                           std::to_string(allowance_) + " (read_limits::max_held_values " +
+                           std::to_string(limits_->max_held_values) + " + 1 per " + std::to_string(per_unit) +
+                           " input bytes)"};
+    if (poll_countdown_ != nullptr) *poll_countdown_ = 1;
+  }
+  return false;
 }
 
 value snapshot_builder::make_integer(std::int64_t number) {
@@ -132,6 +178,7 @@ value snapshot_builder::make_string(std::string_view text, bool is_bytes) {
     id = static_cast<string_id>(string_storage_.size());
     const std::string& stored = string_storage_.emplace_back(text);
     string_ids_.emplace(stored, id);
+    charge(units_of<std::string> + hash_node_units + 1 + text.size() / 8, "interned strings");
   }
   if (slot != nullptr) {
     slot->length = static_cast<std::uint8_t>(text.size());
@@ -150,6 +197,7 @@ std::uint32_t snapshot_builder::take_container_slot(container_type type) {
     slot = static_cast<std::uint32_t>(containers_.size());
     containers_.emplace_back();
   }
+  charge(units_of<container>, "open containers");
   containers_[slot].type = type;
   containers_[slot].sealed = false;
   containers_[slot].memo_index = UINT64_MAX;
@@ -158,6 +206,7 @@ std::uint32_t snapshot_builder::take_container_slot(container_type type) {
 
 void snapshot_builder::release_container_slot(std::uint32_t slot) {
   auto& items = containers_[slot].items;
+  held_units_ -= units_of<container> + items.size();
   items.clear();
   if (items.capacity() > 64) items.shrink_to_fit();  // keep small buffers for reuse only
   free_slots_.push_back(slot);
@@ -166,6 +215,7 @@ void snapshot_builder::release_container_slot(std::uint32_t slot) {
 value snapshot_builder::new_container(container_type type) {
   std::uint32_t slot = take_container_slot(type);
   objects_.push_back(value::make(vkind::container, slot));
+  charge(1, "containers");
   return value::make(vkind::object, objects_.size() - 1);
 }
 
@@ -173,6 +223,7 @@ value snapshot_builder::make_filled(container_type type, std::span<const value> 
   value made = new_container(type);
   container& filled = containers_[objects_[made.index()].index()];
   filled.items.assign(items.begin(), items.end());
+  charge(items.size(), "container items");
   filled.sealed = true;  // built whole by one opcode: never open
   return made;
 }
@@ -215,6 +266,10 @@ bool snapshot_builder::extend(value target, std::span<const value> items, error&
     return false;
   }
   into.items.insert(into.items.end(), items.begin(), items.end());
+  if (!charge(items.size(), "container items")) {
+    failure = budget_failure_;
+    return false;
+  }
   return true;
 }
 
@@ -318,7 +373,7 @@ bool snapshot_builder::make_event(std::span<const value> pairs, value& sealed, e
         event.addr = static_cast<std::uint64_t>(number);
         break;
       case s_size:
-        if (!need_integer("size")) return false;
+        if (!need_integer("size") || !check_size(number, "trace entry", events_.size(), "size", failure)) return false;
         event.size = static_cast<std::uint64_t>(number);
         break;
       case s_stream:
@@ -347,6 +402,7 @@ bool snapshot_builder::make_event(std::span<const value> pairs, value& sealed, e
     }
   }
   events_.push_back(event);
+  charge(units_of<trace_event>, "trace entries");
   sealed = value::make(vkind::event, events_.size() - 1);
   return true;
 }
@@ -365,7 +421,10 @@ bool snapshot_builder::make_frame(std::span<const value> pairs, value& sealed, e
     }
   }
   auto [found, inserted] = frame_ids_.try_emplace(made, static_cast<frame_id>(frames_.size()));
-  if (inserted) frames_.push_back(made);
+  if (inserted) {
+    frames_.push_back(made);
+    charge(units_of<frame> + hash_node_units + 1, "frames");
+  }
   sealed = value::make(vkind::frame, found->second);
   return true;
 }
@@ -386,6 +445,7 @@ bool snapshot_builder::make_block(std::span<const value> pairs, value& sealed, e
         if (key.index() == s_address) {
           made.address = static_cast<std::uint64_t>(number);
         } else {
+          if (!check_size(number, "block", blocks_.size(), known_strings[key.index()], failure)) return false;
           (key.index() == s_size ? made.size : made.requested_size) = static_cast<std::uint64_t>(number);
         }
         break;
@@ -407,6 +467,7 @@ bool snapshot_builder::make_block(std::span<const value> pairs, value& sealed, e
     }
   }
   blocks_.push_back(made);
+  charge(units_of<block>, "blocks");
   sealed = value::make(vkind::block, blocks_.size() - 1);
   return true;
 }
@@ -424,13 +485,16 @@ bool snapshot_builder::make_segment(std::span<const value> pairs, value& sealed,
       field = static_cast<std::remove_reference_t<decltype(field)>>(number);
       return true;
     };
+    auto size_field = [&](std::uint64_t& field) {
+      return integer_field(field) && check_size(number, "segment", segments_.size(), known_strings[key.index()], failure);
+    };
     switch (key.index()) {
       case s_device: if (!integer_field(made.device)) return false; break;
       case s_address: if (!integer_field(made.address)) return false; break;
-      case s_total_size: if (!integer_field(made.total_size)) return false; break;
-      case s_allocated_size: if (!integer_field(made.allocated_size)) return false; break;
-      case s_active_size: if (!integer_field(made.active_size)) return false; break;
-      case s_requested_size: if (!integer_field(made.requested_size)) return false; break;
+      case s_total_size: if (!size_field(made.total_size)) return false; break;
+      case s_allocated_size: if (!size_field(made.allocated_size)) return false; break;
+      case s_active_size: if (!size_field(made.active_size)) return false; break;
+      case s_requested_size: if (!size_field(made.requested_size)) return false; break;
       case s_stream: if (!integer_field(made.stream)) return false; break;
       case s_segment_type:
         if (item.kind() == vkind::string) made.segment_type = item.index();
@@ -470,9 +534,17 @@ bool snapshot_builder::make_segment(std::span<const value> pairs, value& sealed,
     if (contiguous) {
       made.first_block = block_list->items[0].index();
     } else {
+      // A block list that is not a range (blocks shared or repeated): each segment gets its own
+      // copies, paid for from the budget before they are made.
+      if (!charge(units_of<block> * block_list->items.size(), "blocks copied for a shared block list")) {
+        failure = budget_failure_;
+        return false;
+      }
       made.first_block = static_cast<std::uint32_t>(blocks_.size());
-      blocks_.reserve(blocks_.size() + block_list->items.size());  // push_back below reads blocks_
-      for (value item : block_list->items) blocks_.push_back(blocks_[item.index()]);
+      for (value item : block_list->items) {
+        block copy = blocks_[item.index()];  // push_back may move blocks_
+        blocks_.push_back(copy);
+      }
     }
     made.block_count = static_cast<std::uint32_t>(block_list->items.size());
     std::uint64_t next_address = made.address;
@@ -483,6 +555,7 @@ bool snapshot_builder::make_segment(std::span<const value> pairs, value& sealed,
     }
   }
   segments_.push_back(made);
+  charge(units_of<segment>, "segments");
   sealed = value::make(vkind::segment, segments_.size() - 1);
   return true;
 }
@@ -499,6 +572,7 @@ bool snapshot_builder::make_annotation(std::span<const value> pairs, value& seal
     if (key.index() == s_device) get_integer(item, made.device);
     if (key.index() == s_time_us) get_integer(item, made.time_us);
   }
+  charge(units_of<annotation> + (made.stage.size() + made.name.size()) / 8, "annotations");
   annotations_.push_back(std::move(made));
   sealed = value::make(vkind::annotation, annotations_.size() - 1);
   return true;
@@ -523,6 +597,7 @@ stack_id snapshot_builder::intern_stack(std::span<const value> frames) {
     }
   }
   auto id = static_cast<stack_id>(stack_offsets_.size() - 1);
+  charge(frames.size() / 2 + hash_node_units + 2, "stacks");
   for (value item : frames) stack_frames_.push_back(item.index());
   stack_offsets_.push_back(static_cast<std::uint32_t>(stack_frames_.size()));
   stack_next_.resize(id + 1, 0);
@@ -541,7 +616,13 @@ std::uint32_t snapshot_builder::intern_stream(std::uint64_t raw_stream) {
   return found->second;
 }
 
-bool snapshot_builder::to_plain(value item, plain_value& out, int depth, error& failure) const {
+bool snapshot_builder::to_plain(value item, plain_value& out, int depth, error& failure) {
+  // Settings shared in the pickle (a dict referenced twice) are copied once per reference:
+  // every copy is paid for, so a dict DAG cannot expand without bound.
+  if (!charge(units_of<plain_value>, "allocator_settings values (copied per reference)")) {
+    failure = budget_failure_;
+    return false;
+  }
   if (depth > 32) {
     failure = {errc::not_a_snapshot, 0, "allocator_settings nested more than 32 levels"};
     return false;
@@ -570,6 +651,7 @@ bool snapshot_builder::to_plain(value item, plain_value& out, int depth, error& 
     if (is_dict) {
       std::string_view key;
       out.keys.emplace_back(get_string(source->items[i], key) ? std::string(key) : std::string("<key>"));
+      charge(units_of<std::string> + key.size() / 8, "allocator_settings keys");
     }
     out.items.emplace_back();
     if (!to_plain(source->items[i + step - 1], out.items.back(), depth + 1, failure)) return false;
@@ -618,8 +700,13 @@ bool snapshot_builder::finish(value root, snapshot& out, error& failure) {
     return true;
   };
 
+  auto over_budget = [&] {
+    failure = budget_failure_;
+    return false;
+  };
   std::span<const value> segment_items;
   if (!items_of(segments_value, "'segments'", segment_items)) return false;
+  if (!charge(units_of<segment> * segment_items.size(), "segments copied into the snapshot")) return over_budget();
   out.segments.reserve(segment_items.size());
   for (value item : segment_items) {
     if (item.kind() != vkind::segment) {
@@ -636,8 +723,18 @@ bool snapshot_builder::finish(value root, snapshot& out, error& failure) {
   bool in_order = true;
   std::uint32_t expected = 0;
   std::vector<std::span<const value>> per_device(trace_lists.size());
+  std::uint64_t listed_events = 0;
   for (std::size_t device = 0; device < trace_lists.size(); ++device) {
     if (!items_of(trace_lists[device], "a device trace", per_device[device])) return false;
+    listed_events += per_device[device].size();
+  }
+  // More entries listed than were ever read: the lists repeat entries (or whole lists) and
+  // would be copied per reference. Pay for the copies before walking them.
+  if (listed_events > events_.size() &&
+      !charge(units_of<trace_event> * listed_events, "trace entries copied for repeated device traces")) {
+    return over_budget();
+  }
+  for (std::size_t device = 0; device < per_device.size(); ++device) {
     for (value item : per_device[device]) {
       if (item.kind() != vkind::event) {
         failure = {errc::not_a_snapshot, 0, "device_traces[" + std::to_string(device) + "] holds " + kind_name(item.kind())};
@@ -648,6 +745,9 @@ bool snapshot_builder::finish(value root, snapshot& out, error& failure) {
   }
   std::vector<trace_event> ordered;
   if (!in_order) {
+    if (listed_events <= events_.size() && !charge(units_of<trace_event> * expected, "trace entries put in device order")) {
+      return over_budget();
+    }
     ordered.reserve(expected);
     for (auto items : per_device) {
       for (value item : items) ordered.push_back(events_[item.index()]);

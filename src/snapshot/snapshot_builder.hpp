@@ -21,6 +21,8 @@
 
 namespace rlmem::detail {
 
+class input_window;
+
 enum class container_type : std::uint8_t { list, tuple, dict, set };
 
 class snapshot_builder {
@@ -51,8 +53,24 @@ class snapshot_builder {
   void note_memoized(value item, std::uint64_t index);
 
   /// Sizes record buffers for a pickle of about `bytes` bytes (0: unknown), so they do not
-  /// regrow and copy while reading. Untouched reservations cost no resident memory.
+  /// regrow and copy while reading. Untouched reservations cost no resident memory; they are
+  /// capped, since a sparse file's size is no promise of content.
   void reserve_for_input(std::uint64_t bytes);
+
+  /// Counts what the builder holds, in 8-byte units, against read_limits::max_held_values plus
+  /// one unit per read_limits::input_bytes_per_held_value bytes `input` has read.
+  /// IMPORTANT: `limits` and `input` must outlive the builder's use.
+  void set_budget(const read_limits& limits, const input_window& input);
+  /// While set, a charge that goes over the budget sets `*countdown` to 1, so the machine
+  /// stops at the next opcode. The machine sets it for its lifetime and clears it (nullptr).
+  void poll_on_budget(std::uint32_t* countdown) { poll_countdown_ = countdown; }
+  /// Set once a charge went over the budget: the LIMIT_HELD_VALUES error to report.
+  const error* budget_failure() const { return over_budget_ ? &budget_failure_ : nullptr; }
+  /// Charges `units` for memory the caller keeps on the builder's behalf (the memo).
+  bool charge(std::uint64_t units, std::string_view what) {
+    held_units_ += units;
+    return held_units_ <= allowance_ || recheck_budget(what);
+  }
 
   /// Builds the snapshot from the consumed root value.
   bool finish(value root, snapshot& out, error& failure);
@@ -73,6 +91,7 @@ class snapshot_builder {
     }
   };
 
+  bool recheck_budget(std::string_view what);
   bool consume_object(value& item, error& failure);
   std::uint32_t take_container_slot(container_type type);
   void release_container_slot(std::uint32_t slot);
@@ -86,7 +105,7 @@ class snapshot_builder {
   bool make_block(std::span<const value> pairs, value& sealed, error& failure);
   bool make_segment(std::span<const value> pairs, value& sealed, error& failure);
   bool make_annotation(std::span<const value> pairs, value& sealed, error& failure);
-  bool to_plain(value item, plain_value& out, int depth, error& failure) const;
+  bool to_plain(value item, plain_value& out, int depth, error& failure);
 
   bool get_integer(value item, std::int64_t& out) const;
   bool get_string(value item, std::string_view& out) const;
@@ -106,6 +125,16 @@ class snapshot_builder {
   std::array<short_string_slot, 256> short_strings_{};
   std::vector<std::int64_t> wide_integers_;
   std::vector<double> reals_;
+
+  // The held-value budget (see set_budget). allowance_ is refreshed from the input offset only
+  // when a charge passes it, so a charge is an add and a compare.
+  const read_limits* limits_ = nullptr;
+  const input_window* input_ = nullptr;
+  std::uint32_t* poll_countdown_ = nullptr;
+  std::uint64_t held_units_ = 0;
+  std::uint64_t allowance_ = UINT64_MAX;
+  bool over_budget_ = false;
+  error budget_failure_;
 
   std::vector<value>* memo_ = nullptr;
   std::vector<value> objects_;         // object id -> container or the record it became
