@@ -89,7 +89,7 @@ std::uint64_t live_set::block_size_for(const trace_event& event) const {
 
 live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events) {
   live_set state;
-  state.streams_ = &snap.streams;
+  state.snap_ = &snap;
   if (const plain_value* split = snap.setting("max_split_size"); split && split->integer > 0) {
     state.max_split_bytes_ = static_cast<std::uint64_t>(split->integer);
   }
@@ -130,7 +130,7 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
     if (event->action == trace_action::segment_alloc || event->action == trace_action::segment_map) {
       state.unmap_range(event->addr, event->size);
     } else if (event->action == trace_action::segment_free || event->action == trace_action::segment_unmap) {
-      state.map_range(event->addr, event->size, snap.streams[event->stream]);
+      state.map_range(event->addr, event->size, snap.streams[snap.tag_of(*event).stream]);
     }
   }
   for (auto& [address, held] : state.blocks_) {
@@ -186,7 +186,7 @@ allocation_change live_set::apply(const trace_event& event) {
     }
     case trace_action::segment_alloc:
     case trace_action::segment_map:
-      map_range(event.addr, event.size, (*streams_)[event.stream]);
+      map_range(event.addr, event.size, snap_->streams[snap_->tag_of(event).stream]);
       break;
     case trace_action::segment_free:
     case trace_action::segment_unmap:

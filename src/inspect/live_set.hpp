@@ -68,7 +68,7 @@ class live_set {
   std::map<std::uint64_t, live_block> blocks_;
   void map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream);
   std::map<std::uint64_t, mapped_range> mapped_;  // reserved ranges by address
-  const std::vector<std::uint64_t>* streams_ = nullptr;  // snapshot::streams
+  const snapshot* snap_ = nullptr;  // for the streams of segment events
   std::uint64_t max_split_bytes_ = UINT64_MAX;
   bool expandable_ = false;  // expandable_segments:True in the allocator settings
   std::int64_t allocated_bytes_ = 0;

@@ -82,6 +82,12 @@ bool fail(error& failure, std::string_view record, std::string_view key, std::st
 
 }  // namespace
 
+std::size_t snapshot_builder::event_tag_hash::operator()(const event_tag& tag) const noexcept {
+  std::uint64_t h = (std::uint64_t{tag.stream} << 32) ^ tag.compile_context;
+  h = (h ^ ((std::uint64_t{tag.user_metadata} << 32) | tag.action_name)) * 0x9e3779b97f4a7c15ULL;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
 std::size_t snapshot_builder::frame_key_hash::operator()(const frame& f) const noexcept {
   std::uint64_t h = (std::uint64_t{f.name} << 32) ^ f.filename;
   h ^= static_cast<std::uint64_t>(f.line) * 0x9e3779b97f4a7c15ULL;
@@ -93,6 +99,8 @@ snapshot_builder::snapshot_builder() {
   stack_offsets_.push_back(0);
   stack_offsets_.push_back(0);  // stack 0: the empty stack
   intern_stream(0);             // stream 0: the default stream, for entries without the key
+  event_tags_.emplace_back();   // tag 0: default stream, no context, no metadata
+  event_tag_ids_.emplace(event_tags_.front(), 0);
 }
 
 void snapshot_builder::reserve_for_input(std::uint64_t bytes) {
@@ -296,6 +304,7 @@ bool snapshot_builder::get_string(value item, std::string_view& out) const {
 
 bool snapshot_builder::make_event(std::span<const value> pairs, value& sealed, error& failure) {
   trace_event event;
+  event_tag tag;
   for (std::size_t i = 0; i < pairs.size(); i += 2) {
     value key = pairs[i];
     value item = pairs[i + 1];
@@ -307,7 +316,7 @@ bool snapshot_builder::make_event(std::span<const value> pairs, value& sealed, e
     switch (key.index()) {
       case s_action:
         if (item.kind() != vkind::string) return fail(failure, "trace entry", "action", "a str", item.kind());
-        event.action_name = item.index();
+        tag.action_name = item.index();
         event.action = (item.index() >= s_alloc && item.index() <= s_annotate)
                            ? static_cast<trace_action>(item.index() - s_alloc)
                            : trace_action::unknown;
@@ -323,17 +332,17 @@ bool snapshot_builder::make_event(std::span<const value> pairs, value& sealed, e
         break;
       case s_stream:
         if (!need_integer("stream")) return false;
-        event.stream = intern_stream(static_cast<std::uint64_t>(number));
+        tag.stream = intern_stream(static_cast<std::uint64_t>(number));
         break;
       case s_time_us:
         if (!need_integer("time_us")) return false;
         event.time_us = number;
         break;
       case s_compile_context:
-        if (item.kind() == vkind::string) event.compile_context = item.index();
+        if (item.kind() == vkind::string) tag.compile_context = item.index();
         break;
       case s_user_metadata:
-        if (item.kind() == vkind::string) event.user_metadata = item.index();
+        if (item.kind() == vkind::string) tag.user_metadata = item.index();
         break;
       case s_frames:
         if (item.kind() == vkind::stack) {
@@ -346,6 +355,9 @@ bool snapshot_builder::make_event(std::span<const value> pairs, value& sealed, e
         break;  // keys from newer torch versions are ignored
     }
   }
+  event_tag_id tag_id = 0;
+  if (!intern_event_tag(tag, tag_id, failure)) return false;
+  event.tag = tag_id & (max_event_tags - 1);  // intern_event_tag keeps ids below max_event_tags
   events_.push_back(event);
   sealed = value::make(vkind::event, events_.size() - 1);
   return true;
@@ -541,6 +553,26 @@ std::uint32_t snapshot_builder::intern_stream(std::uint64_t raw_stream) {
   return found->second;
 }
 
+bool snapshot_builder::intern_event_tag(const event_tag& tag, event_tag_id& id, error& failure) {
+  if (event_tag_equal{}(tag, last_tag_)) {
+    id = last_tag_id_;
+    return true;
+  }
+  auto [found, inserted] = event_tag_ids_.try_emplace(tag, static_cast<event_tag_id>(event_tags_.size()));
+  if (inserted) {
+    if (event_tags_.size() >= max_event_tags) {
+      event_tag_ids_.erase(found);
+      failure = {errc::limit_event_tags, 0, std::to_string(max_event_tags) + " combinations"};
+      return false;
+    }
+    event_tags_.push_back(tag);
+  }
+  last_tag_ = tag;
+  last_tag_id_ = found->second;
+  id = found->second;
+  return true;
+}
+
 bool snapshot_builder::to_plain(value item, plain_value& out, int depth, error& failure) const {
   if (depth > 32) {
     failure = {errc::not_a_snapshot, 0, "allocator_settings nested more than 32 levels"};
@@ -682,6 +714,7 @@ bool snapshot_builder::finish(value root, snapshot& out, error& failure) {
 
   out.blocks = std::move(blocks_);
   out.streams = std::move(streams_);
+  out.event_tags = std::move(event_tags_);
   out.frames = std::move(frames_);
   out.stack_frames = std::move(stack_frames_);
   out.stack_offsets = std::move(stack_offsets_);

@@ -2,7 +2,7 @@
 #pragma once
 // Turns the pickle machine's containers into snapshot records as soon as each one is complete,
 // so a snapshot never exists as a generic object tree: frames, stacks and strings are interned
-// on the fly and trace entries become 48-byte records.
+// on the fly and trace entries become 32-byte records.
 
 #include "value.hpp"
 
@@ -92,6 +92,7 @@ class snapshot_builder {
   bool get_string(value item, std::string_view& out) const;
   stack_id intern_stack(std::span<const value> frames);
   std::uint32_t intern_stream(std::uint64_t raw_stream);
+  bool intern_event_tag(const event_tag& tag, event_tag_id& id, error& failure);
 
   // Interned strings; the views in string_ids_ point into string_storage_ (a deque: stable).
   std::deque<std::string> string_storage_;
@@ -125,6 +126,19 @@ class snapshot_builder {
   std::vector<annotation> annotations_;
   std::vector<std::uint64_t> streams_;
   std::unordered_map<std::uint64_t, std::uint32_t> stream_ids_;
+  struct event_tag_hash {
+    std::size_t operator()(const event_tag& tag) const noexcept;
+  };
+  struct event_tag_equal {
+    bool operator()(const event_tag& a, const event_tag& b) const noexcept {
+      return a.stream == b.stream && a.compile_context == b.compile_context && a.user_metadata == b.user_metadata &&
+             a.action_name == b.action_name;
+    }
+  };
+  std::vector<event_tag> event_tags_;
+  std::unordered_map<event_tag, event_tag_id, event_tag_hash, event_tag_equal> event_tag_ids_;
+  event_tag last_tag_;  // entries come in runs with the same tag: skip the hash map for those
+  event_tag_id last_tag_id_ = 0;
 };
 
 }  // namespace rlmem::detail
