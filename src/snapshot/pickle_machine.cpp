@@ -168,27 +168,44 @@ class machine {
   }
   bool memo_put(std::uint64_t index) {
     if (!need(1)) return false;
-    if (index < memo_.size()) {
-      memo_[index] = stack_.back();
-    } else if (index == memo_.size()) {
-      if (memo_.size() >= limits_.max_memo_entries) return fail_here(errc::limit_memo_entries, std::to_string(memo_.size()));
-      memo_.push_back(stack_.back());
-      builder_.note_memoized(stack_.back(), index);
+    value item = stack_.back();
+    if (index <= memo_.size()) {
+      if (index == memo_.size() && memo_.size() >= limits_.max_memo_entries) return fail_here(errc::limit_memo_entries, std::to_string(memo_.size()));
+      memo_.store(static_cast<std::size_t>(index), builder_.memo_code(item, index), item);
     } else {
       // Python's pickler numbers memo entries in order; anything else goes in a side table.
       if (sparse_memo_.size() >= limits_.max_memo_entries) return fail_here(errc::limit_memo_entries, std::to_string(index));
-      sparse_memo_[index] = stack_.back();
+      sparse_memo_[index] = item;
     }
     return true;
   }
   [[gnu::always_inline]] bool memo_get(std::uint64_t index) {
     if (index < memo_.size()) [[likely]] {
-      stack_.push_back(memo_[index]);
-      return true;
+      std::uint32_t code = memo_.code(static_cast<std::size_t>(index));
+      switch (memo_table::kind_of(code)) {
+        case vkind::string:
+        case vkind::frame:
+        case vkind::stack: stack_.push_back(value::make(memo_table::kind_of(code), memo_table::payload_of(code))); return true;
+        case vkind::object: {
+          value copy = builder_.object_in_slot(memo_table::payload_of(code));
+          builder_.note_copied(copy);
+          stack_.push_back(copy);
+          return true;
+        }
+        case vkind::container: return push_memoized(memo_.escaped_value(static_cast<std::size_t>(index)));
+        default: return push_memoized(value::make(memo_table::kind_of(code), memo_table::payload_of(code)));
+      }
     }
     auto found = sparse_memo_.find(index);
     if (found == sparse_memo_.end()) return fail_here(errc::bad_memo_reference, "memo index " + std::to_string(index));
-    stack_.push_back(found->second);
+    return push_memoized(found->second);
+  }
+  // A trace entry is read once: referencing it again would let a small file list it millions
+  // of times over.
+  bool push_memoized(value item) {
+    if (item.kind() == vkind::event) return fail_here(errc::container_reused, "a trace entry referenced twice");
+    builder_.note_copied(item);
+    stack_.push_back(item);
     return true;
   }
   bool fill_from_mark(container_type type) {
@@ -236,7 +253,7 @@ class machine {
   error& failure_;
   value_stack stack_;
   std::vector<std::size_t> marks_;
-  std::vector<value> memo_;
+  memo_table memo_;
   std::unordered_map<std::uint64_t, value> sparse_memo_;
   std::uint64_t opcode_offset_ = 0;
   unsigned char current_ = 0;
@@ -306,6 +323,7 @@ bool machine::run(value& root, const std::function<void()>& on_progress) {
       }
       case DUP:
         if (!need(1)) return false;
+        builder_.note_copied(stack_.back());
         stack_.push_back(stack_.back());
         break;
       case NONE: stack_.push_back(value::make(vkind::none, 0)); break;

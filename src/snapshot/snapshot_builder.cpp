@@ -104,10 +104,9 @@ snapshot_builder::snapshot_builder() {
 }
 
 void snapshot_builder::reserve_for_input(std::uint64_t bytes) {
-  // Torch writes 95 to 140 bytes per trace entry and 55 to 85 per container; reserve for the
-  // densest case, since address space reserved and never touched is not resident.
+  // Torch writes 95 to 140 bytes per trace entry; reserve for the densest case, since address
+  // space reserved and never touched is not resident.
   events_.reserve(static_cast<std::size_t>(bytes / 64));
-  objects_.reserve(static_cast<std::size_t>(bytes / 40));
 }
 
 value snapshot_builder::make_integer(std::int64_t number) {
@@ -161,25 +160,26 @@ std::uint32_t snapshot_builder::take_container_slot(container_type type) {
   containers_[slot].type = type;
   containers_[slot].sealed = false;
   containers_[slot].memo_index = UINT64_MAX;
+  containers_[slot].copies = 1;
+  containers_[slot].became = {};
   return slot;
 }
 
 void snapshot_builder::release_container_slot(std::uint32_t slot) {
-  auto& items = containers_[slot].items;
-  items.clear();
-  if (items.capacity() > 64) items.shrink_to_fit();  // keep small buffers for reuse only
-  free_slots_.push_back(slot);
+  container& released = containers_[slot];
+  released.items.clear();
+  if (released.items.capacity() > 64) released.items.shrink_to_fit();  // keep small buffers for reuse only
+  // A slot whose generation would wrap is retired, so a stale reference can never match again.
+  if (++released.generation < memo_table::payload_limit) free_slots_.push_back(slot);
 }
 
 value snapshot_builder::new_container(container_type type) {
-  std::uint32_t slot = take_container_slot(type);
-  objects_.push_back(value::make(vkind::container, slot));
-  return value::make(vkind::object, objects_.size() - 1);
+  return object_in_slot(take_container_slot(type));
 }
 
 value snapshot_builder::make_filled(container_type type, std::span<const value> items) {
   value made = new_container(type);
-  container& filled = containers_[objects_[made.index()].index()];
+  container& filled = *container_of(made);
   filled.items.assign(items.begin(), items.end());
   filled.sealed = true;  // built whole by one opcode: never open
   return made;
@@ -187,24 +187,37 @@ value snapshot_builder::make_filled(container_type type, std::span<const value> 
 
 const snapshot_builder::container* snapshot_builder::generic_container(value item) const {
   if (item.kind() != vkind::object) return nullptr;
-  value entry = objects_[item.index()];
-  return entry.kind() == vkind::container ? &containers_[entry.index()] : nullptr;
+  auto slot = static_cast<std::uint32_t>(item.payload());
+  auto generation = static_cast<std::uint32_t>(item.payload() >> 32);
+  if (slot >= containers_.size() || containers_[slot].generation != generation) return nullptr;
+  return &containers_[slot];
 }
 
 bool snapshot_builder::consume_object(value& item, error& failure) {
-  value entry = objects_[item.index()];
-  if (entry.kind() != vkind::container) {
-    item = entry;  // already became a record
+  container* held = container_of(item);
+  if (held == nullptr) {
+    // Its slot was reused: the pickle reaches a record through a copy it made after the record
+    // was complete (a second memo entry), which torch's pickler never writes.
+    failure = {errc::container_reused, 0, "a container used again after it became a record"};
+    return false;
+  }
+  auto slot = static_cast<std::uint32_t>(item.payload());
+  if (held->became.kind() != vkind::none) {
+    item = held->became;  // a copy of one already consumed
+    if (--held->copies == 0) release_container_slot(slot);
     return true;
   }
-  if (containers_[entry.index()].sealed) return true;
-  return seal(item.index(), item, failure);
+  if (held->sealed) return true;
+  return seal(slot, item, failure);
 }
 
-void snapshot_builder::note_memoized(value item, std::uint64_t index) {
-  if (item.kind() != vkind::object) return;
-  value entry = objects_[item.index()];
-  if (entry.kind() == vkind::container) containers_[entry.index()].memo_index = index;
+std::uint32_t snapshot_builder::memo_code(value item, std::uint64_t index) {
+  std::uint32_t code = memo_table::code_for(item);
+  if (item.kind() != vkind::object || code == memo_table::escaped) return code;
+  container* held = container_of(item);
+  if (held == nullptr || held->memo_index != UINT64_MAX) return memo_table::escaped;
+  held->memo_index = index;
+  return code;
 }
 
 bool snapshot_builder::extend(value target, std::span<const value> items, error& failure) {
@@ -212,25 +225,23 @@ bool snapshot_builder::extend(value target, std::span<const value> items, error&
     failure = {errc::type_mismatch, 0, std::string("cannot add items to ") + kind_name(target.kind())};
     return false;
   }
-  value entry = objects_[target.index()];
-  if (entry.kind() != vkind::container) {
-    failure = {errc::container_reused, 0, std::string("container changed after it became ") + kind_name(entry.kind())};
+  container* into = container_of(target);
+  if (into == nullptr) {
+    failure = {errc::container_reused, 0, "container changed after it became a record"};
     return false;
   }
-  container& into = containers_[entry.index()];
-  if (into.type == container_type::tuple) {
+  if (into->type == container_type::tuple) {
     failure = {errc::type_mismatch, 0, "cannot add items to a tuple"};
     return false;
   }
-  into.items.insert(into.items.end(), items.begin(), items.end());
+  into->items.insert(into->items.end(), items.begin(), items.end());
   return true;
 }
 
-bool snapshot_builder::seal(std::uint32_t object_id, value& sealed, error& failure) {
-  std::uint32_t slot = objects_[object_id].index();
+bool snapshot_builder::seal(std::uint32_t slot, value& sealed, error& failure) {
   container& sealing = containers_[slot];
   sealing.sealed = true;
-  value converted = value::make(vkind::object, object_id);
+  value converted = sealed;
   bool ok = true;
   if (sealing.type == container_type::list) {
     ok = seal_list(sealing, converted);
@@ -239,12 +250,12 @@ bool snapshot_builder::seal(std::uint32_t object_id, value& sealed, error& failu
   }
   if (!ok) return false;
   if (converted.kind() != vkind::object) {
-    objects_[object_id] = converted;
     std::uint64_t memo_index = sealing.memo_index;
-    if (memo_ != nullptr && memo_index < memo_->size() && (*memo_)[memo_index].bits == value::make(vkind::object, object_id).bits) {
-      (*memo_)[memo_index] = converted;
+    if (memo_ != nullptr && memo_index < memo_->size() && memo_->code(memo_index) == memo_table::code_for(sealed)) {
+      memo_->store(memo_index, memo_table::code_for(converted), converted);
     }
-    release_container_slot(slot);
+    sealing.became = converted;
+    if (--sealing.copies == 0) release_container_slot(slot);
   }
   sealed = converted;
   return true;
