@@ -62,7 +62,9 @@ class live_set {
   // The size of the block an `alloc` got: the caching allocator hands out a whole free block
   // when splitting it would leave too little (CUDACachingAllocator.cpp should_split), and the
   // free space between two live blocks of a segment is one block, since frees coalesce.
-  std::uint64_t block_size_for(const trace_event& event) const;
+  using block_iterator = std::map<std::uint64_t, live_block>::const_iterator;
+  // `next_block`: the first live block above event.addr.
+  std::uint64_t block_size_for(const trace_event& event, block_iterator next_block) const;
   void unmap_range(std::uint64_t address, std::uint64_t size);
 
   std::map<std::uint64_t, live_block> blocks_;

@@ -559,14 +559,18 @@ stack_id snapshot_builder::intern_stack(std::span<const value> frames) {
 }
 
 std::uint32_t snapshot_builder::intern_stream(std::uint64_t raw_stream) {
+  if (raw_stream == last_raw_stream_ && !streams_.empty()) return last_stream_id_;
   auto [found, inserted] = stream_ids_.try_emplace(raw_stream, static_cast<std::uint32_t>(streams_.size()));
   if (inserted) streams_.push_back(raw_stream);
+  last_raw_stream_ = raw_stream;
+  last_stream_id_ = found->second;
   return found->second;
 }
 
 bool snapshot_builder::intern_event_tag(const event_tag& tag, event_tag_id& id, error& failure) {
-  if (event_tag_equal{}(tag, last_tag_)) {
-    id = last_tag_id_;
+  cached_tag& cached = recent_tags_[event_tag_hash{}(tag) % recent_tags_.size()];
+  if (event_tag_equal{}(tag, cached.tag)) {
+    id = cached.id;
     return true;
   }
   auto [found, inserted] = event_tag_ids_.try_emplace(tag, static_cast<event_tag_id>(event_tags_.size()));
@@ -578,8 +582,7 @@ bool snapshot_builder::intern_event_tag(const event_tag& tag, event_tag_id& id, 
     }
     event_tags_.push_back(tag);
   }
-  last_tag_ = tag;
-  last_tag_id_ = found->second;
+  cached = {tag, found->second};
   id = found->second;
   return true;
 }

@@ -41,6 +41,12 @@ class snapshot_builder {
   bool consume(value& item, error& failure) {
     return item.kind() != vkind::object || consume_object(item, failure);
   }
+  /// Starts loading the items of the container `item` refers to, which consume() reads next.
+  void prefetch(value item) const {
+    if (item.kind() != vkind::object) return;
+    auto slot = static_cast<std::uint32_t>(item.payload());
+    if (slot < containers_.size()) __builtin_prefetch(containers_[slot].items.data());
+  }
   /// Appends already consumed items to the open container `target`. Dicts take key/value pairs.
   bool extend(value target, std::span<const value> items, error& failure);
   /// A sealed tuple, list, dict or frozenset made of already consumed items.
@@ -158,8 +164,15 @@ class snapshot_builder {
   };
   std::vector<event_tag> event_tags_;
   std::unordered_map<event_tag, event_tag_id, event_tag_hash, event_tag_equal> event_tag_ids_;
-  event_tag last_tag_;  // entries come in runs with the same tag: skip the hash map for those
-  event_tag_id last_tag_id_ = 0;
+  // A direct-mapped cache in front of event_tag_ids_: a trace holds a handful of tags (one per
+  // action name, mostly), and a hash map lookup per entry costs more than the rest of its tag.
+  struct cached_tag {
+    event_tag tag;
+    event_tag_id id = 0;
+  };
+  std::array<cached_tag, 16> recent_tags_{};  // all slots start as tag 0, which is correct
+  std::uint64_t last_raw_stream_ = 0;          // streams come in long runs
+  std::uint32_t last_stream_id_ = 0;
 };
 
 }  // namespace rlmem::detail
