@@ -134,11 +134,7 @@ class machine {
     return true;
   }
   bool consume_range(std::size_t from) {
-    // APPENDS seals up to 1000 trace entries filled long enough ago to have left the cache:
-    // fetch the items of entries a few places ahead while sealing this one.
-    constexpr std::size_t prefetch_distance = 6;
     for (std::size_t i = from; i < stack_.size(); ++i) {
-      if (i + prefetch_distance < stack_.size()) builder_.prefetch(stack_[i + prefetch_distance]);
       if (!builder_.consume(stack_[i], failure_)) return builder_failed();
     }
     return true;

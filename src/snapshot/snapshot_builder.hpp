@@ -41,12 +41,6 @@ class snapshot_builder {
   bool consume(value& item, error& failure) {
     return item.kind() != vkind::object || consume_object(item, failure);
   }
-  /// Starts loading the items of the container `item` refers to, which consume() reads next.
-  void prefetch(value item) const {
-    if (item.kind() != vkind::object) return;
-    auto slot = static_cast<std::uint32_t>(item.payload());
-    if (slot < containers_.size()) __builtin_prefetch(containers_[slot].items.data());
-  }
   /// Appends already consumed items to the open container `target`. Dicts take key/value pairs.
   bool extend(value target, std::span<const value> items, error& failure);
   /// A sealed tuple, list, dict or frozenset made of already consumed items.
