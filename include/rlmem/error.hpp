@@ -35,6 +35,7 @@ enum class errc : std::uint8_t {
   limit_depth,            ///< more nested MARKs than read_limits::max_depth
   limit_memo_entries,     ///< more memo entries than read_limits::max_memo_entries
   limit_integer_width,    ///< an integer wider than 64 bits
+  limit_event_tags,       ///< more distinct (stream, context, metadata, action) than max_event_tags
   not_a_snapshot,         ///< a valid pickle that is not a PyTorch memory snapshot
   limit_stack_values,     ///< more values on the pickle stack than read_limits::max_stack_values
   limit_held_values,      ///< the reader would hold more values than the input's size allows

@@ -43,18 +43,27 @@ inline constexpr std::size_t trace_action_count = static_cast<std::size_t>(trace
 /// The spelling torch uses ("free_requested").
 std::string_view trace_action_name(trace_action action) noexcept;
 
-/// One entry of a device trace.
+/// What trace entries share: the rare combinations of stream, compile context, user metadata
+/// and raw action name, kept once in snapshot::event_tags so an entry stays 32 bytes.
+struct event_tag {
+  std::uint32_t stream = 0;       ///< index into snapshot::streams
+  string_id compile_context = 0;  ///< "N/A" or "Torch-Compiled Region: 0/0"
+  string_id user_metadata = 0;
+  string_id action_name = 0;      ///< the raw action string (kept for `unknown`)
+};
+using event_tag_id = std::uint32_t;  ///< index into snapshot::event_tags; 0 is all zeros
+inline constexpr event_tag_id max_event_tags = event_tag_id{1} << 24;
+
+/// One entry of a device trace. Its stream, compile context and metadata: snapshot::tag_of.
 struct trace_event {
   std::uint64_t addr = 0;         ///< address; for `oom`, the device_free bytes
   std::uint64_t size = 0;         ///< bytes (requested size for alloc and frees)
   std::int64_t time_us = 0;       ///< wall clock, microseconds since the epoch
-  std::uint32_t stream = 0;       ///< index into snapshot::streams
   stack_id stack = 0;             ///< frames, innermost first
-  string_id compile_context = 0;  ///< "N/A" or "Torch-Compiled Region: 0/0"
-  string_id user_metadata = 0;
-  string_id action_name = 0;      ///< the raw action string (kept for `unknown`)
+  event_tag_id tag : 24 = 0;      ///< index into snapshot::event_tags
   trace_action action = trace_action::unknown;
 };
+static_assert(sizeof(trace_event) == 32, "millions of entries: keep them at 32 bytes");
 
 enum class block_state : std::uint8_t { active_allocated, active_pending_free, inactive, unknown };
 
@@ -119,6 +128,7 @@ struct snapshot {
   std::vector<trace_event> events;            ///< all devices, in device_traces order
   std::vector<device_trace> device_traces;    ///< one per device ordinal that has a list
   std::vector<std::uint64_t> streams;         ///< raw stream values that trace events use
+  std::vector<event_tag> event_tags;          ///< what events share; event_tags[0] is all zeros
   std::vector<std::pair<std::string, plain_value>> allocator_settings;
   std::vector<annotation> annotations;
   bool had_legacy_list_format = false;        ///< the file held a bare list of segments
@@ -129,6 +139,7 @@ struct snapshot {
   std::vector<std::uint32_t> stack_offsets;   ///< stack i is [offsets[i], offsets[i+1])
 
   std::string_view str(string_id id) const { return strings[id]; }
+  const event_tag& tag_of(const trace_event& event) const { return event_tags[event.tag]; }
   std::span<const frame_id> stack(stack_id id) const {
     return {stack_frames.data() + stack_offsets[id], stack_offsets[id + 1] - stack_offsets[id]};
   }

@@ -150,7 +150,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   std::vector<bool> stream_used(snap.streams.size(), false);
   for (const trace_event& event : events) {
     ++result.events_by_action[static_cast<std::size_t>(event.action)];
-    stream_used[event.stream] = true;
+    stream_used[snap.tag_of(event).stream] = true;
   }
   for (std::size_t i = 0; i < stream_used.size(); ++i) {
     if (stream_used[i]) result.streams.push_back(snap.streams[i]);

@@ -66,7 +66,7 @@ void live_set::unmap_range(std::uint64_t address, std::uint64_t size) {
   }
 }
 
-std::uint64_t live_set::block_size_for(const trace_event& event) const {
+std::uint64_t live_set::block_size_for(const trace_event& event, block_iterator next_block) const {
   std::uint64_t rounded = allocator_rounded_size(event.size);
   // Expandable segments map pages on demand: a segment's mapped bytes are not one contiguous
   // range, so the free space after a block cannot be read off the segments. The dumps we have
@@ -78,7 +78,6 @@ std::uint64_t live_set::block_size_for(const trace_event& event) const {
   --range;
   std::uint64_t reserved_end = range->first + range->second.bytes;
   if (reserved_end <= event.addr) return rounded;
-  auto next_block = blocks_.upper_bound(event.addr);
   std::uint64_t free_end = next_block == blocks_.end() ? reserved_end : std::min(reserved_end, next_block->first);
   if (free_end < event.addr + rounded) return rounded;
   std::uint64_t remaining = free_end - event.addr - rounded;
@@ -89,7 +88,7 @@ std::uint64_t live_set::block_size_for(const trace_event& event) const {
 
 live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events) {
   live_set state;
-  state.streams_ = &snap.streams;
+  state.snap_ = &snap;
   if (const plain_value* split = snap.setting("max_split_size"); split && split->integer > 0) {
     state.max_split_bytes_ = static_cast<std::uint64_t>(split->integer);
   }
@@ -130,7 +129,7 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
     if (event->action == trace_action::segment_alloc || event->action == trace_action::segment_map) {
       state.unmap_range(event->addr, event->size);
     } else if (event->action == trace_action::segment_free || event->action == trace_action::segment_unmap) {
-      state.map_range(event->addr, event->size, snap.streams[event->stream]);
+      state.map_range(event->addr, event->size, snap.streams[snap.tag_of(*event).stream]);
     }
   }
   for (auto& [address, held] : state.blocks_) {
@@ -148,12 +147,16 @@ allocation_change live_set::apply(const trace_event& event) {
   };
   switch (event.action) {
     case trace_action::alloc: {
-      live_block made{block_size_for(event), event.stack, false, false};
-      auto [found, inserted] = blocks_.try_emplace(event.addr, made);
-      if (!inserted) {
+      // One descent finds both the next block (for the size) and where the new one goes.
+      auto next_block = blocks_.upper_bound(event.addr);
+      live_block made{block_size_for(event, next_block), event.stack, false, false};
+      if (next_block != blocks_.begin() && std::prev(next_block)->first == event.addr) {
+        auto found = std::prev(next_block);
         ++inconsistencies_;
         if (!found->second.pending_free) allocated_bytes_ -= static_cast<std::int64_t>(found->second.bytes);
         found->second = made;
+      } else {
+        blocks_.emplace_hint(next_block, event.addr, made);
       }
       allocated_bytes_ += static_cast<std::int64_t>(made.bytes);
       change = {static_cast<std::int64_t>(made.bytes), made.stack, false};
@@ -186,7 +189,7 @@ allocation_change live_set::apply(const trace_event& event) {
     }
     case trace_action::segment_alloc:
     case trace_action::segment_map:
-      map_range(event.addr, event.size, (*streams_)[event.stream]);
+      map_range(event.addr, event.size, snap_->streams[snap_->tag_of(event).stream]);
       break;
     case trace_action::segment_free:
     case trace_action::segment_unmap:

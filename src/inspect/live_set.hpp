@@ -62,13 +62,15 @@ class live_set {
   // The size of the block an `alloc` got: the caching allocator hands out a whole free block
   // when splitting it would leave too little (CUDACachingAllocator.cpp should_split), and the
   // free space between two live blocks of a segment is one block, since frees coalesce.
-  std::uint64_t block_size_for(const trace_event& event) const;
+  using block_iterator = std::map<std::uint64_t, live_block>::const_iterator;
+  // `next_block`: the first live block above event.addr.
+  std::uint64_t block_size_for(const trace_event& event, block_iterator next_block) const;
   void unmap_range(std::uint64_t address, std::uint64_t size);
 
   std::map<std::uint64_t, live_block> blocks_;
   void map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream);
   std::map<std::uint64_t, mapped_range> mapped_;  // reserved ranges by address
-  const std::vector<std::uint64_t>* streams_ = nullptr;  // snapshot::streams
+  const snapshot* snap_ = nullptr;  // for the streams of segment events
   std::uint64_t max_split_bytes_ = UINT64_MAX;
   bool expandable_ = false;  // expandable_segments:True in the allocator settings
   std::int64_t allocated_bytes_ = 0;

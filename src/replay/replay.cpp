@@ -177,7 +177,7 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
         // A recorded oom is a request the recording could not serve: ask the model too, on a
         // device no larger than what the recording had (its reserved bytes plus CUDA's free).
         if (event.action == trace_action::oom) model.set_device_bytes(static_cast<std::uint64_t>(model.reserved_bytes()) + event.addr);
-        detail::model_block* block = model.allocate(event.size, snap.streams[event.stream]);
+        detail::model_block* block = model.allocate(event.size, snap.streams[snap.tag_of(event).stream]);
         if (block == nullptr) {
           result.oom = replay_oom{i, round_request(event.size, settings), model.allocated_bytes(), model.reserved_bytes()};
           break;

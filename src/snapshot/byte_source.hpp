@@ -69,7 +69,7 @@ class input_window {
 
   /// Makes at least `count` bytes available at cursor(); false at end of input or on error
   /// (then failure() says which; a clean end of input leaves it errc::ok).
-  bool ensure(std::size_t count) {
+  [[gnu::always_inline]] bool ensure(std::size_t count) {
     return static_cast<std::size_t>(end_ - cursor_) >= count || refill(count);
   }
   const std::byte* cursor() const noexcept { return cursor_; }

@@ -38,6 +38,8 @@ constexpr std::array<error_row, static_cast<std::size_t>(errc::count_)> error_ta
     {errc::limit_depth, "LIMIT_DEPTH", "the pickle nests deeper than the limit"},
     {errc::limit_memo_entries, "LIMIT_MEMO_ENTRIES", "the pickle stores more memo entries than the limit"},
     {errc::limit_integer_width, "LIMIT_INTEGER_WIDTH", "an integer wider than 64 bits"},
+    {errc::limit_event_tags, "LIMIT_EVENT_TAGS",
+     "more distinct (stream, compile context, user metadata, action) combinations than the limit"},
     {errc::not_a_snapshot, "NOT_A_SNAPSHOT", "a valid pickle, but not a PyTorch memory snapshot"},
     {errc::limit_stack_values, "LIMIT_STACK_VALUES", "the pickle holds more values on its stack at once than the limit"},
     {errc::limit_held_values, "LIMIT_HELD_VALUES",

@@ -207,23 +207,29 @@ class machine {
   }
   bool memo_put(std::uint64_t index) {
     if (!need(1)) return false;
-    if (index < memo_.size()) {
-      memo_[index] = stack_.back();
-    } else if (index == memo_.size()) {
-      if (memo_.size() >= limits_.max_memo_entries) return fail_here(errc::limit_memo_entries, std::to_string(memo_.size()));
-      // The memo is paid for as it grows (a doubling), not per entry.
-      if (memo_.size() == memo_.capacity() && !builder_.charge(std::max<std::size_t>(memo_.capacity(), 1024), "memo entries")) {
+    value item = stack_.back();
+    if (index <= memo_.size()) {
+      if (index == memo_.size()) {
+        if (memo_.size() >= limits_.max_memo_entries) return fail_here(errc::limit_memo_entries, std::to_string(memo_.size()));
+        // The memo is paid for as it grows (a doubling of 4-byte codes), not per entry.
+        if (memo_.size() == memo_.capacity() && !builder_.charge(std::max<std::size_t>(memo_.capacity(), 2048) / 2, "memo entries")) {
+          failure_ = *builder_.budget_failure();
+          return false;
+        }
+      }
+      std::uint32_t code = builder_.memo_code(item, index);
+      // An escaped entry keeps its full value in a hash node: key, value, next, hash.
+      if (code == memo_table::escaped && !builder_.charge(4, "memo entries")) {
         failure_ = *builder_.budget_failure();
         return false;
       }
-      memo_.push_back(stack_.back());
-      builder_.note_memoized(stack_.back(), index);
+      memo_.store(static_cast<std::size_t>(index), code, item);
     } else {
       // Python's pickler numbers memo entries in order; anything else goes in a side table.
       if (sparse_memo_.size() >= limits_.max_memo_entries) return fail_here(errc::limit_memo_entries, std::to_string(index));
-      auto [entry, inserted] = sparse_memo_.try_emplace(index, stack_.back());
+      auto [entry, inserted] = sparse_memo_.try_emplace(index, item);
       if (!inserted) {
-        entry->second = stack_.back();
+        entry->second = item;
       } else if (!builder_.charge(4, "memo entries")) {  // a hash node: key, value, next, hash
         failure_ = *builder_.budget_failure();
         return false;
@@ -233,12 +239,31 @@ class machine {
   }
   [[gnu::always_inline]] bool memo_get(std::uint64_t index) {
     if (index < memo_.size()) [[likely]] {
-      stack_.push_back(memo_[index]);
-      return true;
+      std::uint32_t code = memo_.code(static_cast<std::size_t>(index));
+      switch (memo_table::kind_of(code)) {
+        case vkind::string:
+        case vkind::frame:
+        case vkind::stack: stack_.push_back(value::make(memo_table::kind_of(code), memo_table::payload_of(code))); return true;
+        case vkind::object: {
+          value copy = builder_.object_in_slot(memo_table::payload_of(code));
+          builder_.note_copied(copy);
+          stack_.push_back(copy);
+          return true;
+        }
+        case vkind::container: return push_memoized(memo_.escaped_value(static_cast<std::size_t>(index)));
+        default: return push_memoized(value::make(memo_table::kind_of(code), memo_table::payload_of(code)));
+      }
     }
     auto found = sparse_memo_.find(index);
     if (found == sparse_memo_.end()) return fail_here(errc::bad_memo_reference, "memo index " + std::to_string(index));
-    stack_.push_back(found->second);
+    return push_memoized(found->second);
+  }
+  // A trace entry is read once: referencing it again would let a small file list it millions
+  // of times over.
+  bool push_memoized(value item) {
+    if (item.kind() == vkind::event) return fail_here(errc::container_reused, "a trace entry referenced twice");
+    builder_.note_copied(item);
+    stack_.push_back(item);
     return true;
   }
   bool fill_from_mark(container_type type) {
@@ -287,7 +312,7 @@ class machine {
   std::uint32_t until_poll_ = 1u << 16;
   value_stack stack_;
   std::vector<std::size_t> marks_;
-  std::vector<value> memo_;
+  memo_table memo_;
   std::unordered_map<std::uint64_t, value> sparse_memo_;
   std::uint64_t opcode_offset_ = 0;
   unsigned char current_ = 0;
@@ -353,6 +378,7 @@ bool machine::run(value& root, const std::function<void()>& on_progress) {
       }
       case DUP:
         if (!need(1)) return false;
+        builder_.note_copied(stack_.back());
         stack_.push_back(stack_.back());
         break;
       case NONE: stack_.push_back(value::make(vkind::none, 0)); break;

@@ -104,6 +104,12 @@ bool check_size(std::int64_t number, std::string_view record, std::size_t index,
 
 }  // namespace
 
+std::size_t snapshot_builder::event_tag_hash::operator()(const event_tag& tag) const noexcept {
+  std::uint64_t h = (std::uint64_t{tag.stream} << 32) ^ tag.compile_context;
+  h = (h ^ ((std::uint64_t{tag.user_metadata} << 32) | tag.action_name)) * 0x9e3779b97f4a7c15ULL;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
 std::size_t snapshot_builder::frame_key_hash::operator()(const frame& f) const noexcept {
   std::uint64_t h = (std::uint64_t{f.name} << 32) ^ f.filename;
   h ^= static_cast<std::uint64_t>(f.line) * 0x9e3779b97f4a7c15ULL;
@@ -115,14 +121,15 @@ snapshot_builder::snapshot_builder() {
   stack_offsets_.push_back(0);
   stack_offsets_.push_back(0);  // stack 0: the empty stack
   intern_stream(0);             // stream 0: the default stream, for entries without the key
+  event_tags_.emplace_back();   // tag 0: default stream, no context, no metadata
+  event_tag_ids_.emplace(event_tags_.front(), 0);
 }
 
 void snapshot_builder::reserve_for_input(std::uint64_t bytes) {
   bytes = std::min(bytes, max_reserved_input_bytes);
-  // Torch writes 95 to 140 bytes per trace entry and 55 to 85 per container; reserve for the
-  // densest case, since address space reserved and never touched is not resident.
+  // Torch writes 95 to 140 bytes per trace entry; reserve for the densest case, since address
+  // space reserved and never touched is not resident.
   events_.reserve(static_cast<std::size_t>(bytes / 64));
-  objects_.reserve(static_cast<std::size_t>(bytes / 40));
 }
 
 void snapshot_builder::set_budget(const read_limits& limits, const input_window& input) {
@@ -201,27 +208,27 @@ std::uint32_t snapshot_builder::take_container_slot(container_type type) {
   containers_[slot].type = type;
   containers_[slot].sealed = false;
   containers_[slot].memo_index = UINT64_MAX;
+  containers_[slot].copies = 1;
+  containers_[slot].became = {};
   return slot;
 }
 
 void snapshot_builder::release_container_slot(std::uint32_t slot) {
-  auto& items = containers_[slot].items;
-  held_units_ -= units_of<container> + items.size();
-  items.clear();
-  if (items.capacity() > 64) items.shrink_to_fit();  // keep small buffers for reuse only
-  free_slots_.push_back(slot);
+  container& released = containers_[slot];
+  held_units_ -= units_of<container> + released.items.size();
+  released.items.clear();
+  if (released.items.capacity() > 64) released.items.shrink_to_fit();  // keep small buffers for reuse only
+  // A slot whose generation would wrap is retired, so a stale reference can never match again.
+  if (++released.generation < memo_table::payload_limit) free_slots_.push_back(slot);
 }
 
 value snapshot_builder::new_container(container_type type) {
-  std::uint32_t slot = take_container_slot(type);
-  objects_.push_back(value::make(vkind::container, slot));
-  charge(1, "containers");
-  return value::make(vkind::object, objects_.size() - 1);
+  return object_in_slot(take_container_slot(type));
 }
 
 value snapshot_builder::make_filled(container_type type, std::span<const value> items) {
   value made = new_container(type);
-  container& filled = containers_[objects_[made.index()].index()];
+  container& filled = *container_of(made);
   filled.items.assign(items.begin(), items.end());
   charge(items.size(), "container items");
   filled.sealed = true;  // built whole by one opcode: never open
@@ -230,24 +237,37 @@ value snapshot_builder::make_filled(container_type type, std::span<const value> 
 
 const snapshot_builder::container* snapshot_builder::generic_container(value item) const {
   if (item.kind() != vkind::object) return nullptr;
-  value entry = objects_[item.index()];
-  return entry.kind() == vkind::container ? &containers_[entry.index()] : nullptr;
+  auto slot = static_cast<std::uint32_t>(item.payload());
+  auto generation = static_cast<std::uint32_t>(item.payload() >> 32);
+  if (slot >= containers_.size() || containers_[slot].generation != generation) return nullptr;
+  return &containers_[slot];
 }
 
 bool snapshot_builder::consume_object(value& item, error& failure) {
-  value entry = objects_[item.index()];
-  if (entry.kind() != vkind::container) {
-    item = entry;  // already became a record
+  container* held = container_of(item);
+  if (held == nullptr) {
+    // Its slot was reused: the pickle reaches a record through a copy it made after the record
+    // was complete (a second memo entry), which torch's pickler never writes.
+    failure = {errc::container_reused, 0, "a container used again after it became a record"};
+    return false;
+  }
+  auto slot = static_cast<std::uint32_t>(item.payload());
+  if (held->became.kind() != vkind::none) {
+    item = held->became;  // a copy of one already consumed
+    if (--held->copies == 0) release_container_slot(slot);
     return true;
   }
-  if (containers_[entry.index()].sealed) return true;
-  return seal(item.index(), item, failure);
+  if (held->sealed) return true;
+  return seal(slot, item, failure);
 }
 
-void snapshot_builder::note_memoized(value item, std::uint64_t index) {
-  if (item.kind() != vkind::object) return;
-  value entry = objects_[item.index()];
-  if (entry.kind() == vkind::container) containers_[entry.index()].memo_index = index;
+std::uint32_t snapshot_builder::memo_code(value item, std::uint64_t index) {
+  std::uint32_t code = memo_table::code_for(item);
+  if (item.kind() != vkind::object || code == memo_table::escaped) return code;
+  container* held = container_of(item);
+  if (held == nullptr || held->memo_index != UINT64_MAX) return memo_table::escaped;
+  held->memo_index = index;
+  return code;
 }
 
 bool snapshot_builder::extend(value target, std::span<const value> items, error& failure) {
@@ -255,17 +275,16 @@ bool snapshot_builder::extend(value target, std::span<const value> items, error&
     failure = {errc::type_mismatch, 0, std::string("cannot add items to ") + kind_name(target.kind())};
     return false;
   }
-  value entry = objects_[target.index()];
-  if (entry.kind() != vkind::container) {
-    failure = {errc::container_reused, 0, std::string("container changed after it became ") + kind_name(entry.kind())};
+  container* into = container_of(target);
+  if (into == nullptr) {
+    failure = {errc::container_reused, 0, "container changed after it became a record"};
     return false;
   }
-  container& into = containers_[entry.index()];
-  if (into.type == container_type::tuple) {
+  if (into->type == container_type::tuple) {
     failure = {errc::type_mismatch, 0, "cannot add items to a tuple"};
     return false;
   }
-  into.items.insert(into.items.end(), items.begin(), items.end());
+  into->items.insert(into->items.end(), items.begin(), items.end());
   if (!charge(items.size(), "container items")) {
     failure = budget_failure_;
     return false;
@@ -273,11 +292,10 @@ bool snapshot_builder::extend(value target, std::span<const value> items, error&
   return true;
 }
 
-bool snapshot_builder::seal(std::uint32_t object_id, value& sealed, error& failure) {
-  std::uint32_t slot = objects_[object_id].index();
+bool snapshot_builder::seal(std::uint32_t slot, value& sealed, error& failure) {
   container& sealing = containers_[slot];
   sealing.sealed = true;
-  value converted = value::make(vkind::object, object_id);
+  value converted = sealed;
   bool ok = true;
   if (sealing.type == container_type::list) {
     ok = seal_list(sealing, converted);
@@ -286,12 +304,12 @@ bool snapshot_builder::seal(std::uint32_t object_id, value& sealed, error& failu
   }
   if (!ok) return false;
   if (converted.kind() != vkind::object) {
-    objects_[object_id] = converted;
     std::uint64_t memo_index = sealing.memo_index;
-    if (memo_ != nullptr && memo_index < memo_->size() && (*memo_)[memo_index].bits == value::make(vkind::object, object_id).bits) {
-      (*memo_)[memo_index] = converted;
+    if (memo_ != nullptr && memo_index < memo_->size() && memo_->code(memo_index) == memo_table::code_for(sealed)) {
+      memo_->store(memo_index, memo_table::code_for(converted), converted);
     }
-    release_container_slot(slot);
+    sealing.became = converted;
+    if (--sealing.copies == 0) release_container_slot(slot);
   }
   sealed = converted;
   return true;
@@ -351,6 +369,7 @@ bool snapshot_builder::get_string(value item, std::string_view& out) const {
 
 bool snapshot_builder::make_event(std::span<const value> pairs, value& sealed, error& failure) {
   trace_event event;
+  event_tag tag;
   for (std::size_t i = 0; i < pairs.size(); i += 2) {
     value key = pairs[i];
     value item = pairs[i + 1];
@@ -362,7 +381,7 @@ bool snapshot_builder::make_event(std::span<const value> pairs, value& sealed, e
     switch (key.index()) {
       case s_action:
         if (item.kind() != vkind::string) return fail(failure, "trace entry", "action", "a str", item.kind());
-        event.action_name = item.index();
+        tag.action_name = item.index();
         event.action = (item.index() >= s_alloc && item.index() <= s_annotate)
                            ? static_cast<trace_action>(item.index() - s_alloc)
                            : trace_action::unknown;
@@ -378,17 +397,17 @@ bool snapshot_builder::make_event(std::span<const value> pairs, value& sealed, e
         break;
       case s_stream:
         if (!need_integer("stream")) return false;
-        event.stream = intern_stream(static_cast<std::uint64_t>(number));
+        tag.stream = intern_stream(static_cast<std::uint64_t>(number));
         break;
       case s_time_us:
         if (!need_integer("time_us")) return false;
         event.time_us = number;
         break;
       case s_compile_context:
-        if (item.kind() == vkind::string) event.compile_context = item.index();
+        if (item.kind() == vkind::string) tag.compile_context = item.index();
         break;
       case s_user_metadata:
-        if (item.kind() == vkind::string) event.user_metadata = item.index();
+        if (item.kind() == vkind::string) tag.user_metadata = item.index();
         break;
       case s_frames:
         if (item.kind() == vkind::stack) {
@@ -401,6 +420,9 @@ bool snapshot_builder::make_event(std::span<const value> pairs, value& sealed, e
         break;  // keys from newer torch versions are ignored
     }
   }
+  event_tag_id tag_id = 0;
+  if (!intern_event_tag(tag, tag_id, failure)) return false;
+  event.tag = tag_id & (max_event_tags - 1);  // intern_event_tag keeps ids below max_event_tags
   events_.push_back(event);
   charge(units_of<trace_event>, "trace entries");
   sealed = value::make(vkind::event, events_.size() - 1);
@@ -611,9 +633,33 @@ stack_id snapshot_builder::intern_stack(std::span<const value> frames) {
 }
 
 std::uint32_t snapshot_builder::intern_stream(std::uint64_t raw_stream) {
+  if (raw_stream == last_raw_stream_ && !streams_.empty()) return last_stream_id_;
   auto [found, inserted] = stream_ids_.try_emplace(raw_stream, static_cast<std::uint32_t>(streams_.size()));
   if (inserted) streams_.push_back(raw_stream);
+  last_raw_stream_ = raw_stream;
+  last_stream_id_ = found->second;
   return found->second;
+}
+
+bool snapshot_builder::intern_event_tag(const event_tag& tag, event_tag_id& id, error& failure) {
+  cached_tag& cached = recent_tags_[event_tag_hash{}(tag) % recent_tags_.size()];
+  if (event_tag_equal{}(tag, cached.tag)) {
+    id = cached.id;
+    return true;
+  }
+  auto [found, inserted] = event_tag_ids_.try_emplace(tag, static_cast<event_tag_id>(event_tags_.size()));
+  if (inserted) {
+    if (event_tags_.size() >= max_event_tags) {
+      event_tag_ids_.erase(found);
+      failure = {errc::limit_event_tags, 0, std::to_string(max_event_tags) + " combinations"};
+      return false;
+    }
+    event_tags_.push_back(tag);
+    charge(units_of<event_tag>, "trace entry tags");
+  }
+  cached = {tag, found->second};
+  id = found->second;
+  return true;
 }
 
 bool snapshot_builder::to_plain(value item, plain_value& out, int depth, error& failure) {
@@ -782,6 +828,7 @@ bool snapshot_builder::finish(value root, snapshot& out, error& failure) {
 
   out.blocks = std::move(blocks_);
   out.streams = std::move(streams_);
+  out.event_tags = std::move(event_tags_);
   out.frames = std::move(frames_);
   out.stack_frames = std::move(stack_frames_);
   out.stack_offsets = std::move(stack_offsets_);

@@ -2,8 +2,9 @@
 #pragma once
 // Turns the pickle machine's containers into snapshot records as soon as each one is complete,
 // so a snapshot never exists as a generic object tree: frames, stacks and strings are interned
-// on the fly and trace entries become 48-byte records.
+// on the fly and trace entries become 32-byte records.
 
+#include "memo_table.hpp"
 #include "value.hpp"
 
 #include <rlmem/error.hpp>
@@ -32,7 +33,8 @@ class snapshot_builder {
   value make_integer(std::int64_t number);
   value make_real(double number);
   value make_string(std::string_view text, bool is_bytes);
-  /// A new, open container; the returned value has kind `object`.
+  /// A new, open container; the returned value has kind `object`: its container slot in the
+  /// low 32 bits, and above them the slot's generation, which changes when the slot is reused.
   value new_container(container_type type);
 
   /// Seals `item` on its way into a parent (or out as the root): a complete container becomes
@@ -48,9 +50,20 @@ class snapshot_builder {
 
   /// Lets the builder replace memo entries of containers that become records, so later memo
   /// lookups yield the record directly. IMPORTANT: `memo` must outlive the builder's use.
-  void track_memo(std::vector<value>& memo) { memo_ = &memo; }
-  /// Tells the builder that `item` was stored at memo `index`.
-  void note_memoized(value item, std::uint64_t index);
+  void track_memo(memo_table& memo) { memo_ = &memo; }
+  /// The memo code to store `item` under at memo `index`. The first memo entry of a container
+  /// is the one the builder rewrites when it becomes a record; any other is escaped, keeping
+  /// the generation that tells a stale reference.
+  std::uint32_t memo_code(value item, std::uint64_t index);
+  /// Counts one more copy of `item` (a memo lookup, DUP): a container that became a record
+  /// keeps its slot until every copy was consumed.
+  void note_copied(value item) {
+    if (container* held = container_of(item)) ++held->copies;
+  }
+  /// The object value of the container now in `slot` (a memo entry's object code).
+  value object_in_slot(std::uint32_t slot) const {
+    return value::make(vkind::object, (std::uint64_t{containers_[slot].generation} << 32) | slot);
+  }
 
   /// Sizes record buffers for a pickle of about `bytes` bytes (0: unknown), so they do not
   /// regrow and copy while reading. Untouched reservations cost no resident memory; they are
@@ -80,6 +93,9 @@ class snapshot_builder {
     container_type type = container_type::list;
     bool sealed = false;
     std::uint64_t memo_index = UINT64_MAX;  // where the pickle memoized it, if it did
+    std::uint32_t generation = 0;           // bumped each time the slot is released
+    std::uint32_t copies = 1;               // its values on the stack not consumed yet
+    value became;                           // the record it became, for copies consumed later
     std::vector<value> items;
   };
   struct frame_key_hash {
@@ -95,9 +111,12 @@ class snapshot_builder {
   bool consume_object(value& item, error& failure);
   std::uint32_t take_container_slot(container_type type);
   void release_container_slot(std::uint32_t slot);
+  // The container `item` refers to, or nullptr when it is no object or a stale one (its
+  // container became a record and the slot was reused).
   const container* generic_container(value item) const;
+  container* container_of(value item) { return const_cast<container*>(generic_container(item)); }
 
-  bool seal(std::uint32_t object_id, value& sealed, error& failure);
+  bool seal(std::uint32_t slot, value& sealed, error& failure);  // `sealed` holds the object on entry
   bool seal_list(container& list, value& sealed);
   bool seal_dict(container& dict, value& sealed, error& failure);
   bool make_event(std::span<const value> pairs, value& sealed, error& failure);
@@ -111,6 +130,7 @@ class snapshot_builder {
   bool get_string(value item, std::string_view& out) const;
   stack_id intern_stack(std::span<const value> frames);
   std::uint32_t intern_stream(std::uint64_t raw_stream);
+  bool intern_event_tag(const event_tag& tag, event_tag_id& id, error& failure);
 
   // Interned strings; the views in string_ids_ point into string_storage_ (a deque: stable).
   std::deque<std::string> string_storage_;
@@ -136,9 +156,11 @@ class snapshot_builder {
   bool over_budget_ = false;
   error budget_failure_;
 
-  std::vector<value>* memo_ = nullptr;
-  std::vector<value> objects_;         // object id -> container or the record it became
-  std::vector<container> containers_;  // open and generic containers; slots are reused
+  memo_table* memo_ = nullptr;
+  // Open and generic containers. A slot is reused once its container became a record and every
+  // copy of it was consumed, so the table stays as small as the number of containers open at
+  // once plus the generic ones.
+  std::vector<container> containers_;
   std::vector<std::uint32_t> free_slots_;
 
   std::vector<frame> frames_;
@@ -154,6 +176,26 @@ class snapshot_builder {
   std::vector<annotation> annotations_;
   std::vector<std::uint64_t> streams_;
   std::unordered_map<std::uint64_t, std::uint32_t> stream_ids_;
+  struct event_tag_hash {
+    std::size_t operator()(const event_tag& tag) const noexcept;
+  };
+  struct event_tag_equal {
+    bool operator()(const event_tag& a, const event_tag& b) const noexcept {
+      return a.stream == b.stream && a.compile_context == b.compile_context && a.user_metadata == b.user_metadata &&
+             a.action_name == b.action_name;
+    }
+  };
+  std::vector<event_tag> event_tags_;
+  std::unordered_map<event_tag, event_tag_id, event_tag_hash, event_tag_equal> event_tag_ids_;
+  // A direct-mapped cache in front of event_tag_ids_: a trace holds a handful of tags (one per
+  // action name, mostly), and a hash map lookup per entry costs more than the rest of its tag.
+  struct cached_tag {
+    event_tag tag;
+    event_tag_id id = 0;
+  };
+  std::array<cached_tag, 16> recent_tags_{};  // all slots start as tag 0, which is correct
+  std::uint64_t last_raw_stream_ = 0;          // streams come in long runs
+  std::uint32_t last_stream_id_ = 0;
 };
 
 }  // namespace rlmem::detail

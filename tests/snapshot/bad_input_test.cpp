@@ -124,6 +124,14 @@ TEST(bad_input, absurd_length_prefixes_allocate_nothing_they_cannot_read) {
   EXPECT_EQ(read_error("\x80\x04j\xff\xff\xff\x7f."sv).code, errc::bad_memo_reference);
 }
 
+TEST(bad_input, a_trace_entry_is_read_once) {
+  // {"device_traces": [[{"action": "alloc"}]]}, then the same entry appended again through the
+  // memo once it became a record: refused, so a few bytes cannot list one entry many times.
+  EXPECT_EQ(read_error("\x80\x04}\x94\x8c\x0d" "device_traces\x94]\x94]\x94(}\x94\x8c\x06" "action\x94\x8c\x05"
+                       "alloc\x94se(h\x04" "e\x85s."sv).code,
+            errc::container_reused);
+}
+
 TEST(bad_input, limits_are_parameters_with_their_own_codes) {
   read_options tight;
   tight.limits.max_depth = 4;

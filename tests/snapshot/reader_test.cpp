@@ -54,9 +54,9 @@ TEST(reader, first_and_last_events_keep_every_field) {
   EXPECT_EQ(first.addr, 140066208813568u);
   EXPECT_EQ(first.size, 1024u);
   EXPECT_EQ(first.time_us, 1795307810956326);
-  EXPECT_EQ(snap.streams[first.stream], 0u);
-  EXPECT_EQ(snap.str(first.compile_context), "N/A");
-  EXPECT_EQ(snap.str(first.user_metadata), "");
+  EXPECT_EQ(snap.streams[snap.tag_of(first).stream], 0u);
+  EXPECT_EQ(snap.str(snap.tag_of(first).compile_context), "N/A");
+  EXPECT_EQ(snap.str(snap.tag_of(first).user_metadata), "");
   auto frames = snap.stack(first.stack);
   ASSERT_EQ(frames.size(), 3u);
   EXPECT_EQ(frame_string(snap, frames[0]), "grpo_steps@/home/user/rl/record.py:52");
@@ -113,7 +113,7 @@ TEST(reader, cpp_stacks_oom_entry_and_metadata) {
   ASSERT_NE(oom, nullptr);
   EXPECT_EQ(oom->addr, 149148532736u) << "device_free is kept in addr";
   EXPECT_EQ(oom->size, 40000000000000u);
-  EXPECT_EQ(snap.str(oom->user_metadata), "phase=train");
+  EXPECT_EQ(snap.str(snap.tag_of(*oom).user_metadata), "phase=train");
   EXPECT_EQ(snap.frames.size() > 100, true) << "C++ frames are read";
 }
 
@@ -125,7 +125,7 @@ TEST(reader, expandable_segments_and_compile_context) {
   ASSERT_EQ(snap.segments.size(), 3u);
   EXPECT_TRUE(snap.segments[0].is_expandable);
   std::size_t compiled = 0;
-  for (const trace_event& event : snap.events) compiled += snap.str(event.compile_context) == "Torch-Compiled Region: 0/0";
+  for (const trace_event& event : snap.events) compiled += snap.str(snap.tag_of(event).compile_context) == "Torch-Compiled Region: 0/0";
   EXPECT_EQ(compiled, 1u);
   // torch writes an unknown line as 2**64 - 1; it must read, not fail.
   bool unknown_line = false;
