@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <cstdlib>
 
 namespace rlmem {
 
 std::string format_bytes(std::int64_t bytes) {
   static constexpr std::array<const char*, 5> units = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-  std::uint64_t magnitude = static_cast<std::uint64_t>(std::llabs(bytes));
+  // Negated in unsigned arithmetic: llabs(INT64_MIN) is undefined.
+  std::uint64_t magnitude = bytes < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(bytes) : static_cast<std::uint64_t>(bytes);
   const char* sign = bytes < 0 ? "-" : "";
   if (magnitude < 1024) return fmt::format("{}{} B", sign, magnitude);
   double scaled = static_cast<double>(magnitude) / 1024.0;
