@@ -374,6 +374,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   for (const auto& [address, held] : state.blocks()) {
     if (!held.pending_free) account(signed_bytes(held.bytes), 1, held.stack, held.before_trace);
   }
+  std::vector<site_total> at_last_step_end;
   std::int64_t position = -1;
   std::int64_t reserved_reached = line.reserved_at_start;  // the most reserved before `position`
   for (const auto& [index, kind] : checkpoints) {
@@ -388,7 +389,11 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
       result.categories.events.push_back(static_cast<std::uint64_t>(index));
       result.categories.bytes.push_back(by_category);
     }
-    if (kind & at_step_end) sites.end_step();
+    if (kind & at_step_end) {
+      sites.end_step();
+      // Leaks show the largest allocation live at the last step end: one walk of the blocks.
+      if (sites.step_ends() == steps.ends.size() + 1) at_last_step_end = totals_by_site(state, stacks);
+    }
     if (kind & at_peak_allocated) {
       result.categories_at_peak = by_category;
       result.peak_by_site = usage_by_site(totals_by_site(state, stacks), stacks);
@@ -454,7 +459,8 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   for (std::uint32_t id = 0; id < series.size(); ++id) {
     if (series[id].steps.empty()) continue;
     series[id].site = stacks.site_info(id);
-    series[id].site.stack = sites.representative_stack(id);
+    series[id].site.stack = id < at_last_step_end.size() && at_last_step_end[id].count > 0 ? at_last_step_end[id].largest_stack
+                                                                                          : sites.representative_stack(id);
   }
   std::size_t growing_sites = 0;
   result.leaks = detail::detect_leaks(series, sites.step_ends(), options.max_leaks, growing_sites);
