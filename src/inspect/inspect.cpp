@@ -287,9 +287,10 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
       ++result.fragmentation.mostly_empty_segments;
       result.fragmentation.mostly_empty_segment_bytes = saturating_add(result.fragmentation.mostly_empty_segment_bytes, seg.total_size);
     }
-    if (std::find(result.streams.begin(), result.streams.end(), seg.stream) == result.streams.end()) result.streams.push_back(seg.stream);
+    result.streams.push_back(seg.stream);
   }
   std::sort(result.streams.begin(), result.streams.end());
+  result.streams.erase(std::unique(result.streams.begin(), result.streams.end()), result.streams.end());
   if (const plain_value* setting = snap.setting("expandable_segments"); setting && setting->boolean) expandable = true;
 
   // Pass 1: the timeline.
@@ -429,12 +430,13 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
                                       : saturating_add(report.reserved_bytes, signed_bytes(event.addr));
         report.limit_low_bytes = std::min(reserved_reached, report.limit_high_bytes);
       }
+      std::map<std::pair<bool, std::uint64_t>, std::size_t> pool_index;  // (small, stream) -> free_by_pool
       for (const auto& space : state.free_spaces()) {
         report.largest_free_block_bytes = std::max(report.largest_free_block_bytes, space.largest_free_bytes);
         bool small = !expandable && space.segment_bytes == detail::segment_size_for(1);
-        auto pool = std::find_if(report.free_by_pool.begin(), report.free_by_pool.end(),
-                                 [&](const free_block_summary& s) { return s.small_pool == small && s.stream == space.stream; });
-        if (pool == report.free_by_pool.end()) pool = report.free_by_pool.insert(report.free_by_pool.end(), {small, space.stream, 0, 0});
+        auto [slot, added] = pool_index.try_emplace({small, space.stream}, report.free_by_pool.size());
+        if (added) report.free_by_pool.push_back({small, space.stream, 0, 0});
+        free_block_summary* pool = &report.free_by_pool[slot->second];
         pool->largest_free_bytes = std::max(pool->largest_free_bytes, space.largest_free_bytes);
         pool->free_bytes = saturating_add(pool->free_bytes, space.free_bytes);
       }
