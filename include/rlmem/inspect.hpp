@@ -14,7 +14,8 @@
 namespace rlmem {
 
 /// Rounds a requested size the way PyTorch's caching allocator does by default
-/// (at least 512 bytes, then up to a multiple of 512).
+/// (at least 512 bytes, then up to a multiple of 512; held at the largest multiple of 512
+/// below 2^64 rather than wrapping).
 std::uint64_t allocator_rounded_size(std::uint64_t requested_bytes) noexcept;
 
 /// Allocated and reserved bytes after every event of one device's trace.
@@ -71,11 +72,18 @@ const std::vector<category_rule>& default_category_rules();
 bool parse_category_rules(std::string_view text, std::vector<category_rule>& rules, std::string& message);
 
 struct inspect_options {
-  std::int64_t device = -1;  ///< -1: the device with the longest trace
+  std::int64_t device = -1;  ///< -1: the device with the most data (see default_device)
   std::size_t top = 10;      ///< sites kept in the peak breakdown
-  std::string step_marker;   ///< ECMAScript regex on frames "path:line function"; "" = automatic
+  /// RE2 regex searched in frames "path:line function" ('\' in paths read as '/'); "" = automatic.
+  /// RE2 matches in time linear in the text (no backreferences or lookaround).
+  std::string step_marker;
   std::int64_t limit_bytes = 0;             ///< the memory limit for OOM verdicts; 0 = derive
   std::vector<category_rule> category_rules; ///< empty = default_category_rules()
+  /// OOM events given full forensics: the first half and the last half of this many; the others
+  /// are counted (events_by_action) and noted. Each costs a walk of the live blocks.
+  std::size_t max_oom_reports = 64;
+  /// Leaking sites reported, fastest growth first; each carries its whole step series.
+  std::size_t max_leaks = 64;
 };
 
 /// The end of one training step, found in the trace.
@@ -177,6 +185,9 @@ struct inspection {
   std::array<std::uint64_t, trace_action_count> events_by_action{};
   std::int64_t first_time_us = 0;
   std::int64_t last_time_us = 0;
+  /// false when no event carries a time (torch 2.1 era traces have no time_us): every *_time_us
+  /// figure is then 0 and means nothing.
+  bool times_known = false;
 
   std::int64_t peak_allocated_bytes = 0;
   std::int64_t peak_allocated_event = -1;  ///< -1: already at the peak when the trace began
@@ -211,10 +222,15 @@ struct inspection {
   std::vector<std::string> notes;          ///< things a reader should know about the trace
 };
 
-/// The device a report covers by default: the one with the longest trace.
+/// The device a report covers by default: the one with the most trace events, then the most
+/// segments, then the lowest ordinal (a device with one stray event loses to one with the data).
 std::int64_t default_device(const snapshot& snap);
 
-/// Resolves the site and the nearest user frame of a stack (frames innermost first).
+/// Resolves the site and the nearest user frame of a stack (frames innermost first). Python
+/// frames win; a stack of C++ frames only is named by its operator and autograd node
+/// ("aten::bmm (BmmBackward0)"), past allocator and dispatcher helpers. Labels are at most 512
+/// bytes (the middle of a longer one becomes "..."). Costs O(frames in the snapshot) per call for
+/// its index of frames; inspect() shares one index over every stack.
 allocation_site resolve_site(const snapshot& snap, stack_id stack);
 
 /// Runs every analysis of `rlmem inspect`.

@@ -3,10 +3,15 @@
 // Building blocks of inspect() that need no replay: step boundaries, leak detection over
 // per-step site series, categories of stacks, OOM verdicts from numbers.
 
+#include "frames.hpp"
+
 #include <rlmem/inspect.hpp>
 #include <rlmem/snapshot.hpp>
 
+#include <re2/re2.h>
+
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,24 +25,53 @@ struct step_search {
   std::vector<std::uint64_t> ends;
   std::string problem;  ///< set when the marker regex is invalid
 };
-step_search find_step_ends(const snapshot& snap, std::int64_t device, std::span<const trace_event> events,
+step_search find_step_ends(frame_index& frames, std::int64_t device, std::span<const trace_event> events,
                            const std::string& step_marker);
 
-/// Live bytes and allocation count of one site at the trace start and at each step end.
+/// The step marker as RE2 compiles it (RE2 syntax, matched anywhere in "path:line function"),
+/// or nullptr with RE2's reason in `problem`.
+std::unique_ptr<re2::RE2> compile_step_marker(const std::string& pattern, std::string& problem);
+
+/// A site's live bytes and allocation count at the step ends where they changed: step 0 is the
+/// trace start, and the site holds its figures until its next change (0 before the first).
+/// Sparse, so recording costs O(changes), not O(sites x steps).
 struct site_series {
   allocation_site site;
+  std::vector<std::uint32_t> steps;  ///< ascending
   std::vector<std::int64_t> bytes;
   std::vector<std::uint64_t> counts;
 };
-/// Sites whose live bytes keep growing from step to step, largest growth first.
-std::vector<leak> detect_leaks(const std::vector<site_series>& series);
+/// Sites whose live bytes keep growing from step to step (leak_trend_of over their step ends),
+/// largest growth first, at most `max_leaks`. `step_ends` counts the step ends with the trace
+/// start; `growing` gets how many sites grow before the cut.
+/// O(changes + max_leaks x step_ends): only a series' last run of consecutive changes can grow.
+std::vector<leak> detect_leaks(const std::vector<site_series>& series, std::size_t step_ends, std::size_t max_leaks,
+                               std::size_t& growing);
 
-/// The category of a stack under `rules`; stack 0 is weights when it was allocated before
-/// recording began, gradients otherwise (the autograd engine's threads have no Python frames).
-memory_category categorize(const snapshot& snap, stack_id stack, bool before_trace, const std::vector<category_rule>& rules);
+/// Categories of stacks under a table of rules. Each distinct frame's text is matched against
+/// the rules once (O(rules x text) per frame), then a stack costs O(its frames).
+class category_matcher {
+ public:
+  category_matcher(frame_index& frames, const std::vector<category_rule>& rules);
 
-/// The text a rule pattern is matched against: "path:line function".
-std::string frame_match_text(const snapshot& snap, frame_id id);
+  /// The category of a stack; stack 0 is weights when it was allocated before recording began,
+  /// gradients otherwise (the autograd engine's threads have no Python frames).
+  memory_category categorize(stack_id stack, bool before_trace);
+
+ private:
+  static constexpr std::uint32_t no_rule = UINT32_MAX;
+  struct frame_matches {
+    bool known = false;
+    std::uint32_t first_any_frame_rule = no_rule;  // index into rules_
+    std::uint32_t first_frame_rule = no_rule;
+  };
+  const frame_matches& matches_of(frame_id id);
+
+  frame_index& frames_;
+  const std::vector<category_rule>& rules_;
+  std::vector<frame_matches> matches_;  // by frame id, filled on first use
+  std::string text_;                    // reused for each frame's match text
+};
 
 /// The segment size cudaMalloc would be asked for to serve `requested` bytes
 /// (2 MiB for small requests, 20 MiB up to 10 MiB, else rounded up to 2 MiB).

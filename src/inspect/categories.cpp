@@ -5,6 +5,7 @@
 
 #include <rlmem/inspect.hpp>
 
+#include <algorithm>
 #include <array>
 #include <sstream>
 
@@ -101,30 +102,32 @@ bool parse_category_rules(std::string_view text, std::vector<category_rule>& rul
 
 namespace rlmem::detail {
 
-std::string frame_match_text(const snapshot& snap, frame_id id) {
-  const frame& f = snap.frames[id];
-  std::string text(snap.str(f.filename));
-  text += ":" + std::to_string(f.line) + " ";
-  text += snap.str(f.name);
-  return text;
+category_matcher::category_matcher(frame_index& frames, const std::vector<category_rule>& rules)
+    : frames_(frames), rules_(rules) {}
+
+const category_matcher::frame_matches& category_matcher::matches_of(frame_id id) {
+  if (matches_.empty()) matches_.resize(frames_.snap().frames.size());
+  frame_matches& found = matches_[id];
+  if (found.known) return found;
+  found.known = true;
+  frames_.match_text(id, text_);
+  for (std::uint32_t index = 0; index < rules_.size(); ++index) {
+    const category_rule& rule = rules_[index];
+    std::uint32_t& first = rule.any_frame ? found.first_any_frame_rule : found.first_frame_rule;
+    if (first == no_rule && text_.find(rule.pattern) != std::string::npos) first = index;
+  }
+  return found;
 }
 
-memory_category categorize(const snapshot& snap, stack_id stack, bool before_trace, const std::vector<category_rule>& rules) {
-  auto frames = snap.stack(stack);
-  if (frames.empty()) return before_trace ? memory_category::weights : memory_category::gradients;
-  std::vector<std::string> texts;
-  texts.reserve(frames.size());
-  for (frame_id id : frames) texts.push_back(frame_match_text(snap, id));
-  for (const category_rule& rule : rules) {
-    if (!rule.any_frame) continue;
-    for (const std::string& text : texts) {
-      if (text.find(rule.pattern) != std::string::npos) return rule.category;
-    }
-  }
-  for (const std::string& text : texts) {
-    for (const category_rule& rule : rules) {
-      if (!rule.any_frame && text.find(rule.pattern) != std::string::npos) return rule.category;
-    }
+memory_category category_matcher::categorize(stack_id stack, bool before_trace) {
+  auto stack_frames = frames_.snap().stack(stack);
+  if (stack_frames.empty()) return before_trace ? memory_category::weights : memory_category::gradients;
+  // "@" rules in their order against every frame: the earliest rule that any frame matches.
+  std::uint32_t any_frame_rule = no_rule;
+  for (frame_id id : stack_frames) any_frame_rule = std::min(any_frame_rule, matches_of(id).first_any_frame_rule);
+  if (any_frame_rule != no_rule) return rules_[any_frame_rule].category;
+  for (frame_id id : stack_frames) {
+    if (std::uint32_t rule = matches_of(id).first_frame_rule; rule != no_rule) return rules_[rule].category;
   }
   return memory_category::other;
 }

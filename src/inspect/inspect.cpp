@@ -4,6 +4,7 @@
 // see what was live there.
 
 #include "analysis.hpp"
+#include "frames.hpp"
 #include "live_set.hpp"
 #include "timeline_points.hpp"
 
@@ -11,22 +12,40 @@
 #include <rlmem/inspect.hpp>
 
 #include <algorithm>
-#include <regex>
+#include <map>
+#include <memory>
 #include <unordered_map>
 
 namespace rlmem {
 
+using detail::saturating_add;
+using detail::signed_bytes;
+
 namespace {
+
+// Events and segments of each device in the snapshot, by device ordinal.
+struct device_data {
+  std::uint64_t events = 0;
+  std::uint64_t segments = 0;
+};
+std::map<std::int64_t, device_data> data_by_device(const snapshot& snap) {
+  std::map<std::int64_t, device_data> data;
+  for (const device_trace& trace : snap.device_traces) data[trace.device].events += trace.event_count;
+  for (const segment& seg : snap.segments) ++data[seg.device].segments;
+  return data;
+}
 
 }  // namespace
 
 std::int64_t default_device(const snapshot& snap) {
-  std::int64_t best = snap.segments.empty() ? 0 : snap.segments.front().device;
-  std::uint32_t longest = 0;
-  for (const device_trace& trace : snap.device_traces) {
-    if (trace.event_count > longest) {
-      longest = trace.event_count;
-      best = trace.device;
+  std::int64_t best = 0;
+  device_data most;
+  bool any = false;
+  for (const auto& [device, data] : data_by_device(snap)) {
+    if (!any || data.events > most.events || (data.events == most.events && data.segments > most.segments)) {
+      best = device;
+      most = data;
+      any = true;
     }
   }
   return best;
@@ -38,11 +57,12 @@ std::string human_count(std::uint64_t count, std::string_view noun) {
   return format_count(count) + " " + std::string(noun) + (count == 1 ? "" : "s");
 }
 
-// Sites and categories of stacks, resolved once per stack.
+// Sites and categories of stacks, resolved once per stack over one index of frames.
 class stack_index {
  public:
   stack_index(const snapshot& snap, const std::vector<category_rule>& rules)
-      : snap_(snap), rules_(rules), site_of_stack_(snap.stack_offsets.size(), unknown), category_of_stack_(snap.stack_offsets.size(), unknown) {}
+      : frames_(snap), categories_(frames_, rules), site_of_stack_(snap.stack_offsets.size(), unknown),
+        category_of_stack_(snap.stack_offsets.size(), unknown) {}
 
   // Stack 0 means two things: made before recording began, or made where torch saw no Python
   // frames (the autograd engine's backward threads); they get separate sites.
@@ -51,9 +71,9 @@ class stack_index {
                                         : special_site(no_stack_site_, "<no Python stack: autograd backward or a C++ thread>");
     std::uint32_t& cached = site_of_stack_[stack];
     if (cached == unknown) {
-      allocation_site resolved = resolve_site(snap_, stack);
+      allocation_site resolved = detail::resolve_site(frames_, stack);
       auto [found, inserted] = site_by_label_.try_emplace(resolved.label, static_cast<std::uint32_t>(sites_.size()));
-      if (inserted) sites_.push_back(std::move(resolved));
+      if (inserted) sites_.push_back({std::move(resolved.label), "", 0});
       cached = found->second;
     }
     return cached;
@@ -61,12 +81,23 @@ class stack_index {
   const allocation_site& site_info(std::uint32_t id) const { return sites_[id]; }
   std::size_t site_count() const { return sites_.size(); }
 
+  // The site `id` as a report shows it: with `stack` as its representative and that stack's
+  // nearest user frame.
+  allocation_site describe(std::uint32_t id, stack_id stack) {
+    allocation_site site = sites_[id];
+    site.stack = stack;
+    if (stack != 0) site.user_frame = detail::resolve_site(frames_, stack).user_frame;
+    return site;
+  }
+
   memory_category category(stack_id stack, bool before_trace) {
     if (stack == 0) return before_trace ? memory_category::weights : memory_category::gradients;
     std::uint32_t& cached = category_of_stack_[stack];
-    if (cached == unknown) cached = static_cast<std::uint32_t>(detail::categorize(snap_, stack, before_trace, rules_));
+    if (cached == unknown) cached = static_cast<std::uint32_t>(categories_.categorize(stack, before_trace));
     return static_cast<memory_category>(cached);
   }
+
+  detail::frame_index& frames() { return frames_; }
 
  private:
   static constexpr std::uint32_t unknown = UINT32_MAX;
@@ -77,8 +108,8 @@ class stack_index {
     }
     return id;
   }
-  const snapshot& snap_;
-  const std::vector<category_rule>& rules_;
+  detail::frame_index frames_;
+  detail::category_matcher categories_;
   std::vector<std::uint32_t> site_of_stack_;
   std::vector<std::uint32_t> category_of_stack_;
   std::vector<allocation_site> sites_;
@@ -94,7 +125,7 @@ struct site_total {
   stack_id largest_stack = 0;
 };
 
-// Live bytes by site id (indexable by every id known so far).
+// Live bytes by site id, from a walk of the live blocks (for the peak and the end only).
 std::vector<site_total> totals_by_site(const detail::live_set& state, stack_index& stacks) {
   std::vector<site_total> totals;
   for (const auto& [address, held] : state.blocks()) {
@@ -102,7 +133,7 @@ std::vector<site_total> totals_by_site(const detail::live_set& state, stack_inde
     std::uint32_t id = stacks.site(held.stack, held.before_trace);
     if (id >= totals.size()) totals.resize(id + 1);
     site_total& total = totals[id];
-    total.bytes += held.bytes;
+    total.bytes = saturating_add(total.bytes, held.bytes);
     ++total.count;
     if (held.bytes > total.largest) {
       total.largest = held.bytes;
@@ -113,14 +144,11 @@ std::vector<site_total> totals_by_site(const detail::live_set& state, stack_inde
 }
 
 // Site totals as usages, largest first, each with the stack of its largest allocation.
-std::vector<site_usage> usage_by_site(const snapshot& snap, const std::vector<site_total>& totals, const stack_index& stacks) {
+std::vector<site_usage> usage_by_site(const std::vector<site_total>& totals, stack_index& stacks) {
   std::vector<site_usage> usages;
   for (std::uint32_t id = 0; id < totals.size(); ++id) {
     if (totals[id].count == 0) continue;
-    allocation_site site = stacks.site_info(id);
-    site.stack = totals[id].largest_stack;
-    if (site.stack != 0) site.user_frame = resolve_site(snap, site.stack).user_frame;
-    usages.push_back({std::move(site), totals[id].bytes, totals[id].count});
+    usages.push_back({stacks.describe(id, totals[id].largest_stack), totals[id].bytes, totals[id].count});
   }
   std::sort(usages.begin(), usages.end(), [](const site_usage& a, const site_usage& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.site.label < b.site.label;
@@ -128,21 +156,105 @@ std::vector<site_usage> usage_by_site(const snapshot& snap, const std::vector<si
   return usages;
 }
 
+// Live bytes of every site, kept up to date event by event (O(1) per change), and the sparse
+// series of their figures at step ends: a site is written at a step end only when it changed.
+class site_tracker {
+ public:
+  void change(std::uint32_t site, std::int64_t bytes, std::int32_t count, stack_id stack) {
+    if (site >= live_.size()) {
+      live_.resize(site + 1);
+      series_.resize(site + 1);
+    }
+    live_site& live = live_[site];
+    live.bytes = saturating_add(live.bytes, bytes);
+    live.count += count;
+    if (bytes > 0 && static_cast<std::uint64_t>(bytes) > live.largest_made) {
+      live.largest_made = static_cast<std::uint64_t>(bytes);
+      live.largest_stack = stack;
+    }
+    if (!live.touched) {
+      live.touched = true;
+      touched_.push_back(site);
+    }
+  }
+
+  // Writes the figures of the sites changed since the last step end; O(those sites).
+  void end_step() {
+    for (std::uint32_t site : touched_) {
+      live_site& live = live_[site];
+      live.touched = false;
+      detail::site_series& one = series_[site];
+      auto count = static_cast<std::uint64_t>(std::max<std::int64_t>(live.count, 0));
+      bool same = one.steps.empty() ? live.bytes == 0 && count == 0 : one.bytes.back() == live.bytes && one.counts.back() == count;
+      if (same) continue;
+      one.steps.push_back(step_ends_);
+      one.bytes.push_back(live.bytes);
+      one.counts.push_back(count);
+    }
+    touched_.clear();
+    ++step_ends_;
+  }
+
+  // The site holding the most live bytes now (O(sites)), or false when none holds any.
+  bool largest(std::uint32_t& site, std::uint64_t& bytes) const {
+    bytes = 0;
+    for (std::uint32_t id = 0; id < live_.size(); ++id) {
+      if (live_[id].bytes > 0 && static_cast<std::uint64_t>(live_[id].bytes) > bytes) {
+        bytes = static_cast<std::uint64_t>(live_[id].bytes);
+        site = id;
+      }
+    }
+    return bytes > 0;
+  }
+  stack_id representative_stack(std::uint32_t site) const { return site < live_.size() ? live_[site].largest_stack : 0; }
+
+  std::vector<detail::site_series>& series() { return series_; }
+  std::size_t step_ends() const { return step_ends_; }
+
+ private:
+  struct live_site {
+    std::int64_t bytes = 0;
+    std::int64_t count = 0;
+    std::uint64_t largest_made = 0;  // the largest allocation made at the site
+    stack_id largest_stack = 0;
+    bool touched = false;            // changed since the last step end
+  };
+  std::vector<live_site> live_;
+  std::vector<detail::site_series> series_;
+  std::vector<std::uint32_t> touched_;
+  std::uint32_t step_ends_ = 0;
+};
+
 enum checkpoint_kind : std::uint8_t {
   at_sample = 1, at_peak_allocated = 2, at_peak_reserved = 4, at_step_end = 8, at_oom = 16, at_end = 32
 };
+
+// "device 1 (most data: 10,432 events, 12 segments); also in the file: device 0 (1 event, 0 segments)".
+std::string device_choice_note(std::int64_t chosen, const std::map<std::int64_t, device_data>& data) {
+  auto describe = [](const device_data& one) {
+    return human_count(one.events, "event") + ", " + human_count(one.segments, "segment");
+  };
+  std::string others;
+  for (const auto& [device, one] : data) {
+    if (device == chosen) continue;
+    others += (others.empty() ? "" : "; ") + ("device " + std::to_string(device) + " (" + describe(one) + ")");
+  }
+  auto found = data.find(chosen);
+  return "reporting device " + std::to_string(chosen) + ", the one with the most data (" +
+         (found == data.end() ? std::string("none") : describe(found->second)) + "); also in the file: " + others +
+         ": choose with --device N";
+}
 
 }  // namespace
 
 inspection inspect(const snapshot& snap, const inspect_options& options) {
   inspection result;
   result.device = options.device >= 0 ? options.device : default_device(snap);
-  for (const segment& seg : snap.segments) result.devices.push_back(seg.device);
-  for (const device_trace& trace : snap.device_traces) {
-    if (trace.event_count > 0) result.devices.push_back(trace.device);
+  const std::map<std::int64_t, device_data> data = data_by_device(snap);
+  for (const auto& [device, one] : data) {
+    if (one.events > 0 || one.segments > 0) result.devices.push_back(device);
   }
-  std::sort(result.devices.begin(), result.devices.end());
-  result.devices.erase(std::unique(result.devices.begin(), result.devices.end()), result.devices.end());
+  if (options.device < 0 && result.devices.size() > 1) result.notes.push_back(device_choice_note(result.device, data));
 
   const device_trace* trace = snap.trace_for(result.device);
   std::span<const trace_event> events = trace ? snap.events_of(*trace) : std::span<const trace_event>{};
@@ -151,6 +263,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   for (const trace_event& event : events) {
     ++result.events_by_action[static_cast<std::size_t>(event.action)];
     stream_used[snap.tag_of(event).stream] = true;
+    result.times_known = result.times_known || event.time_us != 0;
   }
   for (std::size_t i = 0; i < stream_used.size(); ++i) {
     if (stream_used[i]) result.streams.push_back(snap.streams[i]);
@@ -163,19 +276,21 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   for (const segment& seg : snap.segments) {
     if (seg.device != result.device) continue;
     ++result.segment_count;
-    result.final_reserved_bytes += static_cast<std::int64_t>(seg.total_size);
-    result.final_allocated_bytes += static_cast<std::int64_t>(seg.allocated_size);
-    result.final_active_bytes += static_cast<std::int64_t>(seg.active_size);
+    result.final_reserved_bytes = saturating_add(result.final_reserved_bytes, signed_bytes(seg.total_size));
+    result.final_allocated_bytes = saturating_add(result.final_allocated_bytes, signed_bytes(seg.allocated_size));
+    result.final_active_bytes = saturating_add(result.final_active_bytes, signed_bytes(seg.active_size));
     result.largest_segment_bytes = std::max(result.largest_segment_bytes, seg.total_size);
     expandable = expandable || seg.is_expandable;
     if (seg.is_expandable) ++result.expandable_segment_count;
-    if (seg.allocated_size * 10 < seg.total_size) {
+    // allocated * 10 < total, without the product (sizes go up to 2^63).
+    if (seg.allocated_size < seg.total_size / 10 + (seg.total_size % 10 != 0 ? 1 : 0)) {
       ++result.fragmentation.mostly_empty_segments;
-      result.fragmentation.mostly_empty_segment_bytes += seg.total_size;
+      result.fragmentation.mostly_empty_segment_bytes = saturating_add(result.fragmentation.mostly_empty_segment_bytes, seg.total_size);
     }
-    if (std::find(result.streams.begin(), result.streams.end(), seg.stream) == result.streams.end()) result.streams.push_back(seg.stream);
+    result.streams.push_back(seg.stream);
   }
   std::sort(result.streams.begin(), result.streams.end());
+  result.streams.erase(std::unique(result.streams.begin(), result.streams.end()), result.streams.end());
   if (const plain_value* setting = snap.setting("expandable_segments"); setting && setting->boolean) expandable = true;
 
   // Pass 1: the timeline.
@@ -192,7 +307,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     std::int64_t reserved = line.reserved_at_start;
     for (const trace_event& event : events) {
       state.apply(event);
-      reserved += detail::reserved_delta(event);
+      reserved = saturating_add(reserved, detail::reserved_delta(event));
       line.allocated.push_back(state.allocated_bytes());
       line.reserved.push_back(reserved);
     }
@@ -202,7 +317,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   result.peak_allocated_bytes = line.allocated_at_start;
   result.peak_reserved_bytes = line.reserved_at_start;
   fragmentation_report& frag = result.fragmentation;
-  frag.max_unallocated_bytes = line.reserved_at_start - line.allocated_at_start;
+  frag.max_unallocated_bytes = saturating_add(line.reserved_at_start, -line.allocated_at_start);
   for (std::size_t i = 0; i < line.allocated.size(); ++i) {
     if (line.allocated[i] > result.peak_allocated_bytes) {
       result.peak_allocated_bytes = line.allocated[i];
@@ -212,8 +327,8 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
       result.peak_reserved_bytes = line.reserved[i];
       result.peak_reserved_event = static_cast<std::int64_t>(i);
     }
-    if (line.reserved[i] - line.allocated[i] > frag.max_unallocated_bytes) {
-      frag.max_unallocated_bytes = line.reserved[i] - line.allocated[i];
+    if (std::int64_t unallocated = saturating_add(line.reserved[i], -line.allocated[i]); unallocated > frag.max_unallocated_bytes) {
+      frag.max_unallocated_bytes = unallocated;
       frag.max_unallocated_event = static_cast<std::int64_t>(i);
     }
   }
@@ -221,12 +336,14 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   auto reserved_after = [&](std::int64_t event) { return event < 0 ? line.reserved_at_start : line.reserved[static_cast<std::size_t>(event)]; };
   if (result.peak_allocated_event >= 0) result.peak_allocated_time_us = events[static_cast<std::size_t>(result.peak_allocated_event)].time_us;
   if (result.peak_reserved_event >= 0) result.peak_reserved_time_us = events[static_cast<std::size_t>(result.peak_reserved_event)].time_us;
-  frag.unallocated_at_peak_reserved_bytes = result.peak_reserved_bytes - allocated_after(result.peak_reserved_event);
+  frag.unallocated_at_peak_reserved_bytes = saturating_add(result.peak_reserved_bytes, -allocated_after(result.peak_reserved_event));
   std::int64_t last_event = static_cast<std::int64_t>(events.size()) - 1;
-  frag.unallocated_at_end_bytes = reserved_after(last_event) - allocated_after(last_event);
+  frag.unallocated_at_end_bytes = saturating_add(reserved_after(last_event), -allocated_after(last_event));
 
   // Where pass 2 stops. Index -1 is the state before the first event.
-  detail::step_search steps = detail::find_step_ends(snap, result.device, events, options.step_marker);
+  const std::vector<category_rule>& rules = options.category_rules.empty() ? default_category_rules() : options.category_rules;
+  stack_index stacks(snap, rules);
+  detail::step_search steps = detail::find_step_ends(stacks.frames(), result.device, events, options.step_marker);
   result.step_method = steps.method;
   std::vector<std::pair<std::int64_t, std::uint8_t>> checkpoints;
   for (std::size_t index : detail::timeline_points(line, 1000)) checkpoints.emplace_back(static_cast<std::int64_t>(index), at_sample);
@@ -234,40 +351,57 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   checkpoints.emplace_back(result.peak_reserved_event, at_peak_reserved);
   checkpoints.emplace_back(-1, at_step_end);  // the series of step ends starts at the trace start
   for (std::uint64_t end : steps.ends) checkpoints.emplace_back(static_cast<std::int64_t>(end), at_step_end);
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    if (events[i].action == trace_action::oom) checkpoints.emplace_back(static_cast<std::int64_t>(i), at_oom);
+  // Full OOM forensics walk every live block and range: for the first and the last OOMs only.
+  std::uint64_t oom_count = result.events_by_action[static_cast<std::size_t>(trace_action::oom)];
+  std::uint64_t ooms_first = std::min<std::uint64_t>(oom_count, options.max_oom_reports / 2 + options.max_oom_reports % 2);
+  std::uint64_t ooms_last = std::min<std::uint64_t>(oom_count - ooms_first, options.max_oom_reports / 2);
+  for (std::size_t i = 0, seen = 0; i < events.size(); ++i) {
+    if (events[i].action != trace_action::oom) continue;
+    if (seen < ooms_first || seen >= oom_count - ooms_last) checkpoints.emplace_back(static_cast<std::int64_t>(i), at_oom);
+    ++seen;
   }
   checkpoints.emplace_back(last_event, at_end);
   std::sort(checkpoints.begin(), checkpoints.end());
 
-  // Pass 2.
-  const std::vector<category_rule>& rules = options.category_rules.empty() ? default_category_rules() : options.category_rules;
-  stack_index stacks(snap, rules);
+  // Pass 2: categories and site totals follow every change; checkpoints read them.
   detail::live_set state = start;
+  site_tracker sites;
   category_bytes by_category{};
+  auto account = [&](std::int64_t bytes, std::int32_t count, stack_id stack, bool before_trace) {
+    std::int64_t& in_category = by_category[static_cast<std::size_t>(stacks.category(stack, before_trace))];
+    in_category = saturating_add(in_category, bytes);
+    sites.change(stacks.site(stack, before_trace), bytes, count, stack);
+  };
   for (const auto& [address, held] : state.blocks()) {
-    if (!held.pending_free) by_category[static_cast<std::size_t>(stacks.category(held.stack, held.before_trace))] += static_cast<std::int64_t>(held.bytes);
+    if (!held.pending_free) account(signed_bytes(held.bytes), 1, held.stack, held.before_trace);
   }
-  std::vector<std::vector<site_total>> at_step_ends;
+  std::vector<site_total> at_last_step_end;
   std::int64_t position = -1;
+  std::int64_t reserved_reached = line.reserved_at_start;  // the most reserved before `position`
   for (const auto& [index, kind] : checkpoints) {
     while (position < index) {
+      if (position >= 0) reserved_reached = std::max(reserved_reached, line.reserved[static_cast<std::size_t>(position)]);
       ++position;
       detail::allocation_change change = state.apply(events[static_cast<std::size_t>(position)]);
-      if (change.bytes != 0) by_category[static_cast<std::size_t>(stacks.category(change.stack, change.before_trace))] += change.bytes;
+      if (change.replaced_bytes != 0) account(change.replaced_bytes, -1, change.replaced_stack, change.replaced_before_trace);
+      if (change.bytes != 0) account(change.bytes, change.count, change.stack, change.before_trace);
     }
     if (kind & at_sample) {
       result.categories.events.push_back(static_cast<std::uint64_t>(index));
       result.categories.bytes.push_back(by_category);
     }
-    if (kind & at_step_end) at_step_ends.push_back(totals_by_site(state, stacks));
+    if (kind & at_step_end) {
+      sites.end_step();
+      // Leaks show the largest allocation live at the last step end: one walk of the blocks.
+      if (sites.step_ends() == steps.ends.size() + 1) at_last_step_end = totals_by_site(state, stacks);
+    }
     if (kind & at_peak_allocated) {
       result.categories_at_peak = by_category;
-      result.peak_by_site = usage_by_site(snap, totals_by_site(state, stacks), stacks);
+      result.peak_by_site = usage_by_site(totals_by_site(state, stacks), stacks);
     }
     if (kind & at_end) {
       result.categories_at_end = by_category;
-      result.end_by_site = usage_by_site(snap, totals_by_site(state, stacks), stacks);
+      result.end_by_site = usage_by_site(totals_by_site(state, stacks), stacks);
     }
     if (kind & (at_peak_reserved | at_end)) {
       std::uint64_t largest = 0;
@@ -283,7 +417,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
       report.segment_bytes = detail::segment_size_for(report.requested_bytes);
       report.allocated_bytes = state.allocated_bytes();
       report.reserved_bytes = reserved_after(index);
-      report.reserved_unallocated_bytes = report.reserved_bytes - report.allocated_bytes;
+      report.reserved_unallocated_bytes = saturating_add(report.reserved_bytes, -report.allocated_bytes);
       report.device_free_bytes = event.addr;
       if (options.limit_bytes > 0) {
         report.limit_given = true;
@@ -291,30 +425,25 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
       } else {
         // The limit is at least what was reserved before, and below what this request needed:
         // the reserved memory now plus a new segment (or plus what CUDA had free, if less).
-        std::int64_t reached = line.reserved_at_start;
-        for (std::int64_t i = 0; i < index; ++i) reached = std::max(reached, line.reserved[static_cast<std::size_t>(i)]);
-        auto device_free = static_cast<std::int64_t>(std::min<std::uint64_t>(event.addr, INT64_MAX / 2));
         report.limit_high_bytes = report.segment_bytes <= event.addr
-                                      ? report.reserved_bytes + static_cast<std::int64_t>(report.segment_bytes) - 1
-                                      : report.reserved_bytes + device_free;
-        report.limit_low_bytes = std::min(reached, report.limit_high_bytes);
+                                      ? saturating_add(report.reserved_bytes, signed_bytes(report.segment_bytes) - 1)
+                                      : saturating_add(report.reserved_bytes, signed_bytes(event.addr));
+        report.limit_low_bytes = std::min(reserved_reached, report.limit_high_bytes);
       }
+      std::map<std::pair<bool, std::uint64_t>, std::size_t> pool_index;  // (small, stream) -> free_by_pool
       for (const auto& space : state.free_spaces()) {
         report.largest_free_block_bytes = std::max(report.largest_free_block_bytes, space.largest_free_bytes);
         bool small = !expandable && space.segment_bytes == detail::segment_size_for(1);
-        auto pool = std::find_if(report.free_by_pool.begin(), report.free_by_pool.end(),
-                                 [&](const free_block_summary& s) { return s.small_pool == small && s.stream == space.stream; });
-        if (pool == report.free_by_pool.end()) pool = report.free_by_pool.insert(report.free_by_pool.end(), {small, space.stream, 0, 0});
+        auto [slot, added] = pool_index.try_emplace({small, space.stream}, report.free_by_pool.size());
+        if (added) report.free_by_pool.push_back({small, space.stream, 0, 0});
+        free_block_summary* pool = &report.free_by_pool[slot->second];
         pool->largest_free_bytes = std::max(pool->largest_free_bytes, space.largest_free_bytes);
-        pool->free_bytes += space.free_bytes;
+        pool->free_bytes = saturating_add(pool->free_bytes, space.free_bytes);
       }
-      std::vector<site_total> totals = totals_by_site(state, stacks);
-      for (std::uint32_t id = 0; id < totals.size(); ++id) {
-        if (totals[id].bytes > report.largest_site_bytes) {
-          report.largest_site_bytes = totals[id].bytes;
-          report.largest_site = stacks.site_info(id);
-          report.largest_site.stack = totals[id].largest_stack;
-        }
+      std::uint32_t largest_site = 0;
+      if (sites.largest(largest_site, report.largest_site_bytes)) {
+        report.largest_site = stacks.site_info(largest_site);
+        report.largest_site.stack = sites.representative_stack(largest_site);
       }
       detail::judge_oom(report, expandable);
       result.ooms.push_back(std::move(report));
@@ -324,21 +453,22 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   result.peak_site_count = result.peak_by_site.size();
   if (result.peak_by_site.size() > options.top) result.peak_by_site.resize(options.top);
 
-  for (std::size_t k = 1; k < at_step_ends.size(); ++k) {
-    auto end = static_cast<std::int64_t>(steps.ends[k - 1]);
-    result.steps.push_back({static_cast<std::uint64_t>(end), events[static_cast<std::size_t>(end)].time_us, allocated_after(end), reserved_after(end)});
+  for (std::uint64_t end : steps.ends) {
+    auto at = static_cast<std::int64_t>(end);
+    result.steps.push_back({end, events[end].time_us, allocated_after(at), reserved_after(at)});
   }
-  std::vector<detail::site_series> series(stacks.site_count());
-  for (std::size_t id = 0; id < series.size(); ++id) {
-    series[id].site = stacks.site_info(static_cast<std::uint32_t>(id));
-    for (const auto& totals : at_step_ends) {
-      series[id].bytes.push_back(id < totals.size() ? static_cast<std::int64_t>(totals[id].bytes) : 0);
-      series[id].counts.push_back(id < totals.size() ? totals[id].count : 0);
-      if (id < totals.size() && totals[id].largest_stack != 0) series[id].site.stack = totals[id].largest_stack;
-    }
-    if (series[id].site.stack != 0) series[id].site.user_frame = resolve_site(snap, series[id].site.stack).user_frame;
+  std::vector<detail::site_series>& series = sites.series();
+  for (std::uint32_t id = 0; id < series.size(); ++id) {
+    if (series[id].steps.empty()) continue;
+    series[id].site = stacks.site_info(id);
+    series[id].site.stack = id < at_last_step_end.size() && at_last_step_end[id].count > 0 ? at_last_step_end[id].largest_stack
+                                                                                          : sites.representative_stack(id);
   }
-  result.leaks = detail::detect_leaks(series);
+  std::size_t growing_sites = 0;
+  result.leaks = detail::detect_leaks(series, sites.step_ends(), options.max_leaks, growing_sites);
+  for (leak& found : result.leaks) {
+    if (found.site.stack != 0) found.site.user_frame = detail::resolve_site(stacks.frames(), found.site.stack).user_frame;
+  }
 
   if (!steps.problem.empty()) result.notes.push_back(steps.problem);
   if (result.steps.size() < 3 && !events.empty()) {
@@ -346,6 +476,17 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
                                ? "no training steps found (no ProfilerStep or optimizer annotations, no optimizer frames): pass "
                                  "--step-marker REGEX naming a frame that allocates at the start of each step"
                                : "only " + human_count(result.steps.size(), "step") + " found: leaks need 3 or more to be told from one-time growth");
+  }
+  if (growing_sites > result.leaks.size()) {
+    result.notes.push_back(human_count(growing_sites, "site") + " grow like leaks: the " + format_count(result.leaks.size()) +
+                           " growing fastest are listed");
+  }
+  if (oom_count > result.ooms.size()) {
+    result.notes.push_back(human_count(oom_count, "oom event") + ": forensics for the first " + format_count(ooms_first) +
+                           " and the last " + format_count(ooms_last) + " only");
+  }
+  if (!events.empty() && !result.times_known) {
+    result.notes.push_back("the trace records no times (no time_us: torch 2.1 or older): durations and times are not shown");
   }
   if (line.blocks_live_at_start > 0) {
     result.notes.push_back("the trace starts with " + human_count(line.blocks_live_at_start, "block") +
@@ -362,19 +503,17 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     result.notes.push_back(human_count(line.inconsistencies, "event") + " contradict the dump-time segments (allocated figures may be off)");
   }
   if (!trace || events.empty()) {
-    result.notes.push_back("no trace events for this device: record with torch.cuda.memory._record_memory_history() to get a timeline");
+    result.notes.push_back(snap.segments.empty() && snap.device_traces.empty()
+                               ? "the snapshot is empty: no segments and no trace were recorded"
+                               : "no trace events for this device: record with torch.cuda.memory._record_memory_history() to get a timeline");
   }
   return result;
 }
 
 bool inspect_checked(const snapshot& snap, const inspect_options& options, inspection& out, std::string& problem) {
-  if (!options.step_marker.empty()) {
-    try {
-      std::regex marker(options.step_marker, std::regex::ECMAScript);
-    } catch (const std::regex_error& failure) {
-      problem = "step marker '" + options.step_marker + "' is not a valid regular expression (" + failure.what() + ")";
-      return false;
-    }
+  if (!options.step_marker.empty() && !detail::compile_step_marker(options.step_marker, problem)) {
+    problem = "step marker '" + options.step_marker + "' is not a valid regular expression (" + problem + ")";
+    return false;
   }
   out = inspect(snap, options);
   if (options.device >= 0 && std::find(out.devices.begin(), out.devices.end(), options.device) == out.devices.end()) {

@@ -42,25 +42,63 @@ leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const st
 
 namespace detail {
 
-std::vector<leak> detect_leaks(const std::vector<site_series>& series) {
-  std::vector<leak> leaks;
+std::vector<leak> detect_leaks(const std::vector<site_series>& series, std::size_t step_ends, std::size_t max_leaks,
+                               std::size_t& growing) {
+  struct candidate {
+    const site_series* one;
+    leak_trend trend;
+  };
+  std::vector<candidate> found;
+  std::vector<std::int64_t> bytes;
+  std::vector<std::uint64_t> counts;
   for (const site_series& one : series) {
-    leak_trend trend = leak_trend_of(one.bytes, one.counts);
+    // A leak grows at the last step end, and at every step end of its growing run: the run is
+    // within the last stretch of consecutive step ends at which the series changed.
+    if (one.steps.empty() || one.steps.back() + std::size_t{1} != step_ends) continue;
+    std::size_t run = one.steps.size() - 1;
+    while (run > 0 && one.steps[run - 1] + 1 == one.steps[run]) --run;
+    bytes.clear();
+    counts.clear();
+    std::size_t offset = 0;  // step end of bytes[0]
+    if (one.steps[run] > 0) {
+      // The figures held at the step end before the run: the previous change's, or none yet.
+      offset = one.steps[run] - 1;
+      bytes.push_back(run > 0 ? one.bytes[run - 1] : 0);
+      counts.push_back(run > 0 ? one.counts[run - 1] : 0);
+    }
+    bytes.insert(bytes.end(), one.bytes.begin() + static_cast<std::ptrdiff_t>(run), one.bytes.end());
+    counts.insert(counts.end(), one.counts.begin() + static_cast<std::ptrdiff_t>(run), one.counts.end());
+    leak_trend trend = leak_trend_of(bytes, counts);
     if (!trend.leaking) continue;
-    std::size_t last = one.bytes.size() - 1;
-    leak found;
-    found.site = one.site;
-    found.first_step = trend.first_step;
-    found.steps = trend.steps;
-    found.bytes_per_step = trend.bytes_per_step;
-    found.live_bytes_at_end = one.bytes[last];
-    found.live_count_at_end = one.counts[last];
-    found.bytes_at_step_end = one.bytes;
-    leaks.push_back(std::move(found));
+    trend.first_step += offset;
+    found.push_back({&one, trend});
   }
-  std::sort(leaks.begin(), leaks.end(), [](const leak& a, const leak& b) {
-    return a.bytes_per_step != b.bytes_per_step ? a.bytes_per_step > b.bytes_per_step : a.site.label < b.site.label;
-  });
+  growing = found.size();
+  auto faster = [](const candidate& a, const candidate& b) {
+    return a.trend.bytes_per_step != b.trend.bytes_per_step ? a.trend.bytes_per_step > b.trend.bytes_per_step
+                                                            : a.one->site.label < b.one->site.label;
+  };
+  std::size_t kept = std::min(max_leaks, found.size());
+  std::partial_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(kept), found.end(), faster);
+  found.resize(kept);
+  std::vector<leak> leaks;
+  for (const candidate& chosen : found) {
+    const site_series& one = *chosen.one;
+    leak made;
+    made.site = one.site;
+    made.first_step = chosen.trend.first_step;
+    made.steps = chosen.trend.steps;
+    made.bytes_per_step = chosen.trend.bytes_per_step;
+    made.live_bytes_at_end = one.bytes.back();
+    made.live_count_at_end = one.counts.back();
+    made.bytes_at_step_end.assign(step_ends, 0);
+    for (std::size_t change = 0; change < one.steps.size(); ++change) {
+      std::size_t until = change + 1 < one.steps.size() ? one.steps[change + 1] : step_ends;
+      std::fill(made.bytes_at_step_end.begin() + one.steps[change], made.bytes_at_step_end.begin() + static_cast<std::ptrdiff_t>(until),
+                one.bytes[change]);
+    }
+    leaks.push_back(std::move(made));
+  }
   return leaks;
 }
 

@@ -14,6 +14,8 @@ namespace rlmem {
 std::uint64_t allocator_rounded_size(std::uint64_t requested_bytes) noexcept {
   constexpr std::uint64_t min_block_bytes = 512;  // kMinBlockSize in CUDACachingAllocator.cpp
   if (requested_bytes < min_block_bytes) return min_block_bytes;
+  // Requests within 511 bytes of 2^64 would wrap to 0: hold them at the largest multiple.
+  if (requested_bytes > UINT64_MAX - (min_block_bytes - 1)) return UINT64_MAX / min_block_bytes * min_block_bytes;
   return (requested_bytes + min_block_bytes - 1) / min_block_bytes * min_block_bytes;
 }
 
@@ -24,9 +26,9 @@ namespace rlmem::detail {
 std::int64_t reserved_delta(const trace_event& event) noexcept {
   switch (event.action) {
     case trace_action::segment_alloc:
-    case trace_action::segment_map: return static_cast<std::int64_t>(event.size);
+    case trace_action::segment_map: return signed_bytes(event.size);
     case trace_action::segment_free:
-    case trace_action::segment_unmap: return -static_cast<std::int64_t>(event.size);
+    case trace_action::segment_unmap: return -signed_bytes(event.size);
     default: return 0;
   }
 }
@@ -34,9 +36,9 @@ std::int64_t reserved_delta(const trace_event& event) noexcept {
 std::int64_t reserved_at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events) {
   std::int64_t reserved = 0;
   for (const segment& seg : snap.segments) {
-    if (seg.device == device) reserved += static_cast<std::int64_t>(seg.total_size);
+    if (seg.device == device) reserved = saturating_add(reserved, signed_bytes(seg.total_size));
   }
-  for (const trace_event& event : events) reserved -= reserved_delta(event);
+  for (const trace_event& event : events) reserved = saturating_add(reserved, -reserved_delta(event));
   return reserved;
 }
 
@@ -97,7 +99,9 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
   }
   // The first event of each address says whether its block predates the trace: a free first
   // means it was allocated before recording began, an alloc first means it was not. This is
-  // undoing the trace from the dump, done in one forward pass over a hash map.
+  // undoing the trace from the dump, done in one forward pass over a hash map. A free_completed
+  // first (no free_requested before it: torch versions that record only the completion, or a
+  // ring buffer cut between the two) is a block that was live, and allocated, at trace start.
   struct first_touch {
     trace_action action;
     std::uint64_t size;
@@ -113,7 +117,7 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
   }
   for (const auto& [address, touch] : first) {
     if (touch.action == trace_action::alloc) continue;
-    state.blocks_[address] = {allocator_rounded_size(touch.size), touch.stack, touch.action == trace_action::free_completed, true};
+    state.blocks_[address] = {allocator_rounded_size(touch.size), touch.stack, false, true};
   }
   for (const segment& seg : snap.segments) {
     if (seg.device != device) continue;
@@ -134,7 +138,7 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
   }
   for (auto& [address, held] : state.blocks_) {
     held.before_trace = true;
-    if (!held.pending_free) state.allocated_bytes_ += static_cast<std::int64_t>(held.bytes);
+    if (!held.pending_free) state.allocated_bytes_ = saturating_add(state.allocated_bytes_, signed_bytes(held.bytes));
   }
   return state;
 }
@@ -142,8 +146,11 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
 allocation_change live_set::apply(const trace_event& event) {
   allocation_change change;
   auto freed = [&](const live_block& held) {
-    allocated_bytes_ -= static_cast<std::int64_t>(held.bytes);
-    change = {-static_cast<std::int64_t>(held.bytes), held.stack, held.before_trace};
+    allocated_bytes_ = saturating_add(allocated_bytes_, -signed_bytes(held.bytes));
+    change.bytes = -signed_bytes(held.bytes);
+    change.count = -1;
+    change.stack = held.stack;
+    change.before_trace = held.before_trace;
   };
   switch (event.action) {
     case trace_action::alloc: {
@@ -153,13 +160,22 @@ allocation_change live_set::apply(const trace_event& event) {
       if (next_block != blocks_.begin() && std::prev(next_block)->first == event.addr) {
         auto found = std::prev(next_block);
         ++inconsistencies_;
-        if (!found->second.pending_free) allocated_bytes_ -= static_cast<std::int64_t>(found->second.bytes);
+        const live_block& replaced = found->second;
+        if (!replaced.pending_free) {
+          allocated_bytes_ = saturating_add(allocated_bytes_, -signed_bytes(replaced.bytes));
+          change.replaced_bytes = -signed_bytes(replaced.bytes);
+          change.replaced_stack = replaced.stack;
+          change.replaced_before_trace = replaced.before_trace;
+        }
         found->second = made;
       } else {
         blocks_.emplace_hint(next_block, event.addr, made);
       }
-      allocated_bytes_ += static_cast<std::int64_t>(made.bytes);
-      change = {static_cast<std::int64_t>(made.bytes), made.stack, false};
+      allocated_bytes_ = saturating_add(allocated_bytes_, signed_bytes(made.bytes));
+      change.bytes = signed_bytes(made.bytes);
+      change.count = 1;
+      change.stack = made.stack;
+      change.before_trace = false;
       break;
     }
     case trace_action::free_requested: {

@@ -11,6 +11,23 @@
 
 namespace rlmem::detail {
 
+/// a + b held at the ends of the int64 range instead of overflowing: each size below 2^63 is
+/// data, and a trace can sum such sizes past it.
+inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
+inline std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) noexcept {
+  return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+/// A byte count as a signed figure, held at INT64_MAX.
+inline std::int64_t signed_bytes(std::uint64_t bytes) noexcept {
+  return bytes > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(bytes);
+}
+
 struct live_block {
   std::uint64_t bytes = 0;   // rounded as the allocator does
   stack_id stack = 0;
@@ -21,8 +38,14 @@ struct live_block {
 /// What an event did to allocated bytes, and to which allocation.
 struct allocation_change {
   std::int64_t bytes = 0;  ///< +size on alloc, -size when the user frees, else 0
+  std::int32_t count = 0;  ///< +1 on alloc, -1 when the user frees, else 0
   stack_id stack = 0;
   bool before_trace = false;
+  /// An alloc at an address still live (the trace contradicts itself): the live block it
+  /// replaced, which is no longer counted (bytes <= 0).
+  std::int64_t replaced_bytes = 0;
+  stack_id replaced_stack = 0;
+  bool replaced_before_trace = false;
 };
 
 /// Free space of one reserved range (a segment) at some moment.

@@ -5,8 +5,6 @@
 #include "analysis.hpp"
 
 #include <algorithm>
-#include <regex>
-#include <unordered_map>
 
 namespace rlmem::detail {
 
@@ -62,27 +60,41 @@ std::vector<std::uint64_t> ends_from_annotations(const snapshot& snap, std::int6
   return ends;
 }
 
-// Step ends from the optimizer's own allocations: the last event of each run of events whose
-// stacks pass through torch/optim/ (runs closer than 64 events merge).
-std::vector<std::uint64_t> ends_from_optimizer_frames(const snapshot& snap, std::span<const trace_event> events) {
-  std::unordered_map<stack_id, bool> in_optimizer;
-  auto is_optimizer = [&](stack_id stack) {
-    auto [found, inserted] = in_optimizer.try_emplace(stack, false);
-    if (inserted) {
-      for (frame_id id : snap.stack(stack)) {
-        if (snap.str(snap.frames[id].filename).find("torch/optim/") != std::string_view::npos) {
-          found->second = true;
+// Whether each stack passes through frames that satisfy `test`, looked up once per stack.
+template <typename FrameTest>
+class stack_test {
+ public:
+  stack_test(const snapshot& snap, FrameTest test) : snap_(snap), test_(std::move(test)), state_(snap.stack_offsets.size(), unknown) {}
+  bool operator()(stack_id stack) {
+    std::uint8_t& state = state_[stack];
+    if (state == unknown) {
+      state = no;
+      for (frame_id id : snap_.stack(stack)) {
+        if (test_(id)) {
+          state = yes;
           break;
         }
       }
     }
-    return found->second;
-  };
+    return state == yes;
+  }
+
+ private:
+  enum : std::uint8_t { unknown, no, yes };
+  const snapshot& snap_;
+  FrameTest test_;
+  std::vector<std::uint8_t> state_;  // by stack id
+};
+
+// Step ends from the optimizer's own allocations: the last event of each run of events whose
+// stacks pass through torch/optim/ (runs closer than 64 events merge).
+std::vector<std::uint64_t> ends_from_optimizer_frames(frame_index& frames, std::span<const trace_event> events) {
+  stack_test in_optimizer(frames.snap(), [&](frame_id id) { return frames.is_optimizer(id); });
   std::vector<std::uint64_t> ends;
   std::uint64_t last = 0;
   bool open = false;
   for (std::uint64_t i = 0; i < events.size(); ++i) {
-    if (events[i].action != trace_action::alloc || !is_optimizer(events[i].stack)) continue;
+    if (events[i].action != trace_action::alloc || !in_optimizer(events[i].stack)) continue;
     if (open && i - last > 64) ends.push_back(last);
     last = i;
     open = true;
@@ -103,44 +115,55 @@ void extend_over_trailing_frees(std::span<const trace_event> events, std::vector
 
 }  // namespace
 
-step_search find_step_ends(const snapshot& snap, std::int64_t device, std::span<const trace_event> events,
+std::unique_ptr<RE2> compile_step_marker(const std::string& pattern, std::string& problem) {
+  RE2::Options options;
+  options.set_log_errors(false);
+  auto marker = std::make_unique<RE2>(pattern, options);
+  if (!marker->ok()) {
+    problem = marker->error();
+    return nullptr;
+  }
+  return marker;
+}
+
+step_search find_step_ends(frame_index& frames, std::int64_t device, std::span<const trace_event> events,
                            const std::string& step_marker) {
   step_search found;
   if (events.empty()) return found;
   if (!step_marker.empty()) {
-    std::regex marker;
-    try {
-      marker = std::regex(step_marker, std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& failure) {
-      found.problem = "--step-marker is not a valid regular expression: " + std::string(failure.what());
+    std::string problem;
+    std::unique_ptr<RE2> marker = compile_step_marker(step_marker, problem);
+    if (!marker) {
+      found.problem = "--step-marker is not a valid regular expression: " + problem;
       return found;
     }
     found.method = "--step-marker " + step_marker;
-    std::unordered_map<stack_id, bool> matches;
+    // RE2 runs in time linear in the text; each distinct frame is matched once.
+    std::vector<std::uint8_t> frame_matched(frames.snap().frames.size(), 0);  // 0 unknown, 1 no, 2 yes
+    std::string text;
+    stack_test marked(frames.snap(), [&](frame_id id) {
+      if (frame_matched[id] == 0) {
+        frames.match_text(id, text);
+        frame_matched[id] = RE2::PartialMatch(text, *marker) ? 2 : 1;
+      }
+      return frame_matched[id] == 2;
+    });
     bool previous_matched = false;
     std::vector<std::uint64_t> starts;
     for (std::uint64_t i = 0; i < events.size(); ++i) {
       if (events[i].action != trace_action::alloc) continue;
-      auto [cached, inserted] = matches.try_emplace(events[i].stack, false);
-      if (inserted) {
-        for (frame_id id : snap.stack(events[i].stack)) {
-          if (std::regex_search(frame_match_text(snap, id), marker)) {
-            cached->second = true;
-            break;
-          }
-        }
-      }
+      bool matched = marked(events[i].stack);
       // A run of matching allocations starts one step.
-      if (cached->second && !previous_matched) starts.push_back(i);
-      previous_matched = cached->second;
+      if (matched && !previous_matched) starts.push_back(i);
+      previous_matched = matched;
     }
     for (std::size_t k = 1; k < starts.size(); ++k) found.ends.push_back(starts[k] - 1);
     if (!starts.empty()) found.ends.push_back(events.size() - 1);
     return found;
   }
-  if (sorted_by_time(events)) found.ends = ends_from_annotations(snap, device, events, found.method);
+  if (sorted_by_time(events)) found.ends = ends_from_annotations(frames.snap(), device, events, found.method);
   if (found.ends.empty()) {
-    found.ends = ends_from_optimizer_frames(snap, events);
+    found.ends = ends_from_optimizer_frames(frames, events);
     found.method = found.ends.empty() ? "" : "optimizer allocations in the stacks";
   }
   extend_over_trailing_frees(events, found.ends);

@@ -43,6 +43,9 @@ json stack_json(const snapshot& snap, stack_id stack) {
 
 json event_or_null(std::int64_t event) { return event < 0 ? json(nullptr) : json(event); }
 
+// A time as torch recorded it, or null when the trace carries no times.
+json time_or_null(const inspection& result, std::int64_t time_us) { return result.times_known ? json(time_us) : json(nullptr); }
+
 }  // namespace
 
 std::string render_inspection_json(const snapshot& snap, const inspection& result, const std::string& source,
@@ -62,14 +65,15 @@ std::string render_inspection_json(const snapshot& snap, const inspection& resul
     if (result.events_by_action[action] > 0) by_action[std::string(trace_action_name(static_cast<trace_action>(action)))] = result.events_by_action[action];
   }
   summary["events_by_action"] = by_action;
-  summary["first_time_us"] = result.first_time_us;
-  summary["last_time_us"] = result.last_time_us;
+  summary["times_known"] = result.times_known;
+  summary["first_time_us"] = time_or_null(result, result.first_time_us);
+  summary["last_time_us"] = time_or_null(result, result.last_time_us);
   summary["peak_allocated_bytes"] = result.peak_allocated_bytes;
   summary["peak_allocated_event"] = event_or_null(result.peak_allocated_event);
-  summary["peak_allocated_time_us"] = result.peak_allocated_time_us;
+  summary["peak_allocated_time_us"] = time_or_null(result, result.peak_allocated_time_us);
   summary["peak_reserved_bytes"] = result.peak_reserved_bytes;
   summary["peak_reserved_event"] = event_or_null(result.peak_reserved_event);
-  summary["peak_reserved_time_us"] = result.peak_reserved_time_us;
+  summary["peak_reserved_time_us"] = time_or_null(result, result.peak_reserved_time_us);
   summary["allocated_at_trace_start_bytes"] = line.allocated_at_start;
   summary["reserved_at_trace_start_bytes"] = line.reserved_at_start;
   summary["blocks_live_at_trace_start"] = line.blocks_live_at_start;
@@ -106,7 +110,7 @@ std::string render_inspection_json(const snapshot& snap, const inspection& resul
   json step_ends = json::array();
   for (std::size_t k = 0; k < result.steps.size(); ++k) {
     const step_end& end = result.steps[k];
-    step_ends.push_back({{"step", k + 1}, {"event", end.event}, {"time_us", end.time_us},
+    step_ends.push_back({{"step", k + 1}, {"event", end.event}, {"time_us", time_or_null(result, end.time_us)},
                          {"allocated_bytes", end.allocated_bytes}, {"reserved_bytes", end.reserved_bytes}});
   }
   steps["ends"] = step_ends;
@@ -133,7 +137,7 @@ std::string render_inspection_json(const snapshot& snap, const inspection& resul
                        {"largest_free_bytes", pool.largest_free_bytes}, {"free_bytes", pool.free_bytes}});
     }
     ooms.push_back({{"event_index", oom.event},
-                    {"time_us", oom.time_us},
+                    {"time_us", time_or_null(result, oom.time_us)},
                     {"requested_bytes", oom.requested_bytes},
                     {"segment_bytes", oom.segment_bytes},
                     {"allocated_bytes", oom.allocated_bytes},

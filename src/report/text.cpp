@@ -22,6 +22,7 @@ std::string seconds_after(std::int64_t time_us, std::int64_t start_us) {
 
 std::string when(const inspection& result, std::int64_t event, std::int64_t time_us) {
   if (event < 0) return "before the first event";
+  if (!result.times_known) return "at event " + format_count(static_cast<std::uint64_t>(event));
   return fmt::format("at event {} ({})", format_count(static_cast<std::uint64_t>(event)), seconds_after(time_us, result.first_time_us));
 }
 
@@ -81,7 +82,8 @@ void append_steps_and_leaks(std::string& out, const snapshot& snap, const inspec
 
 void append_ooms(std::string& out, const inspection& result, const text_options& options) {
   for (const oom_report& oom : result.ooms) {
-    out += fmt::format("\nOOM at event {} ({}): {}\n", format_count(oom.event), seconds_after(oom.time_us, result.first_time_us),
+    std::string time = result.times_known ? " (" + seconds_after(oom.time_us, result.first_time_us) + ")" : "";
+    out += fmt::format("\nOOM at event {}{}: {}\n", format_count(oom.event), time,
                        oom.verdict == oom_verdict::fragmentation ? "FRAGMENTATION" : "CAPACITY");
     out += fmt::format("  requested {}   allocated {}   reserved {} ({} unallocated)\n",
                        format_bytes(static_cast<std::int64_t>(oom.requested_bytes)), format_bytes(oom.allocated_bytes),
@@ -162,7 +164,8 @@ std::string render_inspection_text(const snapshot& snap, const inspection& resul
                                    const text_options& options) {
   std::string out;
   double seconds = static_cast<double>(result.last_time_us - result.first_time_us) / 1e6;
-  out += fmt::format("{}  device {}: {} events over {:.2f} s\n", printable_text(source), result.device, format_count(result.events), seconds);
+  std::string duration = result.times_known ? fmt::format(" over {:.2f} s", seconds) : "";
+  out += fmt::format("{}  device {}: {} events{}\n", printable_text(source), result.device, format_count(result.events), duration);
   if (result.devices.size() > 1) {
     std::string others;
     for (std::int64_t device : result.devices) others += (others.empty() ? "" : ", ") + std::to_string(device);

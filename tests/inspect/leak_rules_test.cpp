@@ -10,12 +10,28 @@ namespace rlmem::detail {
 
 namespace {
 
-site_series series(std::vector<std::int64_t> bytes, std::vector<std::uint64_t> counts) {
+// The sparse series of a dense one: only the step ends where a figure changed.
+site_series series(const std::vector<std::int64_t>& bytes, const std::vector<std::uint64_t>& counts, const char* label = "site") {
   site_series made;
-  made.site.label = "site";
-  made.bytes = std::move(bytes);
-  made.counts = std::move(counts);
+  made.site.label = label;
+  for (std::uint32_t step = 0; step < bytes.size(); ++step) {
+    bool unchanged = made.steps.empty() ? bytes[step] == 0 && counts[step] == 0
+                                        : bytes[step] == made.bytes.back() && counts[step] == made.counts.back();
+    if (unchanged) continue;
+    made.steps.push_back(step);
+    made.bytes.push_back(bytes[step]);
+    made.counts.push_back(counts[step]);
+  }
   return made;
+}
+
+// detect_leaks over series that were all `length` step ends long when dense.
+std::vector<leak> detect_leaks(const std::vector<site_series>& all, std::size_t length = 0, std::size_t max_leaks = 64) {
+  std::size_t growing = 0;
+  if (length == 0) {
+    for (const site_series& one : all) length = std::max<std::size_t>(length, one.steps.empty() ? 0 : one.steps.back() + 1);
+  }
+  return rlmem::detail::detect_leaks(all, length, max_leaks, growing);
 }
 
 }  // namespace
@@ -54,6 +70,33 @@ TEST(leak_rule, growth_that_starts_late_counts_from_where_it_starts) {
 
 TEST(leak_rule, too_few_steps_say_nothing) {
   EXPECT_TRUE(detect_leaks({series({0, 100}, {0, 1})}).empty());
+}
+
+TEST(leak_rule, a_site_that_stops_changing_before_the_last_step_end_is_not_a_leak) {
+  // Grew over steps 1 to 3, then held still for steps 4 and 5: no entries at 4 and 5.
+  EXPECT_TRUE(detect_leaks({series({0, 10, 20, 30, 30, 30}, {0, 1, 2, 3, 3, 3})}, 6).empty());
+}
+
+TEST(leak_rule, the_step_series_of_a_leak_is_rebuilt_from_its_changes) {
+  // Live from the start, quiet in steps 1 and 2, then kept one more tensor at each of 3, 4, 5.
+  auto leaks = detect_leaks({series({7, 7, 7, 17, 27, 37}, {1, 1, 1, 2, 3, 4})}, 6);
+  ASSERT_EQ(leaks.size(), 1u);
+  EXPECT_EQ(leaks[0].bytes_at_step_end, (std::vector<std::int64_t>{7, 7, 7, 17, 27, 37}));
+  EXPECT_EQ(leaks[0].first_step, 3u) << "the growth run starts at step 3";
+  EXPECT_EQ(leaks[0].steps, 3u);
+  EXPECT_EQ(leaks[0].bytes_per_step, 10);
+  EXPECT_EQ(leaks[0].live_count_at_end, 4u);
+}
+
+TEST(leak_rule, only_the_fastest_max_leaks_are_kept_and_the_rest_counted) {
+  std::vector<site_series> all;
+  for (int k = 1; k <= 5; ++k) all.push_back(series({0, k, 2 * k, 3 * k}, {0, 1, 2, 3}, "site"));
+  std::size_t growing = 0;
+  auto leaks = rlmem::detail::detect_leaks(all, 4, 2, growing);
+  EXPECT_EQ(growing, 5u);
+  ASSERT_EQ(leaks.size(), 2u);
+  EXPECT_EQ(leaks[0].bytes_per_step, 5);
+  EXPECT_EQ(leaks[1].bytes_per_step, 4);
 }
 
 TEST(leak_rule, leaks_are_ranked_by_growth) {

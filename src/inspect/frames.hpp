@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// What the analyses need to know of each frame, worked out once per distinct frame: a stack can
+// repeat one frame thousands of times and a trace can use one stack millions of times, so no
+// analysis may look at frame text per use. Filenames are read with '/' as the separator, so
+// Windows paths (C:\...\site-packages\torch\...) give the same sites and categories as POSIX ones.
+
+#include <rlmem/inspect.hpp>
+#include <rlmem/snapshot.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlmem::detail {
+
+/// Site labels and user frames longer than this many bytes keep their start and end and lose
+/// the middle, so the report stays proportional to the snapshot whatever one frame string holds.
+inline constexpr std::size_t max_label_bytes = 512;
+
+/// `text` cut to `max_bytes` by replacing its middle with "...", at UTF-8 character boundaries.
+std::string elide_middle(std::string_view text, std::size_t max_bytes = max_label_bytes);
+
+class frame_index {
+ public:
+  explicit frame_index(const snapshot& snap);
+
+  const snapshot& snap() const noexcept { return snap_; }
+
+  /// The filename with every '\' read as '/'.
+  std::string_view filename(frame_id id);
+  std::string_view name(frame_id id) const { return snap_.str(snap_.frames[id].name); }
+
+  /// "path:line function", the text category rules and the step marker are matched against,
+  /// written into `out` (reused by the caller, so no allocation per frame).
+  void match_text(frame_id id, std::string& out);
+
+  bool is_python(frame_id id) { return facts(id) & python; }
+  bool is_library(frame_id id) { return facts(id) & library; }
+  bool is_torch_internal(frame_id id) { return facts(id) & torch_internal; }
+  bool is_plumbing(frame_id id) { return facts(id) & plumbing; }
+  bool is_optimizer(frame_id id) { return facts(id) & optimizer; }
+
+  /// "transformers/models/qwen2/modeling_qwen2.py:47 forward" or a C++ name, at most
+  /// max_label_bytes.
+  std::string label(frame_id id);
+
+  /// What a C++ frame says of the operator that allocated.
+  struct native_role {
+    bool known = false;
+    bool helper = false;       ///< allocator, dispatcher, unwinder or interpreter: not the caller
+    std::string_view op;       ///< "bmm" from at::_ops::bmm::call, "" when not an operator entry
+    bool factory = false;      ///< op is an empty*() that only makes the output buffer
+    std::string_view node;     ///< "BmmBackward0" from torch::autograd::generated::BmmBackward0::apply
+  };
+  const native_role& native(frame_id id);
+
+ private:
+  enum fact : std::uint8_t {
+    known = 1, python = 2, library = 4, torch_internal = 8, plumbing = 16, optimizer = 32
+  };
+  std::uint8_t facts(frame_id id);
+
+  const snapshot& snap_;
+  // By string id: 0 not looked at yet, 1 has no '\', else 2 + index into normalised_.
+  std::vector<std::uint32_t> filename_state_;
+  std::vector<std::string> normalised_;
+  std::vector<std::uint8_t> facts_;  // by frame id
+  std::vector<native_role> native_;  // by frame id, filled on first use
+};
+
+/// resolve_site() over a shared frame_index.
+allocation_site resolve_site(frame_index& frames, stack_id stack);
+
+}  // namespace rlmem::detail

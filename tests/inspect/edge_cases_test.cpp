@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: MIT
+// The analyses on snapshots from the wild and from an attacker (issue 10): long frames under
+// the step marker, many OOMs, frees of blocks from before recording, empty devices, Windows
+// paths, traces without times, C++-only stacks, long labels, empty snapshots, huge sizes.
+
+#include "inspect/crafted.hpp"
+
+#include <rlmem/format.hpp>
+#include <rlmem/inspect.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace rlmem {
+
+using testing::crafted_snapshot;
+
+namespace {
+
+constexpr std::uint64_t mib = 1 << 20;
+
+bool has_note(const inspection& result, std::string_view part) {
+  return std::any_of(result.notes.begin(), result.notes.end(), [&](const std::string& note) { return note.find(part) != std::string::npos; });
+}
+
+std::string all_notes(const inspection& result) {
+  std::string joined;
+  for (const auto& note : result.notes) joined += note + " | ";
+  return joined;
+}
+
+}  // namespace
+
+TEST(step_marker, a_20000_character_frame_is_matched_in_linear_time) {
+  // std::regex recursed once per character here and overflowed the stack.
+  crafted_snapshot made;
+  stack_id stack = made.stack({made.frame(std::string(20'000, 'x'), "/rl/train.py", 3)});
+  made.segment(0, 64 * mib);
+  for (std::uint64_t k = 0; k < 8; ++k) made.event(trace_action::alloc, k * mib, 512, stack, 1);
+  inspect_options options;
+  options.step_marker = "(x|y)+z";
+  inspection result;
+  std::string problem;
+  ASSERT_TRUE(inspect_checked(made.build(), options, result, problem)) << problem;
+  EXPECT_TRUE(result.steps.empty()) << "no frame ends in z";
+  options.step_marker = "x{100}";
+  ASSERT_TRUE(inspect_checked(made.build(), options, result, problem)) << problem;
+  EXPECT_EQ(result.steps.size(), 1u) << "every allocation matches: one run, one step";
+}
+
+TEST(step_marker, matches_path_line_function_with_windows_separators_read_as_slashes) {
+  crafted_snapshot made;
+  stack_id marker = made.stack({made.frame("grpo_step", "C:\\Users\\me\\rl\\train.py", 52)});
+  stack_id work = made.stack({made.frame("forward", "C:\\Users\\me\\rl\\model.py", 9)});
+  made.segment(0, 64 * mib);
+  for (std::uint64_t step = 0; step < 3; ++step) {
+    made.event(trace_action::alloc, 0, mib, marker, 1);
+    made.event(trace_action::alloc, mib, mib, work, 2);
+    made.event(trace_action::free_requested, mib, mib, work, 3);
+    made.event(trace_action::free_completed, mib, mib, work, 3);
+    made.event(trace_action::free_requested, 0, mib, marker, 4);
+    made.event(trace_action::free_completed, 0, mib, marker, 4);
+  }
+  inspect_options options;
+  options.step_marker = R"(rl/train\.py:52 grpo_step)";
+  inspection result = inspect(made.build(), options);
+  ASSERT_EQ(result.steps.size(), 3u) << all_notes(result);
+  EXPECT_EQ(result.steps[0].event, 5u);
+  EXPECT_EQ(result.steps[1].event, 11u);
+  EXPECT_EQ(result.steps[2].event, 17u);
+}
+
+TEST(step_marker, an_invalid_pattern_is_one_line_naming_it) {
+  crafted_snapshot made;
+  inspect_options options;
+  options.step_marker = "(unclosed";
+  inspection result;
+  std::string problem;
+  EXPECT_FALSE(inspect_checked(made.build(), options, result, problem));
+  EXPECT_EQ(problem.find("step marker '(unclosed' is not a valid regular expression ("), 0u) << problem;
+  EXPECT_EQ(problem.find('\n'), std::string::npos);
+}
+
+TEST(oom, only_the_first_and_last_ooms_get_forensics_and_the_rest_are_counted) {
+  crafted_snapshot made;
+  stack_id stack = made.stack({made.frame("step", "/rl/train.py", 1)});
+  made.segment(0, 64 * mib);
+  for (std::uint64_t k = 0; k < 100; ++k) made.event(trace_action::oom, 8 * mib, (k + 1) * mib, stack, static_cast<std::int64_t>(k + 1));
+  inspect_options options;
+  options.max_oom_reports = 4;
+  inspection result = inspect(made.build(), options);
+  ASSERT_EQ(result.ooms.size(), 4u);
+  EXPECT_EQ(result.ooms[0].event, 0u);
+  EXPECT_EQ(result.ooms[1].event, 1u);
+  EXPECT_EQ(result.ooms[2].event, 98u);
+  EXPECT_EQ(result.ooms[3].event, 99u);
+  EXPECT_EQ(result.ooms[3].requested_bytes, 100 * mib);
+  EXPECT_EQ(result.events_by_action[static_cast<std::size_t>(trace_action::oom)], 100u);
+  EXPECT_TRUE(has_note(result, "100 oom events: forensics for the first 2 and the last 2 only")) << all_notes(result);
+}
+
+TEST(oom, the_lower_limit_is_the_most_reserved_before_the_oom) {
+  // Reserved climbs to 96 MiB, drops to 32 MiB, then the OOM: the card held 96 MiB once.
+  crafted_snapshot made;
+  made.event(trace_action::segment_alloc, 0, 32 * mib);
+  made.event(trace_action::segment_alloc, 32 * mib, 64 * mib);
+  made.event(trace_action::segment_free, 32 * mib, 64 * mib);
+  made.event(trace_action::oom, std::uint64_t{1} << 30, 80 * mib);  // CUDA had 1 GiB free
+  made.segment(0, 32 * mib);
+  inspection result = inspect(made.build());
+  ASSERT_EQ(result.ooms.size(), 1u);
+  EXPECT_EQ(result.ooms[0].limit_low_bytes, static_cast<std::int64_t>(96 * mib));
+  EXPECT_EQ(result.ooms[0].limit_high_bytes, static_cast<std::int64_t>(112 * mib) - 1) << "32 MiB reserved + an 80 MiB segment";
+  EXPECT_EQ(result.ooms[0].reserved_bytes, static_cast<std::int64_t>(32 * mib));
+  EXPECT_EQ(result.peak_reserved_bytes, static_cast<std::int64_t>(96 * mib));
+}
+
+TEST(oom, the_limit_bracket_uses_the_highest_reserved_before_each_oom) {
+  crafted_snapshot made;
+  made.event(trace_action::segment_alloc, 0, 32 * mib);
+  made.event(trace_action::segment_alloc, 32 * mib, 64 * mib);
+  made.event(trace_action::oom, std::uint64_t{1} << 30, 200 * mib);
+  made.event(trace_action::segment_free, 32 * mib, 64 * mib);
+  made.event(trace_action::oom, std::uint64_t{1} << 30, 200 * mib);
+  made.segment(0, 32 * mib);
+  inspection result = inspect(made.build());
+  ASSERT_EQ(result.ooms.size(), 2u);
+  EXPECT_EQ(result.ooms[0].limit_low_bytes, static_cast<std::int64_t>(96 * mib));
+  EXPECT_EQ(result.ooms[1].limit_low_bytes, static_cast<std::int64_t>(96 * mib)) << "96 MiB were reserved before the second OOM too";
+}
+
+TEST(trace_start, a_free_completed_with_no_free_requested_frees_a_block_live_at_start) {
+  // The whole trace is completions (a ring buffer cut, or a torch that records only these): the
+  // two blocks were allocated when recording began.
+  crafted_snapshot made;
+  made.segment(0, 2 * mib);
+  made.event(trace_action::free_completed, 0, 1000);
+  made.event(trace_action::free_completed, 4096, 5000);
+  inspection result = inspect(made.build());
+  EXPECT_EQ(result.memory.blocks_live_at_start, 2u);
+  EXPECT_EQ(result.memory.allocated_at_start, 1024 + 5120);
+  EXPECT_EQ(result.peak_allocated_bytes, 1024 + 5120);
+  EXPECT_EQ(result.peak_allocated_event, -1);
+  EXPECT_EQ(result.memory.allocated, (std::vector<std::int64_t>{5120, 0}));
+  EXPECT_EQ(result.memory.frees_of_earlier_blocks, 2u);
+  EXPECT_EQ(result.memory.inconsistencies, 0u);
+}
+
+TEST(devices, the_default_is_the_device_with_the_most_data_and_a_note_names_the_others) {
+  crafted_snapshot made;
+  made.event(trace_action::alloc, 0, 512, 0, 1, 0);
+  for (std::uint64_t k = 0; k < 5; ++k) made.event(trace_action::alloc, k * 4096, 4096, 0, 1, 1);
+  made.segment(0, 2 * mib, 0, 1);
+  snapshot snap = made.build();
+  EXPECT_EQ(default_device(snap), 1);
+  inspection result = inspect(snap);
+  EXPECT_EQ(result.device, 1);
+  EXPECT_EQ(result.events, 5u);
+  EXPECT_TRUE(has_note(result, "reporting device 1, the one with the most data (5 events, 1 segment); also in the file: device 0 "
+                               "(1 event, 0 segments)"))
+      << all_notes(result);
+  inspect_options chosen;
+  chosen.device = 0;
+  EXPECT_FALSE(has_note(inspect(snap, chosen), "reporting device")) << "no note when the device was asked for";
+}
+
+TEST(devices, equal_events_are_decided_by_segments) {
+  crafted_snapshot made;
+  made.event(trace_action::alloc, 0, 512, 0, 1, 0);
+  made.event(trace_action::alloc, 0, 512, 0, 1, 1);
+  made.segment(0, 2 * mib, 0, 1);
+  EXPECT_EQ(default_device(made.build()), 1);
+}
+
+namespace {
+
+// The same allocations with library frames under `libraries`, the user's under `home`, and
+// `separator` between path components.
+snapshot library_and_user_frames(std::string_view libraries, std::string_view home, char separator) {
+  auto path = [&](std::string text) {
+    std::string root(text.starts_with("/rl/") ? home : libraries);
+    std::replace(text.begin(), text.end(), '/', separator);
+    return root + text;
+  };
+  crafted_snapshot made;
+  frame_id linear = made.frame("linear", path("/site-packages/torch/nn/functional.py"), 2380);
+  frame_id call = made.frame("_call_impl", path("/site-packages/torch/nn/modules/module.py"), 1750);
+  frame_id model = made.frame("forward", path("/site-packages/transformers/models/qwen2/modeling_qwen2.py"), 47);
+  frame_id user = made.frame("logprobs_of", path("/rl/record.py"), 41);
+  frame_id adam = made.frame("_init_group", path("/site-packages/torch/optim/adam.py"), 120);
+  stack_id activations = made.stack({linear, call, model, user});
+  stack_id state = made.stack({adam, user});
+  made.segment(0, 64 * mib);
+  made.event(trace_action::alloc, 0, 8 * mib, activations, 1);
+  made.event(trace_action::alloc, 8 * mib, 4 * mib, state, 2);
+  return made.build();
+}
+
+}  // namespace
+
+TEST(windows_paths, give_the_same_sites_and_categories_as_posix_paths) {
+  inspection posix = inspect(library_and_user_frames("/usr/lib/python3.11", "/home/me", '/'));
+  inspection windows = inspect(library_and_user_frames("C:\\Python311\\Lib", "C:\\Users\\me", '\\'));
+  ASSERT_EQ(posix.peak_by_site.size(), 2u);
+  ASSERT_EQ(windows.peak_by_site.size(), 2u);
+  EXPECT_EQ(posix.peak_by_site[0].site.label, "transformers/models/qwen2/modeling_qwen2.py:47 forward");
+  for (std::size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(windows.peak_by_site[k].site.label, posix.peak_by_site[k].site.label);
+    EXPECT_EQ(windows.peak_by_site[k].site.user_frame, posix.peak_by_site[k].site.user_frame);
+  }
+  EXPECT_EQ(windows.peak_by_site[0].site.user_frame, "rl/record.py:41 logprobs_of");
+  EXPECT_EQ(windows.categories_at_peak, posix.categories_at_peak);
+  EXPECT_EQ(posix.categories_at_peak[static_cast<std::size_t>(memory_category::activations)], static_cast<std::int64_t>(8 * mib));
+  EXPECT_EQ(posix.categories_at_peak[static_cast<std::size_t>(memory_category::optimizer_state)], static_cast<std::int64_t>(4 * mib));
+}
+
+TEST(times, a_trace_without_time_us_says_its_times_are_unknown) {
+  crafted_snapshot made;
+  made.segment(0, 2 * mib);
+  made.event(trace_action::alloc, 0, 512);
+  made.event(trace_action::alloc, 512, 512);
+  inspection untimed = inspect(made.build());
+  EXPECT_FALSE(untimed.times_known);
+  EXPECT_TRUE(has_note(untimed, "the trace records no times")) << all_notes(untimed);
+  made.event(trace_action::alloc, 1024, 512, 0, 1'700'000'000'000'000);
+  inspection timed = inspect(made.build());
+  EXPECT_TRUE(timed.times_known);
+  EXPECT_FALSE(has_note(timed, "the trace records no times"));
+}
+
+TEST(sites, a_backward_stack_of_cpp_frames_is_named_by_its_operator_and_autograd_node) {
+  // As the unwinder records a backward allocation: allocator, empty_* helpers, dispatch
+  // wrappers, then the operator and the autograd node, then the engine's thread.
+  crafted_snapshot made;
+  stack_id stack = made.stack({
+      made.frame("torch::unwind::unwind()"),
+      made.frame("torch::CapturedTraceback::gather(bool, bool, bool)"),
+      made.frame("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long, CUstream_st*)",
+                 "CUDACachingAllocator.cpp"),
+      made.frame("at::TensorBase at::detail::_empty_generic<long>(c10::ArrayRef<long>, c10::Allocator*, c10::DispatchKeySet, "
+                 "c10::ScalarType, std::optional<c10::MemoryFormat>)"),
+      made.frame("at::detail::empty_cuda(c10::ArrayRef<long>, c10::ScalarType, std::optional<c10::Device>, "
+                 "std::optional<c10::MemoryFormat>)"),
+      made.frame("at::native::empty_cuda(c10::ArrayRef<long>, std::optional<c10::ScalarType>)"),
+      made.frame("at::(anonymous namespace)::wrapper_CUDA_memory_format_empty(c10::ArrayRef<c10::SymInt>)", "RegisterCUDA_0.cpp"),
+      made.frame("at::_ops::empty_memory_format::call(c10::ArrayRef<c10::SymInt>, std::optional<c10::ScalarType>)"),
+      made.frame("at::native::bmm_out_cuda(at::Tensor const&, at::Tensor const&, at::Tensor&)"),
+      made.frame("at::(anonymous namespace)::wrapper_CUDA_bmm(at::Tensor const&, at::Tensor const&)", "RegisterCUDA_0.cpp"),
+      made.frame("at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)"),
+      made.frame("torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)"),
+      made.frame("torch::autograd::Node::operator()(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)"),
+      made.frame("torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&, torch::autograd::Node*)"),
+      made.frame("start_thread"),
+      made.frame("clone"),
+  });
+  EXPECT_EQ(resolve_site(made.build(), stack).label, "aten::bmm (BmmBackward0)");
+}
+
+TEST(sites, a_cpp_stack_with_only_a_factory_is_named_by_it) {
+  crafted_snapshot made;
+  stack_id stack = made.stack({made.frame("at::detail::empty_generic(c10::ArrayRef<long>)"),
+                               made.frame("at::_ops::empty_memory_format::call(c10::ArrayRef<c10::SymInt>)"),
+                               made.frame("torch::autograd::THPVariable_empty(_object*, _object*, _object*)")});
+  EXPECT_EQ(resolve_site(made.build(), stack).label, "torch::autograd::THPVariable_empty(_object*, _object*, _object*)")
+      << "a frame that is not a helper names the site before a factory does";
+  crafted_snapshot bare;
+  stack_id helpers = bare.stack({bare.frame("at::detail::empty_generic(c10::ArrayRef<long>)"),
+                                 bare.frame("at::_ops::empty_memory_format::call(c10::ArrayRef<c10::SymInt>)")});
+  EXPECT_EQ(resolve_site(bare.build(), helpers).label, "aten::empty_memory_format");
+}
+
+TEST(sites, a_long_frame_repeated_in_a_stack_gives_a_bounded_label) {
+  crafted_snapshot made;
+  frame_id long_frame = made.frame(std::string(100'000, 'f'), "/rl/" + std::string(50'000, 'd') + ".py", 3);
+  stack_id stack = made.stack(std::vector<frame_id>(10'000, long_frame));
+  made.segment(0, 64 * mib);
+  for (std::uint64_t k = 0; k < 50; ++k) made.event(trace_action::alloc, k * 4096, 4096, stack, 1);
+  inspection result = inspect(made.build());
+  ASSERT_EQ(result.peak_by_site.size(), 1u);
+  const std::string& label = result.peak_by_site[0].site.label;
+  EXPECT_LE(label.size(), 512u);
+  EXPECT_NE(label.find("..."), std::string::npos) << "the cut is marked";
+  EXPECT_TRUE(label.starts_with("rl/ddd")) << label.substr(0, 40);
+  EXPECT_TRUE(label.ends_with("fff")) << "the function name's end survives";
+  EXPECT_LE(result.peak_by_site[0].site.user_frame.size(), 512u);
+}
+
+TEST(empty, a_snapshot_with_nothing_recorded_gives_a_report_that_says_so) {
+  crafted_snapshot made;
+  inspection result = inspect(made.build());
+  EXPECT_EQ(result.events, 0u);
+  EXPECT_EQ(result.peak_allocated_bytes, 0);
+  EXPECT_EQ(result.peak_reserved_bytes, 0);
+  EXPECT_TRUE(result.devices.empty());
+  EXPECT_TRUE(has_note(result, "the snapshot is empty")) << all_notes(result);
+}
+
+TEST(empty, segments_without_a_trace_give_the_dump_time_figures) {
+  crafted_snapshot made;
+  made.segment(0, 20 * mib, 3 * mib);
+  inspection result = inspect(made.build());
+  EXPECT_EQ(result.final_reserved_bytes, static_cast<std::int64_t>(20 * mib));
+  EXPECT_EQ(result.final_allocated_bytes, static_cast<std::int64_t>(3 * mib));
+  EXPECT_EQ(result.peak_allocated_bytes, static_cast<std::int64_t>(3 * mib));
+  EXPECT_EQ(result.peak_reserved_bytes, static_cast<std::int64_t>(20 * mib));
+  EXPECT_TRUE(has_note(result, "no trace events for this device")) << all_notes(result);
+}
+
+TEST(huge_sizes, rounding_holds_at_the_top_of_the_range) {
+  EXPECT_EQ(allocator_rounded_size(std::uint64_t{36} << 40), std::uint64_t{36} << 40);
+  EXPECT_EQ(allocator_rounded_size((std::uint64_t{1} << 63) - 1), std::uint64_t{1} << 63);
+  EXPECT_EQ(allocator_rounded_size(UINT64_MAX), UINT64_MAX / 512 * 512) << "held, not wrapped to 0";
+  EXPECT_EQ(format_bytes(INT64_MIN), "-8192.0 PiB") << "llabs(INT64_MIN) was undefined";
+  EXPECT_EQ(format_bytes(-1024), "-1.00 KiB");
+}
+
+TEST(huge_sizes, a_36_tib_request_is_a_capacity_oom_with_exact_figures) {
+  crafted_snapshot made;
+  made.segment(0, 64 * mib, 16 * mib);
+  made.event(trace_action::oom, 40 * mib, std::uint64_t{36} << 40);
+  inspection result = inspect(made.build());
+  ASSERT_EQ(result.ooms.size(), 1u);
+  const oom_report& oom = result.ooms[0];
+  EXPECT_EQ(oom.requested_bytes, std::uint64_t{36} << 40);
+  EXPECT_EQ(oom.segment_bytes, std::uint64_t{36} << 40);
+  EXPECT_EQ(oom.verdict, oom_verdict::capacity);
+  EXPECT_EQ(oom.allocated_bytes, static_cast<std::int64_t>(16 * mib));
+  EXPECT_NE(oom.explanation.find("36.0 TiB"), std::string::npos) << oom.explanation;
+}
+
+TEST(huge_sizes, sums_past_int64_hold_at_its_maximum) {
+  // Three live allocations of 2^62 bytes: each is representable, their sum is not.
+  crafted_snapshot made;
+  constexpr std::uint64_t quarter = std::uint64_t{1} << 62;
+  made.event(trace_action::alloc, 0, quarter);
+  made.event(trace_action::alloc, quarter, quarter);
+  made.event(trace_action::alloc, 2 * quarter, quarter);
+  made.event(trace_action::oom, 0, quarter);
+  inspection result = inspect(made.build());
+  EXPECT_EQ(result.memory.allocated, (std::vector<std::int64_t>{static_cast<std::int64_t>(quarter), INT64_MAX, INT64_MAX, INT64_MAX}));
+  EXPECT_EQ(result.peak_allocated_bytes, INT64_MAX);
+  ASSERT_EQ(result.ooms.size(), 1u);
+  EXPECT_EQ(result.ooms[0].verdict, oom_verdict::capacity);
+}
+
+TEST(leaks, live_sites_are_tracked_by_change_so_many_sites_and_steps_stay_linear) {
+  // 300 sites live from the start and untouched; one site that keeps one more MiB each step.
+  crafted_snapshot made;
+  made.segment(0, std::uint64_t{4} << 30);
+  stack_id marker = made.stack({made.frame("grpo_step", "/rl/train.py", 52)});
+  stack_id kept = made.stack({made.frame("logprobs_of", "/rl/record.py", 41)});
+  std::uint64_t address = 0;
+  for (int site = 0; site < 300; ++site) {
+    made.event(trace_action::alloc, address, 4096, made.stack({made.frame("weights", "/rl/model.py", site + 1)}), 1);
+    address += 4096;
+  }
+  for (int step = 0; step < 6; ++step) {
+    made.event(trace_action::alloc, address, mib, marker, 2);
+    made.event(trace_action::alloc, address + mib, mib, kept, 3);
+    made.event(trace_action::free_requested, address, mib, marker, 4);
+    made.event(trace_action::free_completed, address, mib, marker, 4);
+    address += 2 * mib;
+  }
+  inspect_options options;
+  options.step_marker = "grpo_step";
+  inspection result = inspect(made.build(), options);
+  ASSERT_EQ(result.steps.size(), 6u);
+  ASSERT_EQ(result.leaks.size(), 1u) << all_notes(result);
+  const leak& found = result.leaks[0];
+  EXPECT_EQ(found.site.label, "rl/record.py:41 logprobs_of");
+  EXPECT_EQ(found.site.stack, kept);
+  EXPECT_EQ(found.bytes_per_step, static_cast<std::int64_t>(mib));
+  EXPECT_EQ(found.live_count_at_end, 6u);
+  std::vector<std::int64_t> expected{0};
+  for (int step = 1; step <= 6; ++step) expected.push_back(step * static_cast<std::int64_t>(mib));
+  EXPECT_EQ(found.bytes_at_step_end, expected);
+}
+
+}  // namespace rlmem
