@@ -128,7 +128,7 @@ struct snapshot {
   std::vector<trace_event> events;            ///< all devices, in device_traces order
   std::vector<device_trace> device_traces;    ///< one per device ordinal that has a list
   std::vector<std::uint64_t> streams;         ///< raw stream values that trace events use
-  std::vector<event_tag> event_tags;          ///< what events share; event_tags[0] is all zeros
+  std::vector<event_tag> event_tags{event_tag{}};  ///< what events share; event_tags[0] is all zeros
   std::vector<std::pair<std::string, plain_value>> allocator_settings;
   std::vector<annotation> annotations;
   bool had_legacy_list_format = false;        ///< the file held a bare list of segments
