@@ -4,6 +4,7 @@
 // untrusted text (file names, frames, settings, metadata) before it reaches a terminal.
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,6 +27,14 @@ std::string format_bytes(Bytes bytes) {
   }
   return detail::format_byte_magnitude(static_cast<std::uint64_t>(bytes), false);
 }
+
+/// Frame strings, site labels and user frames longer than this many bytes keep their start and
+/// end and lose the middle, so a report stays proportional to the snapshot whatever one frame
+/// string holds.
+inline constexpr std::size_t max_label_bytes = 512;
+
+/// `text` cut to `max_bytes` by replacing its middle with "...", at UTF-8 character boundaries.
+std::string elide_middle(std::string_view text, std::size_t max_bytes = max_label_bytes);
 
 /// "188,494".
 std::string format_count(std::uint64_t count);

@@ -79,4 +79,21 @@ std::string printable_text(std::string_view text) {
   return out;
 }
 
+namespace {
+bool continues_character(char byte) { return (static_cast<unsigned char>(byte) & 0xC0) == 0x80; }
+}  // namespace
+
+std::string elide_middle(std::string_view text, std::size_t max_bytes) {
+  constexpr std::string_view marker = "...";
+  if (text.size() <= max_bytes || max_bytes <= marker.size()) return std::string(text);
+  std::size_t head = (max_bytes - marker.size()) / 2;
+  std::size_t tail_start = text.size() - (max_bytes - marker.size() - head);
+  while (head > 0 && continues_character(text[head])) --head;
+  while (tail_start < text.size() && continues_character(text[tail_start])) ++tail_start;
+  std::string elided(text.substr(0, head));
+  elided += marker;
+  elided += text.substr(tail_start);
+  return elided;
+}
+
 }  // namespace rlmem

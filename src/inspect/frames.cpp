@@ -38,7 +38,6 @@ constexpr std::array<std::string_view, 20> native_helper_prefixes = {
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
 // A UTF-8 continuation byte: cutting before one would split a character.
-bool continues_character(char byte) { return (static_cast<unsigned char>(byte) & 0xC0) == 0x80; }
 
 // Shortens a path for people: library files from their package, others to two components.
 std::string_view short_path(std::string_view filename) {
@@ -50,19 +49,6 @@ std::string_view short_path(std::string_view filename) {
 }
 
 }  // namespace
-
-std::string elide_middle(std::string_view text, std::size_t max_bytes) {
-  constexpr std::string_view marker = "...";
-  if (text.size() <= max_bytes || max_bytes <= marker.size()) return std::string(text);
-  std::size_t head = (max_bytes - marker.size()) / 2;
-  std::size_t tail_start = text.size() - (max_bytes - marker.size() - head);
-  while (head > 0 && continues_character(text[head])) --head;
-  while (tail_start < text.size() && continues_character(text[tail_start])) ++tail_start;
-  std::string elided(text.substr(0, head));
-  elided += marker;
-  elided += text.substr(tail_start);
-  return elided;
-}
 
 frame_index::frame_index(const snapshot& snap)
     : snap_(snap), filename_state_(snap.strings.size(), 0), facts_(snap.frames.size(), 0) {}

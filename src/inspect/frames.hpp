@@ -6,6 +6,7 @@
 // Windows paths (C:\...\site-packages\torch\...) give the same sites and categories as POSIX ones.
 
 #include <rlmem/inspect.hpp>
+#include <rlmem/format.hpp>
 #include <rlmem/snapshot.hpp>
 
 #include <cstdint>
@@ -15,12 +16,7 @@
 
 namespace rlmem::detail {
 
-/// Site labels and user frames longer than this many bytes keep their start and end and lose
-/// the middle, so the report stays proportional to the snapshot whatever one frame string holds.
-inline constexpr std::size_t max_label_bytes = 512;
 
-/// `text` cut to `max_bytes` by replacing its middle with "...", at UTF-8 character boundaries.
-std::string elide_middle(std::string_view text, std::size_t max_bytes = max_label_bytes);
 
 class frame_index {
  public:

@@ -6,7 +6,11 @@
 
 #include <rlmem/report.hpp>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <span>
 
 namespace rlmem {
 
@@ -37,7 +41,10 @@ json to_json(const plain_value& item) {
 
 json stack_json(const snapshot& snap, stack_id stack) {
   json frames = json::array();
-  for (frame_id id : snap.stack(stack)) frames.push_back(detail::frame_text(snap, id));
+  std::span<const frame_id> all = snap.stack(stack);
+  std::size_t shown = std::min(all.size(), detail::max_json_stack_frames);
+  for (frame_id id : all.first(shown)) frames.push_back(detail::frame_text(snap, id));
+  if (shown < all.size()) frames.push_back(fmt::format("... {} more frames", all.size() - shown));
   return frames;
 }
 
