@@ -75,7 +75,7 @@ fuzz:
 	$(MAKE) deps EXTRA_PACKAGES="$(FUZZ_PACKAGES)"
 	cmake --preset fuzz
 	cmake --build --preset fuzz --target all_fuzzers -j $(JOBS)
-	for target in fuzz_snapshot_reader fuzz_category_rules fuzz_alloc_conf fuzz_plan_inputs fuzz_capi fuzz_steplog; do \
+	for target in fuzz_snapshot_reader fuzz_category_rules fuzz_alloc_conf fuzz_plan_inputs fuzz_capi fuzz_steplog fuzz_names_and_patterns; do \
 	  mkdir -p build-fuzz/corpus/$$target && cp -n fuzz/corpus/$$target/* build-fuzz/corpus/$$target/ && \
 	  ./build-fuzz/fuzz/$$target build-fuzz/corpus/$$target -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 	    -artifact_prefix=build-fuzz/$$target- || exit 1; \

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // An exact-size copy, so AddressSanitizer sees any read past the end.
@@ -25,7 +26,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (read.ok()) {
     // Whatever parsed must also survive the analyses and the replay (with and without a cap).
     rlmem::inspection result = rlmem::inspect(read.value());
-    (void)result;
+    // And with a step marker, which runs RE2 over every distinct frame, however long.
+    rlmem::inspect_options marked;
+    marked.step_marker = "(step|train)[^/]*$";
+    std::string problem;
+    if (!rlmem::inspect_checked(read.value(), marked, result, problem)) __builtin_trap();
     rlmem::replay_options options;
     (void)rlmem::replay(read.value(), options);
     options.capacity_bytes = std::uint64_t{64} << 20;
