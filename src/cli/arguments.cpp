@@ -4,6 +4,7 @@
 #include "arguments.hpp"
 
 #include <rlmem/format.hpp>
+#include <rlmem/regular_file.hpp>
 
 #include <fmt/format.h>
 
@@ -13,8 +14,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace rlmem::cli {
@@ -128,25 +127,23 @@ CLI::Validator decimal_in(double min, double max) {
 }
 
 bool read_option_file(const std::string& path, std::string& text, std::string& message) {
-  int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (descriptor < 0) {
-    message = path + ": cannot be read (" + std::strerror(errno) + ")";
+  regular_file opened = open_regular_file(path.c_str());
+  if (opened.error_number != 0) {
+    message = path + ": cannot be read (" + std::strerror(opened.error_number) + ")";
     return false;
   }
-  struct stat info {};
-  bool ok = ::fstat(descriptor, &info) == 0;
-  if (!ok || !S_ISREG(info.st_mode)) {
-    message = path + (ok ? ": not a regular file (a FIFO, a device or a folder)" : ": cannot be read");
-    ::close(descriptor);
+  if (opened.not_regular != nullptr) {
+    message = path + ": not a regular file (a FIFO, a device or a folder)";
     return false;
   }
-  if (static_cast<std::uint64_t>(info.st_size) > max_option_file_bytes) {
+  int descriptor = opened.descriptor;
+  if (opened.size > max_option_file_bytes) {
     message = path + ": larger than 16 MiB; not an option file";
     ::close(descriptor);
     return false;
   }
   // The size may change under us: read at most one byte more than the limit and check again.
-  text.assign(static_cast<std::size_t>(info.st_size) + 1, '\0');
+  text.assign(static_cast<std::size_t>(opened.size) + 1, '\0');
   std::size_t used = 0;
   while (used < text.size()) {
     ssize_t got = ::read(descriptor, text.data() + used, text.size() - used);

@@ -5,10 +5,9 @@
 #include "pickle_machine.hpp"
 #include "snapshot_builder.hpp"
 
+#include <rlmem/regular_file.hpp>
 #include <rlmem/snapshot_reader.hpp>
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -94,35 +93,19 @@ result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64
 }  // namespace
 
 result<snapshot> read_snapshot_file(const std::filesystem::path& path, const read_options& options) {
-  // O_NONBLOCK: opening a FIFO nobody writes to must not wait for a writer. fstat on the open
-  // descriptor then refuses anything but a regular file (FIFOs, /dev/zero, sockets), whose
-  // size is unknown and whose content may never end.
-  int descriptor = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (descriptor < 0) return error{errc::io_error, 0, path.string() + ": " + std::strerror(errno)};
-  struct stat status {};
-  if (::fstat(descriptor, &status) != 0) {
-    int saved = errno;
-    ::close(descriptor);
-    return error{errc::io_error, 0, path.string() + ": " + std::strerror(saved)};
+  regular_file opened = open_regular_file(path.c_str());
+  if (opened.error_number != 0) return error{errc::io_error, 0, path.string() + ": " + std::strerror(opened.error_number)};
+  if (opened.not_regular != nullptr) {
+    return error{errc::not_a_regular_file, 0, path.string() + " is " + opened.not_regular + "; save the snapshot to a file first"};
   }
-  if (!S_ISREG(status.st_mode)) {
-    ::close(descriptor);
-    const char* what = S_ISDIR(status.st_mode)    ? "a directory"
-                       : S_ISFIFO(status.st_mode) ? "a FIFO (pipe)"
-                       : S_ISCHR(status.st_mode)  ? "a character device"
-                       : S_ISBLK(status.st_mode)  ? "a block device"
-                       : S_ISSOCK(status.st_mode) ? "a socket"
-                                                  : "not a regular file";
-    return error{errc::not_a_regular_file, 0, path.string() + " is " + what + "; save the snapshot to a file first"};
-  }
-  ::fcntl(descriptor, F_SETFL, ::fcntl(descriptor, F_GETFL) & ~O_NONBLOCK);
+  int descriptor = opened.descriptor;
   std::FILE* file = ::fdopen(descriptor, "rb");
   if (file == nullptr) {
     int saved = errno;
     ::close(descriptor);
     return error{errc::io_error, 0, path.string() + ": " + std::strerror(saved)};
   }
-  return read_from(std::make_unique<detail::file_source>(file), static_cast<std::uint64_t>(status.st_size), options);
+  return read_from(std::make_unique<detail::file_source>(file), opened.size, options);
 }
 
 result<snapshot> read_snapshot_bytes(std::span<const std::byte> bytes, const read_options& options) {
