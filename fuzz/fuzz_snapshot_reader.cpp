@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target: any byte string must give a snapshot or an error, never a crash.
+// libFuzzer target: any byte string must give a snapshot or an error, never a crash, and the
+// same one with and without the reader's trace-entry shortcut.
 
 #include <rlmem/inspect.hpp>
 #include <rlmem/replay.hpp>
@@ -23,6 +24,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.limits.max_stack_values = std::uint64_t{1} << 14;
   options.limits.max_held_values = std::uint64_t{1} << 16;
   auto read = rlmem::read_snapshot_bytes({copy.get(), size}, options);
+  // Differential: the trace-entry shortcut and the general path must read the same snapshot or
+  // fail the same way. Only the held-value budget may differ at its edge: the general path
+  // also holds each entry's dict and frame list for a moment.
+  options.trace_entry_shortcut = false;
+  auto general = rlmem::read_snapshot_bytes({copy.get(), size}, options);
+  auto at_budget_edge = [](const auto& outcome) {
+    return !outcome.ok() && outcome.failure().code == rlmem::errc::limit_held_values;
+  };
+  if (!at_budget_edge(read) && !at_budget_edge(general)) {
+    if (read.ok() != general.ok()) __builtin_trap();
+    if (read.ok() && !(read.value() == general.value())) __builtin_trap();
+    if (!read.ok() && rlmem::describe(read.failure()) != rlmem::describe(general.failure())) __builtin_trap();
+  }
   if (read.ok()) {
     // Whatever parsed must also survive the analyses and the replay (with and without a cap).
     rlmem::inspection result = rlmem::inspect(read.value());

@@ -21,6 +21,7 @@ struct frame {
   string_id name = 0;
   string_id filename = 0;
   std::int64_t line = 0;
+  friend bool operator==(const frame&, const frame&) = default;
 };
 
 /// What a trace entry records. `unknown` keeps entries from newer torch versions readable.
@@ -50,6 +51,7 @@ struct event_tag {
   string_id compile_context = 0;  ///< "N/A" or "Torch-Compiled Region: 0/0"
   string_id user_metadata = 0;
   string_id action_name = 0;      ///< the raw action string (kept for `unknown`)
+  friend bool operator==(const event_tag&, const event_tag&) = default;
 };
 using event_tag_id = std::uint32_t;  ///< index into snapshot::event_tags; 0 is all zeros
 inline constexpr event_tag_id max_event_tags = event_tag_id{1} << 24;
@@ -62,6 +64,7 @@ struct trace_event {
   stack_id stack = 0;             ///< frames, innermost first
   event_tag_id tag : 24 = 0;      ///< index into snapshot::event_tags
   trace_action action = trace_action::unknown;
+  friend bool operator==(const trace_event&, const trace_event&) = default;
 };
 static_assert(sizeof(trace_event) == 32, "millions of entries: keep them at 32 bytes");
 
@@ -74,6 +77,7 @@ struct block {
   std::uint64_t requested_size = 0;  ///< stale on inactive blocks
   stack_id stack = 0;
   block_state state = block_state::unknown;
+  friend bool operator==(const block&, const block&) = default;
 };
 
 /// One cudaMalloc'd (or expandable) segment at dump time.
@@ -92,6 +96,7 @@ struct segment {
   stack_id stack = 0;
   std::uint32_t first_block = 0;  ///< index into snapshot::blocks
   std::uint32_t block_count = 0;
+  friend bool operator==(const segment&, const segment&) = default;
 };
 
 /// A `record_function` range edge from external_annotations.
@@ -100,6 +105,7 @@ struct annotation {
   std::string name;   ///< "ProfilerStep#3", "Optimizer.step#AdamW.step", ...
   std::int64_t device = 0;
   std::int64_t time_us = 0;
+  friend bool operator==(const annotation&, const annotation&) = default;
 };
 
 /// Small generic data (allocator settings): what a Python literal can hold.
@@ -112,6 +118,7 @@ struct plain_value {
   std::string text;
   std::vector<std::string> keys;    ///< dict keys, parallel to items
   std::vector<plain_value> items;   ///< list items or dict values
+  friend bool operator==(const plain_value&, const plain_value&) = default;
 };
 
 /// The events one device recorded, a range of snapshot::events.
@@ -119,6 +126,7 @@ struct device_trace {
   std::int64_t device = 0;
   std::uint32_t first_event = 0;
   std::uint32_t event_count = 0;
+  friend bool operator==(const device_trace&, const device_trace&) = default;
 };
 
 /// A whole snapshot. Owns every string, frame and stack the records refer to.
@@ -153,6 +161,7 @@ struct snapshot {
   const device_trace* trace_for(std::int64_t device) const;
   /// The allocator setting `key`, or nullptr.
   const plain_value* setting(std::string_view key) const;
+  friend bool operator==(const snapshot&, const snapshot&) = default;
 };
 
 }  // namespace rlmem

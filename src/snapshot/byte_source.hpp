@@ -73,6 +73,8 @@ class input_window {
     return static_cast<std::size_t>(end_ - cursor_) >= count || refill(count);
   }
   const std::byte* cursor() const noexcept { return cursor_; }
+  /// Bytes at cursor() now, without reading more.
+  std::size_t available() const noexcept { return static_cast<std::size_t>(end_ - cursor_); }
   void advance(std::size_t count) noexcept { cursor_ += count; }
   /// Offset of cursor() in the whole decompressed stream.
   std::uint64_t offset() const noexcept { return base_offset_ + static_cast<std::uint64_t>(cursor_ - buffer_.data()); }

@@ -47,6 +47,14 @@ class memo_table {
   }
   void reserve(std::size_t count) { codes_.reserve(count); }
 
+  /// An entry whose value is not known yet (the trace-entry shortcut's records-to-be): it
+  /// reads as an escaped entry, so it must be set with store() or dropped before any lookup.
+  static constexpr std::uint32_t pending = escaped + 1;
+  /// Appends an entry whose code is `pending` or a code_for() other than `escaped`.
+  void append_code(std::uint32_t code) { codes_.push_back(code); }
+  /// Drops the entries from `size` on; none of them may be escaped.
+  void truncate(std::size_t size) { codes_.resize(size); }
+
  private:
   std::vector<std::uint32_t> codes_;
   std::unordered_map<std::size_t, value> escaped_;

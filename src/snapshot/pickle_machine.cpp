@@ -4,6 +4,7 @@
 #include "pickle_machine.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -35,6 +36,11 @@ enum opcode : unsigned char {
 // Pickle integers are little-endian whatever the host.
 template <class T>
 T load_le(const std::byte* at) {
+  if constexpr (std::endian::native == std::endian::little) {
+    T loaded;
+    std::memcpy(&loaded, at, sizeof(T));  // one load, not a loop over bytes
+    return loaded;
+  }
   std::make_unsigned_t<T> raw = 0;
   for (std::size_t i = 0; i < sizeof(T); ++i) {
     raw = static_cast<std::make_unsigned_t<T>>(raw | (std::to_integer<std::make_unsigned_t<T>>(at[i]) << (8 * i)));
@@ -91,8 +97,9 @@ class value_stack {
 class machine {
  public:
   machine(input_window& input, const read_limits& limits, snapshot_builder& builder, error& failure,
-          std::uint64_t size_hint)
-      : in_(input), limits_(limits), builder_(builder), failure_(failure), stack_(limits.max_stack_values, until_poll_) {
+          std::uint64_t size_hint, bool trace_entry_shortcut)
+      : in_(input), limits_(limits), builder_(builder), failure_(failure), stack_(limits.max_stack_values, until_poll_),
+        shortcut_enabled_(trace_entry_shortcut) {
     // Torch's pickles memoize one value per 35 to 55 bytes; reserving avoids regrowth copies.
     // The hint is capped: a sparse file's size is no promise of content.
     std::uint64_t hinted = std::min<std::uint64_t>(size_hint, std::uint64_t{1} << 30) / 24;
@@ -290,7 +297,7 @@ class machine {
   bool extend_top(std::size_t count) {
     if (!need(count + 1)) return false;
     if (!consume_range(stack_.size() - count)) return false;
-    value target = stack_[stack_.size() - count - 1];
+    value& target = stack_[stack_.size() - count - 1];
     if (!builder_.extend(target, {stack_.data() + stack_.size() - count, count}, failure_)) return builder_failed();
     stack_.resize(stack_.size() - count);
     return true;
@@ -305,6 +312,24 @@ class machine {
     return true;
   }
 
+  // Trace entries by a direct path. Torch writes millions of them the same way: EMPTY_DICT, a
+  // memo entry, MARK, keys and scalar values (memo references, small ints, short strings) and
+  // one list of memoized frames, SETITEMS. Reading such an entry straight into its record skips
+  // the value stack, the container slots and a dispatch per opcode. The shortcut reads only
+  // bytes already in the window and commits at the SETITEMS; before that its only effects are
+  // memo entries it appended (dropped again) and strings it interned (the general path interns
+  // the same strings in the same order), so on anything else it declines and the general path
+  // reads the entry from its first byte, to the same result.
+  enum class shortcut { taken, declined, failed };
+  static constexpr std::size_t shortcut_window = 4096;
+  static constexpr std::size_t max_shortcut_values = 32;  // keys and values of one entry
+  static constexpr std::size_t max_shortcut_frames = 1000;  // the pickler's APPENDS batch
+
+  shortcut read_trace_entry();
+  bool shortcut_memo(const std::byte*& at, const std::byte* end, std::uint32_t code, std::size_t& index);
+  bool shortcut_scalar(const std::byte*& at, const std::byte* end, value& out);
+  bool shortcut_frames(const std::byte*& at, const std::byte* end, std::size_t& list_memo);
+
   input_window& in_;
   const read_limits& limits_;
   snapshot_builder& builder_;
@@ -316,7 +341,200 @@ class machine {
   std::unordered_map<std::uint64_t, value> sparse_memo_;
   std::uint64_t opcode_offset_ = 0;
   unsigned char current_ = 0;
+  bool shortcut_enabled_;
+  std::array<value, max_shortcut_values> shortcut_values_;
+  std::vector<value> shortcut_frames_;
 };
+
+// The memo opcode storing the value just read, when one comes next: appends `code` under the
+// general path's rules (the next index, within the limit) and sets `index`; declines what the
+// general path would handle differently (an index out of order, the memo's growth to pay for).
+bool machine::shortcut_memo(const std::byte*& at, const std::byte* end, std::uint32_t code, std::size_t& index) {
+  index = SIZE_MAX;
+  if (at == end) return true;
+  auto op = std::to_integer<unsigned char>(*at);
+  std::uint64_t wanted = 0;
+  std::size_t length = 1;
+  if (op == MEMOIZE) {
+    wanted = memo_.size();
+  } else if (op == BINPUT && end - at >= 2) {
+    wanted = std::to_integer<std::uint64_t>(at[1]);
+    length = 2;
+  } else if (op == LONG_BINPUT && end - at >= 5) {
+    wanted = load_le<std::uint32_t>(at + 1);
+    length = 5;
+  } else {
+    return op != BINPUT && op != LONG_BINPUT;  // no memo opcode: nothing to store
+  }
+  if (wanted != memo_.size() || memo_.size() >= limits_.max_memo_entries || memo_.size() == memo_.capacity() ||
+      code == memo_table::escaped) {
+    return false;
+  }
+  index = memo_.size();
+  memo_.append_code(code);
+  at += length;
+  return true;
+}
+
+// One key or scalar value: a memo reference to a scalar or a record the general path would
+// push as is, a small int, None, a bool, or a string (with its memo entry).
+[[gnu::always_inline]] inline bool machine::shortcut_scalar(const std::byte*& at, const std::byte* end, value& out) {
+  if (at == end) return false;
+  auto left = static_cast<std::size_t>(end - at);
+  switch (std::to_integer<unsigned char>(*at)) {
+    case BINGET:
+    case LONG_BINGET: {
+      std::size_t width = *at == std::byte{BINGET} ? 1 : 4;
+      if (left <= width) return false;
+      std::uint64_t index = width == 1 ? std::to_integer<std::uint64_t>(at[1]) : load_le<std::uint32_t>(at + 1);
+      if (index >= memo_.size()) return false;
+      std::uint32_t code = memo_.code(static_cast<std::size_t>(index));
+      switch (memo_table::kind_of(code)) {
+        case vkind::none: case vkind::boolean: case vkind::integer: case vkind::big_integer: case vkind::real:
+        case vkind::string: case vkind::bytes: case vkind::empty_list: case vkind::frame: case vkind::stack:
+          out = value::make(memo_table::kind_of(code), memo_table::payload_of(code));
+          at += 1 + width;
+          return true;
+        default:
+          return false;  // containers, trace entries, escaped and pending entries
+      }
+    }
+    case BININT1:
+      if (left < 2) return false;
+      out = builder_.make_integer(std::to_integer<std::uint8_t>(at[1]));
+      at += 2;
+      return true;
+    case BININT2:
+      if (left < 3) return false;
+      out = builder_.make_integer(load_le<std::uint16_t>(at + 1));
+      at += 3;
+      return true;
+    case BININT:
+      if (left < 5) return false;
+      out = builder_.make_integer(load_le<std::int32_t>(at + 1));
+      at += 5;
+      return true;
+    case LONG1: {
+      if (left < 2) return false;
+      std::size_t width = std::to_integer<std::size_t>(at[1]);
+      if (width == 0 || width > 8 || left < 2 + width) return false;
+      std::uint64_t raw = 0;
+      for (std::size_t i = 0; i < width; ++i) raw |= std::to_integer<std::uint64_t>(at[2 + i]) << (8 * i);
+      if (width < 8 && (std::to_integer<unsigned>(at[1 + width]) & 0x80) != 0) raw |= ~std::uint64_t{0} << (8 * width);
+      auto number = static_cast<std::int64_t>(raw);
+      if (number < value::inline_min || number > value::inline_max) return false;  // wide ones take a table entry
+      out = builder_.make_integer(number);
+      at += 2 + width;
+      return true;
+    }
+    case NONE: out = value::make(vkind::none, 0); ++at; return true;
+    case NEWTRUE: out = value::make(vkind::boolean, 1); ++at; return true;
+    case NEWFALSE: out = value::make(vkind::boolean, 0); ++at; return true;
+    case SHORT_BINUNICODE:
+    case BINUNICODE: {
+      std::size_t header = *at == std::byte{SHORT_BINUNICODE} ? 2 : 5;
+      if (left < header) return false;
+      std::size_t length = header == 2 ? std::to_integer<std::size_t>(at[1]) : load_le<std::uint32_t>(at + 1);
+      if (length > limits_.max_string_bytes || left - header < length) return false;
+      out = builder_.make_string({reinterpret_cast<const char*>(at + header), length}, false);
+      at += header + length;
+      std::size_t index = 0;
+      return shortcut_memo(at, end, memo_table::code_for(out), index);
+    }
+    default:
+      return false;
+  }
+}
+
+// An entry's frame list: EMPTY_LIST and its memo entry, then MARK, memoized frames and
+// APPENDS, or one frame and APPEND, or nothing (an empty list).
+bool machine::shortcut_frames(const std::byte*& at, const std::byte* end, std::size_t& list_memo) {
+  ++at;  // EMPTY_LIST
+  if (!shortcut_memo(at, end, memo_table::pending, list_memo)) return false;
+  shortcut_frames_.clear();
+  if (at == end) return false;
+  value frame;
+  if (*at == std::byte{MARK}) {
+    ++at;
+    // Runs of LONG_BINGET to frames are most of a snapshot's bytes: read them in line.
+    constexpr std::uint32_t frame_kind = std::uint32_t{static_cast<std::uint8_t>(vkind::frame)} << memo_table::payload_bits;
+    while (end - at >= 5 && *at == std::byte{LONG_BINGET}) {
+      std::uint32_t index = load_le<std::uint32_t>(at + 1);
+      if (index >= memo_.size() || shortcut_frames_.size() == max_shortcut_frames) return false;
+      std::uint32_t code = memo_.code(index);
+      if ((code & ~(memo_table::payload_limit - 1)) != frame_kind) return false;
+      shortcut_frames_.push_back(value::make(vkind::frame, memo_table::payload_of(code)));
+      at += 5;
+    }
+    while (at != end && *at != std::byte{APPENDS}) {
+      if (shortcut_frames_.size() == max_shortcut_frames) return false;
+      if (!shortcut_scalar(at, end, frame) || frame.kind() != vkind::frame) return false;
+      shortcut_frames_.push_back(frame);
+    }
+    if (at == end || shortcut_frames_.empty()) return false;
+    ++at;
+  } else if (*at == std::byte{BINGET} || *at == std::byte{LONG_BINGET}) {
+    if (!shortcut_scalar(at, end, frame) || frame.kind() != vkind::frame) return false;
+    if (at == end || *at != std::byte{APPEND}) return false;
+    ++at;
+    shortcut_frames_.push_back(frame);
+  }
+  return true;
+}
+
+// Called with the cursor right after an EMPTY_DICT.
+machine::shortcut machine::read_trace_entry() {
+  if (!sparse_memo_.empty()) return shortcut::declined;
+  if (in_.available() < shortcut_window && !in_.ensure(shortcut_window) && in_.failure().code != errc::ok) {
+    return shortcut::declined;  // the general path meets the error where it lies
+  }
+  const std::byte* start = in_.cursor();
+  const std::byte* end = start + in_.available();
+  const std::byte* at = start;
+  std::size_t memo_before = memo_.size();
+  auto decline = [&] {
+    memo_.truncate(memo_before);
+    return shortcut::declined;
+  };
+  std::size_t entry_memo = SIZE_MAX;
+  std::size_t list_memo = SIZE_MAX;
+  if (!shortcut_memo(at, end, memo_table::pending, entry_memo)) return decline();
+  if (at == end || *at != std::byte{MARK}) return decline();
+  ++at;
+  std::size_t count = 0;
+  std::size_t frames_at = SIZE_MAX;
+  while (at != end && *at != std::byte{SETITEMS}) {
+    if (count == max_shortcut_values) return decline();
+    if (count % 2 == 1 && *at == std::byte{EMPTY_LIST} && frames_at == SIZE_MAX) {
+      if (!shortcut_frames(at, end, list_memo)) return decline();
+      frames_at = count++;
+      continue;
+    }
+    if (!shortcut_scalar(at, end, shortcut_values_[count])) return decline();
+    ++count;
+  }
+  if (at == end || count % 2 != 0) return decline();
+  std::span<const value> pairs(shortcut_values_.data(), count);
+  if (!builder_.is_trace_entry(pairs)) return decline();
+
+  // Commit: what the general path does at this SETITEMS, when it seals the entry.
+  opcode_offset_ = in_.offset() + static_cast<std::uint64_t>(at - start);
+  ++at;
+  if (frames_at != SIZE_MAX) {
+    value list = shortcut_frames_.empty() ? value::make(vkind::empty_list, 0) : builder_.make_stack(shortcut_frames_);
+    shortcut_values_[frames_at] = list;
+    if (list_memo != SIZE_MAX) memo_.store(list_memo, memo_table::code_for(list), list);
+  }
+  value entry;
+  if (!builder_.make_event(pairs, entry, failure_)) {
+    failure_.offset = opcode_offset_;
+    return shortcut::failed;
+  }
+  if (entry_memo != SIZE_MAX) memo_.store(entry_memo, memo_table::code_for(entry), entry);
+  in_.advance(static_cast<std::size_t>(at - start));
+  stack_.push_back(entry);
+  return shortcut::taken;
+}
 
 bool machine::run(value& root, const std::function<void()>& on_progress) {
   bool protocol_seen = false;
@@ -449,6 +667,11 @@ bool machine::run(value& root, const std::function<void()>& on_progress) {
         if (!memoize_if_next()) return false;
         break;
       case EMPTY_DICT:
+        if (shortcut_enabled_) {
+          shortcut outcome = read_trace_entry();
+          if (outcome == shortcut::failed) return false;
+          if (outcome == shortcut::taken) break;
+        }
         stack_.push_back(builder_.new_container(container_type::dict));
         if (!memoize_if_next()) return false;
         break;
@@ -535,9 +758,10 @@ std::string_view opcode_name(unsigned char code) noexcept {
 }
 
 bool run_pickle(input_window& input, const read_limits& limits, snapshot_builder& builder, value& root,
-                error& failure, const std::function<void()>& on_progress, std::uint64_t size_hint) {
+                error& failure, const std::function<void()>& on_progress, std::uint64_t size_hint,
+                bool trace_entry_shortcut) {
   builder.reserve_for_input(size_hint);
-  machine vm(input, limits, builder, failure, size_hint);
+  machine vm(input, limits, builder, failure, size_hint, trace_entry_shortcut);
   return vm.run(root, on_progress);
 }
 

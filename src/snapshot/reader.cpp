@@ -79,7 +79,10 @@ result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64
   auto on_progress = [&] {
     if (options.progress) options.progress(source->raw_consumed(), raw_size);
   };
-  if (!detail::run_pickle(window, options.limits, builder, root, failure, on_progress, size_hint)) return failure;
+  if (!detail::run_pickle(window, options.limits, builder, root, failure, on_progress, size_hint,
+                         options.trace_entry_shortcut)) {
+    return failure;
+  }
   snapshot made;
   if (!builder.finish(root, made, failure)) {
     failure.offset = window.offset();

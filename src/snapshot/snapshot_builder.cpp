@@ -270,7 +270,13 @@ std::uint32_t snapshot_builder::memo_code(value item, std::uint64_t index) {
   return code;
 }
 
-bool snapshot_builder::extend(value target, std::span<const value> items, error& failure) {
+bool snapshot_builder::is_trace_entry(std::span<const value> pairs) const { return (key_mask(pairs) & bit(s_action)) != 0; }
+
+bool snapshot_builder::extend(value& target, std::span<const value> items, error& failure) {
+  if (target.kind() == vkind::event) {
+    failure = {errc::container_reused, 0, "a trace entry changed after it was read"};
+    return false;
+  }
   if (target.kind() != vkind::object) {
     failure = {errc::type_mismatch, 0, std::string("cannot add items to ") + kind_name(target.kind())};
     return false;
@@ -289,6 +295,7 @@ bool snapshot_builder::extend(value target, std::span<const value> items, error&
     failure = budget_failure_;
     return false;
   }
+  if (into->type == container_type::dict && is_trace_entry(items)) return consume_object(target, failure);
   return true;
 }
 
@@ -303,6 +310,10 @@ bool snapshot_builder::seal(std::uint32_t slot, value& sealed, error& failure) {
     ok = seal_dict(sealing, converted, failure);
   }
   if (!ok) return false;
+  if (converted.kind() == vkind::event && sealing.copies > 1) {
+    failure = {errc::container_reused, 0, "a trace entry referenced twice"};
+    return false;
+  }
   if (converted.kind() != vkind::object) {
     std::uint64_t memo_index = sealing.memo_index;
     if (memo_ != nullptr && memo_index < memo_->size() && memo_->code(memo_index) == memo_table::code_for(sealed)) {
@@ -333,7 +344,7 @@ bool snapshot_builder::seal_dict(container& dict, value& sealed, error& failure)
     return false;
   }
   std::uint64_t mask = key_mask(dict.items);
-  if (mask & bit(s_action)) return make_event(dict.items, sealed, failure);
+  if (is_trace_entry(dict.items)) return make_event(dict.items, sealed, failure);
   if ((mask & (bit(s_name) | bit(s_filename) | bit(s_line))) == (bit(s_name) | bit(s_filename) | bit(s_line))) {
     return make_frame(dict.items, sealed, failure);
   }
@@ -643,7 +654,7 @@ std::uint32_t snapshot_builder::intern_stream(std::uint64_t raw_stream) {
 
 bool snapshot_builder::intern_event_tag(const event_tag& tag, event_tag_id& id, error& failure) {
   cached_tag& cached = recent_tags_[event_tag_hash{}(tag) % recent_tags_.size()];
-  if (event_tag_equal{}(tag, cached.tag)) {
+  if (tag == cached.tag) {
     id = cached.id;
     return true;
   }

@@ -44,7 +44,11 @@ class snapshot_builder {
     return item.kind() != vkind::object || consume_object(item, failure);
   }
   /// Appends already consumed items to the open container `target`. Dicts take key/value pairs.
-  bool extend(value target, std::span<const value> items, error& failure);
+  /// A dict given an 'action' key is a trace entry and is sealed at once (`target` becomes the
+  /// record): torch writes each entry with one SETITEMS, so for its files this only moves the
+  /// sealing earlier, while the entry is still in cache rather than 1000 entries later at the
+  /// trace list's APPENDS. An entry changed or referenced again afterwards is refused.
+  bool extend(value& target, std::span<const value> items, error& failure);
   /// A sealed tuple, list, dict or frozenset made of already consumed items.
   value make_filled(container_type type, std::span<const value> items);
 
@@ -85,6 +89,14 @@ class snapshot_builder {
     return held_units_ <= allowance_ || recheck_budget(what);
   }
 
+  /// True when key/value `pairs` make a trace entry (they hold the key 'action').
+  bool is_trace_entry(std::span<const value> pairs) const;
+  /// The record of a trace entry from its key/value pairs (already consumed values), as if a
+  /// dict of them had been sealed: for readers that skip the dict (the trace-entry shortcut).
+  bool make_event(std::span<const value> pairs, value& sealed, error& failure);
+  /// The record of a non-empty list holding only frames, as if it had been sealed.
+  value make_stack(std::span<const value> frames) { return value::make(vkind::stack, intern_stack(frames)); }
+
   /// Builds the snapshot from the consumed root value.
   bool finish(value root, snapshot& out, error& failure);
 
@@ -101,11 +113,6 @@ class snapshot_builder {
   struct frame_key_hash {
     std::size_t operator()(const frame& f) const noexcept;
   };
-  struct frame_key_equal {
-    bool operator()(const frame& a, const frame& b) const noexcept {
-      return a.name == b.name && a.filename == b.filename && a.line == b.line;
-    }
-  };
 
   bool recheck_budget(std::string_view what);
   bool consume_object(value& item, error& failure);
@@ -119,7 +126,6 @@ class snapshot_builder {
   bool seal(std::uint32_t slot, value& sealed, error& failure);  // `sealed` holds the object on entry
   bool seal_list(container& list, value& sealed);
   bool seal_dict(container& dict, value& sealed, error& failure);
-  bool make_event(std::span<const value> pairs, value& sealed, error& failure);
   bool make_frame(std::span<const value> pairs, value& sealed, error& failure);
   bool make_block(std::span<const value> pairs, value& sealed, error& failure);
   bool make_segment(std::span<const value> pairs, value& sealed, error& failure);
@@ -164,7 +170,7 @@ class snapshot_builder {
   std::vector<std::uint32_t> free_slots_;
 
   std::vector<frame> frames_;
-  std::unordered_map<frame, frame_id, frame_key_hash, frame_key_equal> frame_ids_;
+  std::unordered_map<frame, frame_id, frame_key_hash> frame_ids_;
   std::vector<frame_id> stack_frames_;
   std::vector<std::uint32_t> stack_offsets_;
   std::unordered_map<std::uint64_t, stack_id> stack_by_hash_;  // head of a collision chain
@@ -179,14 +185,8 @@ class snapshot_builder {
   struct event_tag_hash {
     std::size_t operator()(const event_tag& tag) const noexcept;
   };
-  struct event_tag_equal {
-    bool operator()(const event_tag& a, const event_tag& b) const noexcept {
-      return a.stream == b.stream && a.compile_context == b.compile_context && a.user_metadata == b.user_metadata &&
-             a.action_name == b.action_name;
-    }
-  };
   std::vector<event_tag> event_tags_;
-  std::unordered_map<event_tag, event_tag_id, event_tag_hash, event_tag_equal> event_tag_ids_;
+  std::unordered_map<event_tag, event_tag_id, event_tag_hash> event_tag_ids_;
   // A direct-mapped cache in front of event_tag_ids_: a trace holds a handful of tags (one per
   // action name, mostly), and a hash map lookup per entry costs more than the rest of its tag.
   struct cached_tag {

@@ -253,16 +253,33 @@ TEST(hostile_expansion, allocator_settings_as_a_shared_dict_dag_hits_the_held_va
   EXPECT_TRUE(names(failure, "allocator_settings")) << describe(failure);
 }
 
+TEST(bad_input, a_trace_entry_is_sealed_at_its_setitems) {
+  // The same entry pushed twice through its memo entry before its keys arrive.
+  pickle_writer twice;
+  twice.op("}(").text("device_traces").op("](](}");
+  std::uint32_t entry = twice.memoize();
+  twice.get(entry).op("(").text("action").text("alloc").op("ueeu");
+  error listed_twice = read_error(twice.done());
+  EXPECT_EQ(listed_twice.code, errc::container_reused) << describe(listed_twice);
+  // An entry given more keys after its SETITEMS (torch writes each entry with one).
+  pickle_writer changed;
+  changed.op("}(").text("device_traces").op("](](}(").text("action").text("alloc").op("u(").text("size");
+  error changed_later = read_error(changed.integer(512).op("ueeu").done());
+  EXPECT_EQ(changed_later.code, errc::container_reused) << describe(changed_later);
+  EXPECT_TRUE(names(changed_later, "changed after it was read")) << describe(changed_later);
+}
+
 TEST(hostile_expansion, one_trace_list_repeated_per_device_is_paid_for_before_it_is_walked) {
-  // One event referenced 10^4 times in one list, that list referenced 10^4 times: 10^8 entries.
+  // 2,000 entries in one list, that list referenced 50,000 times: 10^8 entries from 350 KB.
   pickle_writer p;
   p.op("}(").text("segments").op("]").text("device_traces").op("](]");
   std::uint32_t trace = p.memoize();
-  p.op("(}(").text("action").text("alloc").text("addr").integer(4096).text("size").integer(512).op("u");
-  std::uint32_t event = p.memoize();
-  for (int i = 1; i < 10000; ++i) p.get(event);
+  p.op("(");
+  for (int i = 0; i < 2000; ++i) {
+    p.op("}(").text("action").text("alloc").text("addr").integer(4096 * (i + 1)).text("size").integer(512).op("u");
+  }
   p.op("e");
-  for (int i = 1; i < 10000; ++i) p.get(trace);
+  for (int i = 1; i < 50000; ++i) p.get(trace);
   error failure = read_error(p.op("eu").done());
   EXPECT_EQ(failure.code, errc::limit_held_values) << describe(failure);
   EXPECT_TRUE(names(failure, "repeated device traces")) << describe(failure);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <filesystem>
 #include <string>
 
 namespace rlmem {
@@ -168,5 +169,51 @@ TEST_P(protocols, every_protocol_gives_the_same_snapshot) {
 }
 
 INSTANTIATE_TEST_SUITE_P(pickle, protocols, ::testing::Values(2, 3, 5));
+
+namespace {
+
+// The first part where two snapshots differ, or "" when they are equal.
+std::string first_difference(const snapshot& a, const snapshot& b) {
+  auto compare = [](const auto& left, const auto& right, const char* what) -> std::string {
+    if (left.size() != right.size()) {
+      return std::string(what) + ": " + std::to_string(left.size()) + " vs " + std::to_string(right.size()) + " entries";
+    }
+    for (std::size_t i = 0; i < left.size(); ++i) {
+      if (!(left[i] == right[i])) return std::string(what) + " " + std::to_string(i) + " differs";
+    }
+    return {};
+  };
+  for (std::string found : {compare(a.events, b.events, "event"), compare(a.strings, b.strings, "string"),
+                            compare(a.frames, b.frames, "frame"), compare(a.stack_frames, b.stack_frames, "stack frame"),
+                            compare(a.stack_offsets, b.stack_offsets, "stack offset"),
+                            compare(a.event_tags, b.event_tags, "event tag"), compare(a.streams, b.streams, "stream"),
+                            compare(a.segments, b.segments, "segment"), compare(a.blocks, b.blocks, "block"),
+                            compare(a.device_traces, b.device_traces, "device trace"),
+                            compare(a.annotations, b.annotations, "annotation")}) {
+    if (!found.empty()) return found;
+  }
+  return a == b ? std::string() : std::string("settings or format flag differ");
+}
+
+}  // namespace
+
+TEST(reader, the_trace_entry_shortcut_reads_every_bundled_snapshot_as_the_general_path_does) {
+  read_options general;
+  general.trace_entry_shortcut = false;
+  int compared = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(testing::testdata("snapshots"))) {
+    if (entry.path().filename().string().find(".pickle") == std::string::npos) continue;
+    auto fast = read_snapshot_file(entry.path());
+    auto slow = read_snapshot_file(entry.path(), general);
+    ASSERT_EQ(fast.ok(), slow.ok()) << entry.path();
+    if (!fast.ok()) {
+      EXPECT_EQ(describe(fast.failure()), describe(slow.failure())) << entry.path();
+      continue;
+    }
+    EXPECT_EQ(first_difference(fast.value(), slow.value()), "") << entry.path();
+    ++compared;
+  }
+  EXPECT_GE(compared, 10) << "expected the bundled snapshots in testdata/snapshots";
+}
 
 }  // namespace rlmem
