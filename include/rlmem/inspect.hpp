@@ -82,7 +82,7 @@ struct inspect_options {
   /// OOM events given full forensics: the first half and the last half of this many; the others
   /// are counted (events_by_action) and noted. Each costs a walk of the live blocks.
   std::size_t max_oom_reports = 64;
-  /// Leaking sites reported, fastest growth first; each carries its whole step series.
+  /// Leaks (causes) reported, fastest growth first; each carries its whole step series.
   std::size_t max_leaks = 64;
 };
 
@@ -94,15 +94,46 @@ struct step_end {
   std::int64_t reserved_bytes = 0;
 };
 
-/// A site whose live bytes keep growing from step to step.
+/// One line of a leak: an allocation site that grew at every step end of its leak's run.
+struct leak_line {
+  allocation_site site;                 ///< "transformers/cache_utils.py:146 update"
+  std::int64_t line = 0;                ///< the line of the frame the site is named after, 0 when none
+  std::int64_t bytes_per_step = 0;      ///< this line's mean growth per step
+  std::int64_t live_bytes_at_end = 0;   ///< at the last step end
+  std::uint64_t live_count_at_end = 0;
+};
+
+/// One cause of a leak. Growing sites are one cause when they grew over the same step ends and
+/// are lines of one function under the same callers: their stacks name the same function (file
+/// and name) and every frame outward of it is the same (file, line, name). Keys and values of a
+/// KV cache written by two lines of `update`, or softmax and log_softmax of one entropy function,
+/// are one leak. The figures are the lines' sums.
 struct leak {
-  allocation_site site;
-  std::int64_t bytes_per_step = 0;      ///< mean growth per step once growing
+  allocation_site site;                 ///< "transformers/cache_utils.py:146,147 update": the lines it covers;
+                                        ///< the stack of its fastest-growing line
+  std::int64_t bytes_per_step = 0;      ///< mean growth per step once growing, over every line
   std::uint64_t steps = 0;              ///< steps over which it grew
   std::uint64_t first_step = 0;         ///< 1-based step in which it first grew
   std::int64_t live_bytes_at_end = 0;   ///< at the last step end
   std::uint64_t live_count_at_end = 0;
   std::vector<std::int64_t> bytes_at_step_end;  ///< trace start, then each step end
+  std::vector<leak_line> lines;         ///< by line number
+};
+
+/// The growth of allocated memory at step ends after step 1, and how much of it the named leaks
+/// explain. Step 1 is left out as the leak rule leaves it out: optimizer state fills once there.
+struct leak_summary {
+  bool measured = false;                        ///< 3 or more step ends were found
+  std::uint64_t from_step = 0;                  ///< step 1
+  std::uint64_t to_step = 0;                    ///< the last step
+  std::int64_t allocated_from_bytes = 0;        ///< allocated at the end of from_step
+  std::int64_t allocated_to_bytes = 0;          ///< and of to_step
+  std::int64_t growth_per_step_bytes = 0;       ///< (to - from) / (to_step - from_step), toward 0
+  std::uint64_t step_ends_grown = 0;            ///< step ends after from_step holding more than the one before
+  std::int64_t explained_per_step_bytes = 0;    ///< the named leaks' growth over the same step ends
+  /// No leak is named, yet allocated memory at step ends grew from step 1 to the last and at
+  /// more than half of the step ends between.
+  bool growth_without_named_leak = false;
 };
 
 /// What the leak rule says of one series of step-end figures.
@@ -214,7 +245,8 @@ struct inspection {
 
   std::string step_method;                 ///< how steps were found, "" when none were
   std::vector<step_end> steps;
-  std::vector<leak> leaks;                 ///< largest bytes_per_step first
+  std::vector<leak> leaks;                 ///< one per cause, largest bytes_per_step first
+  leak_summary summary_of_leaks;           ///< step-end growth and the share the leaks explain
   std::vector<oom_report> ooms;
   fragmentation_report fragmentation;
   category_bytes categories_at_peak{};

@@ -129,8 +129,11 @@ def inspect(
         report = rlmem.inspect("snapshot.pickle")
         report["summary"]["peak_allocated_bytes"]      # the peak, bytes
         report["peak"]["by_site"][0]["site"]           # what held most at the peak
-        for leak in report["leaks"]:                   # sites that grow every step
+        for leak in report["leaks"]:                   # one per cause, fastest first
             print(leak["site"], leak["bytes_per_step"], leak["first_step"])
+            for line in leak["lines"]:                 # the lines of one function it covers
+                print("  ", line["site"], line["bytes_per_step"])
+        report["leak_summary"]["explained_fraction"]   # share of the step-end growth they explain
         for oom in report["oom"]:                      # one verdict per OOM event
             print(oom["verdict"], oom["requested_bytes"], oom["advice"])
 

@@ -595,7 +595,7 @@ class StepMonitor:
                 site += f" <- {top['user_frame']}"
             self.leak_site, self.leak_snapshot = site, path
             alert.site = site
-            others = f"; {len(leaks) - 1} more growing site{'s' if len(leaks) > 2 else ''} in it" if len(leaks) > 1 else ""
+            others = f"; {len(leaks) - 1} more leak{'s' if len(leaks) > 2 else ''} in it" if len(leaks) > 1 else ""
             found = (report.get("steps") or {}).get("count", 0)
             alert.message = (f"leak: {format_signed_bytes(recording.bytes_per_step)}/step since step"
                              f" {recording.since_step} comes from {site}: in a recording of the next"

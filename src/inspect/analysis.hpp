@@ -41,12 +41,18 @@ struct site_series {
   std::vector<std::int64_t> bytes;
   std::vector<std::uint64_t> counts;
 };
-/// Sites whose live bytes keep growing from step to step (leak_trend_of over their step ends),
-/// largest growth first, at most `max_leaks`. `step_ends` counts the step ends with the trace
-/// start; `growing` gets how many sites grow before the cut.
-/// O(changes + max_leaks x step_ends): only a series' last run of consecutive changes can grow.
-std::vector<leak> detect_leaks(const std::vector<site_series>& series, std::size_t step_ends, std::size_t max_leaks,
-                               std::size_t& growing);
+/// Leaks, one per cause (see `leak`), largest growth first, at most `max_leaks`: the sites whose
+/// live bytes keep growing from step to step (leak_trend_of over their step ends), grouped by
+/// their representative stacks' frames. `step_ends` counts the step ends with the trace start;
+/// `growing` gets how many causes grow before the cut.
+/// O(changes + growing sites x stack depth x log + max_leaks x step_ends + lines): only a
+/// series' last run of consecutive changes can grow.
+std::vector<leak> detect_leaks(frame_index& frames, const std::vector<site_series>& series, std::size_t step_ends,
+                               std::size_t max_leaks, std::size_t& growing);
+
+/// The step-end growth of allocated memory from step 1 to the last, and the part of it the
+/// named leaks explain (their live bytes over the same step ends). O(steps + leaks).
+leak_summary summarize_leaks(std::span<const step_end> steps, const std::vector<leak>& leaks);
 
 /// Categories of stacks under a table of rules. Each distinct frame's text is matched against
 /// the rules once (O(rules x text) per frame), then a stack costs O(its frames).

@@ -124,11 +124,21 @@ const frame_index::native_role& frame_index::native(frame_id id) {
 }
 
 std::string frame_index::label(frame_id id) {
-  const frame& f = snap_.frames[id];
+  std::int64_t line = snap_.frames[id].line;
+  return label_of_lines(id, line > 0 ? std::span<const std::int64_t>(&line, 1) : std::span<const std::int64_t>{});
+}
+
+std::string frame_index::label_of_lines(frame_id id, std::span<const std::int64_t> lines) {
   if (!is_python(id)) return elide_middle(name(id));  // C++: the signature says it all
   // Each part is cut before joining, so a label never copies more than its bound of a frame.
   std::string label = elide_middle(short_path(filename(id)));
-  if (f.line > 0) label += ":" + std::to_string(f.line);
+  char separator = ':';
+  for (std::int64_t line : lines) {
+    label += separator;
+    label += std::to_string(line);
+    separator = ',';
+    if (label.size() > max_label_bytes) break;  // the rest would be elided anyway
+  }
   label += " ";
   label += elide_middle(name(id));
   return elide_middle(label);

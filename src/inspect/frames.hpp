@@ -10,13 +10,12 @@
 #include <rlmem/snapshot.hpp>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace rlmem::detail {
-
-
 
 class frame_index {
  public:
@@ -42,6 +41,10 @@ class frame_index {
   /// max_label_bytes.
   std::string label(frame_id id);
 
+  /// label() of a frame as if it stood on each of `lines`: "transformers/cache_utils.py:146,147
+  /// update", at most max_label_bytes.
+  std::string label_of_lines(frame_id id, std::span<const std::int64_t> lines);
+
   /// What a C++ frame says of the operator that allocated.
   struct native_role {
     bool known = false;
@@ -65,6 +68,16 @@ class frame_index {
   std::vector<std::uint8_t> facts_;  // by frame id
   std::vector<native_role> native_;  // by frame id, filled on first use
 };
+
+/// Positions in a stack (innermost first) of the frame a site is named after and of the nearest
+/// frame of the user's own code; `none` where there is no such frame (a stack of C++ frames only
+/// is named by its operator, not by a frame).
+struct site_frames {
+  static constexpr std::size_t none = SIZE_MAX;
+  std::size_t site = none;
+  std::size_t user = none;
+};
+site_frames locate_site_frames(frame_index& frames, std::span<const frame_id> stack);
 
 /// resolve_site() over a shared frame_index.
 allocation_site resolve_site(frame_index& frames, stack_id stack);

@@ -464,11 +464,9 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     series[id].site.stack = id < at_last_step_end.size() && at_last_step_end[id].count > 0 ? at_last_step_end[id].largest_stack
                                                                                           : sites.representative_stack(id);
   }
-  std::size_t growing_sites = 0;
-  result.leaks = detail::detect_leaks(series, sites.step_ends(), options.max_leaks, growing_sites);
-  for (leak& found : result.leaks) {
-    if (found.site.stack != 0) found.site.user_frame = detail::resolve_site(stacks.frames(), found.site.stack).user_frame;
-  }
+  std::size_t leaks_found = 0;
+  result.leaks = detail::detect_leaks(stacks.frames(), series, sites.step_ends(), options.max_leaks, leaks_found);
+  result.summary_of_leaks = detail::summarize_leaks(result.steps, result.leaks);
 
   if (!steps.problem.empty()) result.notes.push_back(steps.problem);
   if (result.steps.size() < 3 && !events.empty()) {
@@ -477,8 +475,8 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
                                  "--step-marker REGEX naming a frame that allocates at the start of each step"
                                : "only " + human_count(result.steps.size(), "step") + " found: leaks need 3 or more to be told from one-time growth");
   }
-  if (growing_sites > result.leaks.size()) {
-    result.notes.push_back(human_count(growing_sites, "site") + " grow like leaks: the " + format_count(result.leaks.size()) +
+  if (leaks_found > result.leaks.size()) {
+    result.notes.push_back(human_count(leaks_found, "leak") + " found: the " + format_count(result.leaks.size()) +
                            " growing fastest are listed");
   }
   if (oom_count > result.ooms.size()) {

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Leaks: sites whose live memory keeps growing from one step end to the next.
+// Leaks: sites whose live memory keeps growing from one step end to the next, one entry per
+// cause, and how much of the step-end growth of allocated memory they explain.
 
 #include "analysis.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <string_view>
 
 namespace rlmem {
 
@@ -42,13 +45,103 @@ leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const st
 
 namespace detail {
 
-std::vector<leak> detect_leaks(const std::vector<site_series>& series, std::size_t step_ends, std::size_t max_leaks,
-                               std::size_t& growing) {
-  struct candidate {
-    const site_series* one;
-    leak_trend trend;
-  };
-  std::vector<candidate> found;
+namespace {
+
+std::int64_t clamped_sum(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
+std::int64_t clamped_difference(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t difference = 0;
+  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
+  return b < 0 ? INT64_MAX : INT64_MIN;
+}
+
+// A site the leak rule flags, and the frame it is named after.
+struct growing_site {
+  const site_series* series = nullptr;
+  leak_trend trend;
+  std::span<const frame_id> stack;      // its representative stack, innermost first
+  site_frames positions;
+  std::int64_t line = 0;
+};
+
+// What two growing sites share when they are one cause (see `leak`): the steps over which they
+// grew, the function they were made in, and every frame outward of it. Empty when the site
+// stands alone: no stack, or a stack of C++ frames only. Strings are interned by the reader, so
+// ids compare as text does.
+std::vector<std::int64_t> cause_key(const snapshot& snap, const growing_site& site) {
+  std::vector<std::int64_t> key;
+  if (site.positions.site == site_frames::none) return key;
+  const frame& made_in = snap.frames[site.stack[site.positions.site]];
+  key = {static_cast<std::int64_t>(site.trend.first_step), static_cast<std::int64_t>(site.trend.steps), made_in.filename,
+         made_in.name};
+  for (frame_id id : site.stack.subspan(site.positions.site + 1)) {
+    const frame& outer = snap.frames[id];
+    key.insert(key.end(), {outer.filename, outer.name, outer.line});
+  }
+  return key;
+}
+
+// A site's live bytes at every step end, from its sparse changes: O(step ends).
+std::vector<std::int64_t> dense_bytes(const site_series& one, std::size_t step_ends) {
+  std::vector<std::int64_t> dense(step_ends, 0);
+  for (std::size_t change = 0; change < one.steps.size(); ++change) {
+    std::size_t until = change + 1 < one.steps.size() ? one.steps[change + 1] : step_ends;
+    std::fill(dense.begin() + one.steps[change], dense.begin() + static_cast<std::ptrdiff_t>(until), one.bytes[change]);
+  }
+  return dense;
+}
+
+// One cause from its lines (a group of growing sites with one key), its figures the lines' sums.
+leak leak_of(frame_index& frames, std::vector<const growing_site*> group, std::size_t step_ends) {
+  std::sort(group.begin(), group.end(), [](const growing_site* a, const growing_site* b) {
+    return a->line != b->line ? a->line < b->line : a->series->site.label < b->series->site.label;
+  });
+  const growing_site* fastest = group.front();
+  leak made;
+  made.first_step = fastest->trend.first_step;
+  made.steps = fastest->trend.steps;
+  made.bytes_at_step_end.assign(step_ends, 0);
+  std::vector<std::int64_t> lines;
+  for (const growing_site* grower : group) {
+    const site_series& one = *grower->series;
+    if (grower->trend.bytes_per_step > fastest->trend.bytes_per_step) fastest = grower;
+    leak_line line;
+    line.site = one.site;
+    if (one.site.stack != 0) line.site.user_frame = resolve_site(frames, one.site.stack).user_frame;
+    line.line = grower->line;
+    line.bytes_per_step = grower->trend.bytes_per_step;
+    line.live_bytes_at_end = one.bytes.back();
+    line.live_count_at_end = one.counts.back();
+    made.bytes_per_step = clamped_sum(made.bytes_per_step, line.bytes_per_step);
+    made.live_bytes_at_end = clamped_sum(made.live_bytes_at_end, line.live_bytes_at_end);
+    made.live_count_at_end += line.live_count_at_end;
+    std::vector<std::int64_t> dense = dense_bytes(one, step_ends);
+    for (std::size_t step = 0; step < step_ends; ++step) made.bytes_at_step_end[step] = clamped_sum(made.bytes_at_step_end[step], dense[step]);
+    lines.push_back(grower->line);
+    made.lines.push_back(std::move(line));
+  }
+  const leak_line& fastest_line = made.lines[static_cast<std::size_t>(
+      std::find(group.begin(), group.end(), fastest) - group.begin())];
+  made.site = fastest_line.site;
+  if (group.size() > 1) {
+    frame_id made_in = fastest->stack[fastest->positions.site];
+    made.site.label = frames.label_of_lines(made_in, lines);
+    // Where the lines are the user's own code, the user frame is the function, not one line.
+    if (fastest->positions.user == fastest->positions.site) made.site.user_frame = made.site.label;
+  }
+  return made;
+}
+
+}  // namespace
+
+std::vector<leak> detect_leaks(frame_index& frames, const std::vector<site_series>& series, std::size_t step_ends,
+                               std::size_t max_leaks, std::size_t& growing) {
+  const snapshot& snap = frames.snap();
+  std::vector<growing_site> found;
   std::vector<std::int64_t> bytes;
   std::vector<std::uint64_t> counts;
   for (const site_series& one : series) {
@@ -71,35 +164,78 @@ std::vector<leak> detect_leaks(const std::vector<site_series>& series, std::size
     leak_trend trend = leak_trend_of(bytes, counts);
     if (!trend.leaking) continue;
     trend.first_step += offset;
-    found.push_back({&one, trend});
-  }
-  growing = found.size();
-  auto faster = [](const candidate& a, const candidate& b) {
-    return a.trend.bytes_per_step != b.trend.bytes_per_step ? a.trend.bytes_per_step > b.trend.bytes_per_step
-                                                            : a.one->site.label < b.one->site.label;
-  };
-  std::size_t kept = std::min(max_leaks, found.size());
-  std::partial_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(kept), found.end(), faster);
-  found.resize(kept);
-  std::vector<leak> leaks;
-  for (const candidate& chosen : found) {
-    const site_series& one = *chosen.one;
-    leak made;
-    made.site = one.site;
-    made.first_step = chosen.trend.first_step;
-    made.steps = chosen.trend.steps;
-    made.bytes_per_step = chosen.trend.bytes_per_step;
-    made.live_bytes_at_end = one.bytes.back();
-    made.live_count_at_end = one.counts.back();
-    made.bytes_at_step_end.assign(step_ends, 0);
-    for (std::size_t change = 0; change < one.steps.size(); ++change) {
-      std::size_t until = change + 1 < one.steps.size() ? one.steps[change + 1] : step_ends;
-      std::fill(made.bytes_at_step_end.begin() + one.steps[change], made.bytes_at_step_end.begin() + static_cast<std::ptrdiff_t>(until),
-                one.bytes[change]);
+    growing_site grower{&one, trend, {}, {}, 0};
+    if (one.site.stack != 0) {
+      grower.stack = snap.stack(one.site.stack);
+      grower.positions = locate_site_frames(frames, grower.stack);
+      if (grower.positions.site != site_frames::none) grower.line = snap.frames[grower.stack[grower.positions.site]].line;
     }
-    leaks.push_back(std::move(made));
+    found.push_back(grower);
   }
+
+  // Group by cause: O(growing sites x their stack depth x log).
+  std::vector<std::vector<const growing_site*>> causes;
+  std::map<std::vector<std::int64_t>, std::size_t> cause_by_key;
+  for (const growing_site& grower : found) {
+    std::vector<std::int64_t> key = cause_key(snap, grower);
+    if (key.empty()) {
+      causes.push_back({&grower});
+      continue;
+    }
+    auto [at, added] = cause_by_key.try_emplace(std::move(key), causes.size());
+    if (added) causes.emplace_back();
+    causes[at->second].push_back(&grower);
+  }
+  growing = causes.size();
+
+  struct ranked {
+    std::int64_t bytes_per_step = 0;
+    std::string_view label;  // the first of its lines' labels, to break ties
+    std::size_t cause = 0;
+  };
+  std::vector<ranked> order;
+  for (std::size_t cause = 0; cause < causes.size(); ++cause) {
+    ranked one{0, causes[cause].front()->series->site.label, cause};
+    for (const growing_site* grower : causes[cause]) {
+      one.bytes_per_step = clamped_sum(one.bytes_per_step, grower->trend.bytes_per_step);
+      one.label = std::min(one.label, std::string_view(grower->series->site.label));
+    }
+    order.push_back(one);
+  }
+  auto faster = [](const ranked& a, const ranked& b) {
+    return a.bytes_per_step != b.bytes_per_step ? a.bytes_per_step > b.bytes_per_step : a.label < b.label;
+  };
+  std::size_t kept = std::min(max_leaks, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kept), order.end(), faster);
+  std::vector<leak> leaks;
+  for (std::size_t i = 0; i < kept; ++i) leaks.push_back(leak_of(frames, causes[order[i].cause], step_ends));
   return leaks;
+}
+
+leak_summary summarize_leaks(std::span<const step_end> steps, const std::vector<leak>& leaks) {
+  leak_summary summary;
+  if (steps.size() < 3) return summary;
+  summary.measured = true;
+  summary.from_step = 1;
+  summary.to_step = steps.size();
+  summary.allocated_from_bytes = steps.front().allocated_bytes;
+  summary.allocated_to_bytes = steps.back().allocated_bytes;
+  auto steps_compared = static_cast<std::int64_t>(summary.to_step - summary.from_step);
+  summary.growth_per_step_bytes = clamped_difference(summary.allocated_to_bytes, summary.allocated_from_bytes) / steps_compared;
+  for (std::size_t k = 1; k < steps.size(); ++k) {
+    if (steps[k].allocated_bytes > steps[k - 1].allocated_bytes) ++summary.step_ends_grown;
+  }
+  // bytes_at_step_end[k] is step end k (index 0 is the trace start).
+  std::int64_t explained = 0;
+  for (const leak& found : leaks) {
+    const std::vector<std::int64_t>& held = found.bytes_at_step_end;
+    if (held.size() <= summary.to_step) continue;
+    explained = clamped_sum(explained, clamped_difference(held[summary.to_step], held[summary.from_step]));
+  }
+  summary.explained_per_step_bytes = explained / steps_compared;
+  summary.growth_without_named_leak = leaks.empty() && summary.growth_per_step_bytes > 0 &&
+                                      2 * summary.step_ends_grown > summary.to_step - summary.from_step;
+  return summary;
 }
 
 }  // namespace detail

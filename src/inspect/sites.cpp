@@ -42,6 +42,23 @@ std::string native_site_label(frame_index& frames, std::span<const frame_id> sta
 
 }  // namespace
 
+site_frames locate_site_frames(frame_index& frames, std::span<const frame_id> stack) {
+  site_frames found;
+  std::size_t first_python = site_frames::none;
+  for (std::size_t i = 0; i < stack.size(); ++i) {
+    frame_id id = stack[i];
+    if (!frames.is_python(id)) continue;
+    if (first_python == site_frames::none) first_python = i;
+    if (found.site == site_frames::none && !frames.is_torch_internal(id) && !frames.is_plumbing(id)) found.site = i;
+    if (!frames.is_library(id) && !frames.filename(id).starts_with("<")) {
+      found.user = i;
+      break;
+    }
+  }
+  if (found.site == site_frames::none) found.site = first_python;
+  return found;
+}
+
 allocation_site resolve_site(frame_index& frames, stack_id stack) {
   allocation_site site;
   site.stack = stack;
@@ -50,19 +67,9 @@ allocation_site resolve_site(frame_index& frames, stack_id stack) {
     site.label = "<no stack recorded>";
     return site;
   }
-  const frame_id* chosen = nullptr;
-  const frame_id* first_python = nullptr;
-  for (const frame_id& id : stack_frames) {
-    if (!frames.is_python(id)) continue;
-    if (first_python == nullptr) first_python = &id;
-    if (chosen == nullptr && !frames.is_torch_internal(id) && !frames.is_plumbing(id)) chosen = &id;
-    if (!frames.is_library(id) && !frames.filename(id).starts_with("<")) {
-      site.user_frame = frames.label(id);
-      break;
-    }
-  }
-  if (chosen == nullptr) chosen = first_python;
-  site.label = chosen != nullptr ? frames.label(*chosen) : native_site_label(frames, stack_frames);
+  site_frames found = locate_site_frames(frames, stack_frames);
+  if (found.user != site_frames::none) site.user_frame = frames.label(stack_frames[found.user]);
+  site.label = found.site != site_frames::none ? frames.label(stack_frames[found.site]) : native_site_label(frames, stack_frames);
   return site;
 }
 

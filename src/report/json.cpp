@@ -59,7 +59,7 @@ std::string render_inspection_json(const snapshot& snap, const inspection& resul
                                    std::size_t max_timeline_points) {
   const timeline& line = result.memory;
   json out;
-  out["schema_version"] = 1;
+  out["schema_version"] = 2;
   out["command"] = "inspect";
   out["file"] = source;
   out["device"] = result.device;
@@ -124,6 +124,15 @@ std::string render_inspection_json(const snapshot& snap, const inspection& resul
 
   json leaks = json::array();
   for (const leak& found : result.leaks) {
+    json lines = json::array();
+    for (const leak_line& one : found.lines) {
+      lines.push_back({{"site", one.site.label},
+                       {"line", one.line > 0 ? json(one.line) : json(nullptr)},
+                       {"user_frame", one.site.user_frame.empty() ? json(nullptr) : json(one.site.user_frame)},
+                       {"bytes_per_step", one.bytes_per_step},
+                       {"live_bytes_at_end", one.live_bytes_at_end},
+                       {"live_count_at_end", one.live_count_at_end}});
+    }
     leaks.push_back({{"site", found.site.label},
                      {"user_frame", found.site.user_frame.empty() ? json(nullptr) : json(found.site.user_frame)},
                      {"stack", stack_json(snap, found.site.stack)},
@@ -132,9 +141,28 @@ std::string render_inspection_json(const snapshot& snap, const inspection& resul
                      {"first_step", found.first_step},
                      {"live_bytes_at_end", found.live_bytes_at_end},
                      {"live_count_at_end", found.live_count_at_end},
-                     {"bytes_at_step_end", found.bytes_at_step_end}});
+                     {"bytes_at_step_end", found.bytes_at_step_end},
+                     {"lines", lines}});
   }
   out["leaks"] = leaks;
+  const leak_summary& growth = result.summary_of_leaks;
+  if (growth.measured) {
+    bool grew = growth.growth_per_step_bytes > 0;
+    out["leak_summary"] = {
+        {"from_step", growth.from_step},
+        {"to_step", growth.to_step},
+        {"allocated_from_bytes", growth.allocated_from_bytes},
+        {"allocated_to_bytes", growth.allocated_to_bytes},
+        {"growth_per_step_bytes", growth.growth_per_step_bytes},
+        {"step_ends_grown", growth.step_ends_grown},
+        {"explained_per_step_bytes", growth.explained_per_step_bytes},
+        {"explained_fraction", grew ? json(static_cast<double>(growth.explained_per_step_bytes) /
+                                           static_cast<double>(growth.growth_per_step_bytes))
+                                    : json(nullptr)},
+        {"growth_without_named_leak", growth.growth_without_named_leak}};
+  } else {
+    out["leak_summary"] = nullptr;
+  }
 
   json ooms = json::array();
   for (const oom_report& oom : result.ooms) {

@@ -62,20 +62,58 @@ void append_steps_and_leaks(std::string& out, const snapshot& snap, const inspec
                          format_bytes(end.reserved_bytes));
     }
   }
+  const leak_summary& growth = result.summary_of_leaks;
+  std::string step_end_range =
+      fmt::format("{} at step {} -> {} at step {}", format_bytes(growth.allocated_from_bytes), growth.from_step,
+                  format_bytes(growth.allocated_to_bytes), growth.to_step);
   if (result.leaks.empty()) {
-    if (result.steps.size() >= 3) out += "\nNo leaks: live memory of every allocation site stops growing after the first step.\n";
+    if (growth.growth_without_named_leak) {
+      out += "\n" + detail::wrap(fmt::format("No leak named, yet allocated memory at step ends grew at {} of the {} step ends "
+                                             "after step 1: {} (+{} per step). No allocation site grew at every step end "
+                                             "up to the last: check the step boundaries (--step-marker) and the sites live "
+                                             "at the end.",
+                                             growth.step_ends_grown, growth.to_step - growth.from_step, step_end_range,
+                                             format_bytes(growth.growth_per_step_bytes)),
+                                 0, options.width);
+    } else if (result.steps.size() >= 3) {
+      out += "\nNo leaks: live memory of every allocation site stops growing after the first step.\n";
+    }
     return;
   }
-  out += fmt::format("\nLeaks: {}\n", result.leaks.size());
+  std::string heading = fmt::format("Leaks: {}", result.leaks.size());
+  if (growth.measured && growth.growth_per_step_bytes > 0) {
+    heading += fmt::format(", explaining {} of the {}/step growth of allocated memory at step ends ({})",
+                           percent(growth.explained_per_step_bytes, growth.growth_per_step_bytes),
+                           format_bytes(growth.growth_per_step_bytes), step_end_range);
+  } else if (growth.measured) {
+    heading += fmt::format("; allocated memory at step ends did not grow ({}): other memory shrank as they grew", step_end_range);
+  }
+  out += "\n" + detail::wrap(heading, 0, options.width);
+  constexpr std::size_t indent = 7;  // under the site, past "  LEAK "
   for (const leak& found : result.leaks) {
-    out += fmt::format("  LEAK {}  +{} per step over {} steps (from step {})\n", printable_text(found.site.label), format_bytes(found.bytes_per_step),
-                       found.steps, found.first_step);
+    std::string figures = fmt::format("  +{} per step over {} steps (from step {})", format_bytes(found.bytes_per_step),
+                                      found.steps, found.first_step);
+    std::size_t label_room = options.width > indent + figures.size() + 20 ? options.width - indent - figures.size() : 20;
+    out += "  LEAK " + elide_middle(printable_text(found.site.label), label_room) + figures + "\n";
     out += fmt::format("       {} live in {} allocations at the last step end\n", format_bytes(found.live_bytes_at_end),
                        format_count(found.live_count_at_end));
+    if (found.lines.size() > 1) {
+      std::string lines = "lines";
+      for (const leak_line& line : found.lines) {
+        std::string name = line.line > 0 ? std::to_string(line.line) : printable_text(line.site.label);
+        lines += fmt::format(" {} (+{}/step, {} in {}),", name, format_bytes(line.bytes_per_step),
+                             format_bytes(line.live_bytes_at_end), format_count(line.live_count_at_end));
+      }
+      lines.pop_back();
+      out += detail::wrap(lines, indent, options.width);
+    }
+    if (!found.site.user_frame.empty() && found.site.user_frame != found.site.label) {
+      out += std::string(indent, ' ') + truncate("user code: " + printable_text(found.site.user_frame), options.width - indent) + "\n";
+    }
     auto frames = snap.stack(found.site.stack);
     std::size_t shown = std::max<std::size_t>(options.frames, 4);
     for (std::size_t i = 0; i < std::min(shown, frames.size()); ++i) {
-      out += "       " + truncate(printable_text(detail::frame_text(snap, frames[i])), options.width - 7) + "\n";
+      out += std::string(indent, ' ') + truncate(printable_text(detail::frame_text(snap, frames[i])), options.width - indent) + "\n";
     }
   }
 }

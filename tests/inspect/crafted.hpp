@@ -83,12 +83,15 @@ class crafted_snapshot {
     std::uint64_t held;
     std::int64_t device;
   };
+  // Interned as the reader interns them: one id per distinct text.
   string_id text(std::string_view value) {
-    snap_.strings.emplace_back(value);
-    return static_cast<string_id>(snap_.strings.size() - 1);
+    auto [at, added] = string_ids_.try_emplace(std::string(value), static_cast<string_id>(snap_.strings.size()));
+    if (added) snap_.strings.emplace_back(value);
+    return at->second;
   }
 
   snapshot snap_;
+  std::map<std::string, string_id> string_ids_{{"", 0}};
   std::map<std::int64_t, std::vector<trace_event>> traces_;
   std::vector<segment_spec> segments_;
 };

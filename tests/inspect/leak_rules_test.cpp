@@ -25,13 +25,17 @@ site_series series(const std::vector<std::int64_t>& bytes, const std::vector<std
   return made;
 }
 
+// Series without stacks: each site is its own cause.
+const snapshot no_frames;
+
 // detect_leaks over series that were all `length` step ends long when dense.
 std::vector<leak> detect_leaks(const std::vector<site_series>& all, std::size_t length = 0, std::size_t max_leaks = 64) {
   std::size_t growing = 0;
   if (length == 0) {
     for (const site_series& one : all) length = std::max<std::size_t>(length, one.steps.empty() ? 0 : one.steps.back() + 1);
   }
-  return rlmem::detail::detect_leaks(all, length, max_leaks, growing);
+  frame_index frames(no_frames);
+  return rlmem::detail::detect_leaks(frames, all, length, max_leaks, growing);
 }
 
 }  // namespace
@@ -92,7 +96,8 @@ TEST(leak_rule, only_the_fastest_max_leaks_are_kept_and_the_rest_counted) {
   std::vector<site_series> all;
   for (int k = 1; k <= 5; ++k) all.push_back(series({0, k, 2 * k, 3 * k}, {0, 1, 2, 3}, "site"));
   std::size_t growing = 0;
-  auto leaks = rlmem::detail::detect_leaks(all, 4, 2, growing);
+  frame_index frames(no_frames);
+  auto leaks = rlmem::detail::detect_leaks(frames, all, 4, 2, growing);
   EXPECT_EQ(growing, 5u);
   ASSERT_EQ(leaks.size(), 2u);
   EXPECT_EQ(leaks[0].bytes_per_step, 5);

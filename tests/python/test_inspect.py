@@ -25,7 +25,24 @@ def test_leak_snapshot_names_the_one_leak(rlmem, snapshot):
     assert f"{leak['bytes_per_step'] / MiB:.1f}" == "46.9"
     assert leak["first_step"] == 1 and leak["steps"] == 4, f"saw first_step {leak['first_step']}, steps {leak['steps']}"
     assert leak["bytes_at_step_end"] == [0, 49_152_000, 98_304_000, 147_456_000, 196_608_000]
-    assert report["schema_version"] == 1 and report["command"] == "inspect"
+    assert report["schema_version"] == 2 and report["command"] == "inspect"
+
+
+def test_keys_and_values_of_kept_kv_caches_are_one_leak(rlmem, snapshot):
+    report = rlmem.inspect(snapshot("validation_kv_leak.pickle.zst"))
+    leaks = report["leaks"]
+    assert [leak["site"] for leak in leaks] == ["transformers/cache_utils.py:146,147 update"], \
+        f"expected one leak over cache_utils.py lines 146 and 147, saw {[leak['site'] for leak in leaks]}"
+    lines = leaks[0]["lines"]
+    assert [line["line"] for line in lines] == [146, 147], f"saw lines {[line['line'] for line in lines]}"
+    assert leaks[0]["bytes_per_step"] == sum(line["bytes_per_step"] for line in lines) == 3_794_534
+    facts = json.loads(snapshot("validation_kv_leak.json").read_text())["allocated_at_step_ends"]
+    torch_growth = (facts[-1] - facts[0]) // (len(facts) - 1)
+    summary = report["leak_summary"]
+    assert summary["growth_per_step_bytes"] == torch_growth == 3_833_856, f"saw {summary}"
+    assert abs(leaks[0]["bytes_per_step"] - torch_growth) <= 0.10 * torch_growth, \
+        f"expected the leak within 10% of torch's {torch_growth} B/step, saw {leaks[0]['bytes_per_step']}"
+    assert summary["explained_fraction"] == 1.0 and summary["growth_without_named_leak"] is False, f"saw {summary}"
 
 
 def test_oom_snapshot_verdict_is_fragmentation(rlmem, snapshot):

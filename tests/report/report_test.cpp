@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 #include <limits>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 namespace rlmem {
@@ -45,7 +47,7 @@ TEST(json_report, has_the_documented_keys_and_a_bounded_timeline) {
   const snapshot& snap = testing::fixture("grpo_clean.pickle.zst");
   inspection result = inspect(snap);
   auto report = nlohmann::json::parse(render_inspection_json(snap, result, "grpo_clean.pickle.zst"));
-  EXPECT_EQ(report["schema_version"], 1);
+  EXPECT_EQ(report["schema_version"], 2);
   EXPECT_EQ(report["summary"]["events"], 188494);
   EXPECT_EQ(report["summary"]["peak_reserved_bytes"], 811'597'824);
   EXPECT_EQ(report["summary"]["peak_allocated_bytes"], result.peak_allocated_bytes);
@@ -75,6 +77,79 @@ TEST(text_report, fits_in_the_width_and_names_the_peak_site) {
   }
   EXPECT_NE(text.find("rl/record.py:42 logprobs_of"), std::string::npos);
   EXPECT_NE(text.find("peak reserved"), std::string::npos);
+}
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+}  // namespace
+
+// Issue 11: keys and values of the kept KV caches are one leak, with its lines and the share of
+// the step-end growth it explains.
+TEST(text_report, a_leak_of_two_lines_is_one_entry_that_explains_the_growth) {
+  const snapshot& snap = testing::fixture("validation_kv_leak.pickle.zst");
+  std::string text = render_inspection_text(snap, inspect(snap), "validation_kv_leak.pickle.zst", {0, 100});
+  for (const std::string& line : lines_of(text)) EXPECT_LE(line.size(), 100u) << line;
+  EXPECT_NE(text.find("Leaks: 1, explaining 100% of the 3.66 MiB/step growth of allocated memory at step ends"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  LEAK transformers/cache_utils.py:146,147 update  +3.62 MiB per step over 5 steps (from step 1)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("       lines 146 (+1.81 MiB/step, 9.05 MiB in 40), 147 (+1.81 MiB/step, 9.05 MiB in 40)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("       user code: tools/record_validation_snapshots.py:43 main\n"), std::string::npos) << text;
+}
+
+// Issue 11: with a loose marker no site grows at the last step end, yet memory grew: the report
+// says so instead of "No leaks".
+TEST(text_report, growth_without_a_named_leak_is_not_called_no_leaks) {
+  const snapshot& snap = testing::fixture("grpo_leak_logits.pickle.zst");
+  inspect_options loose;
+  loose.step_marker = "grpo_steps";
+  std::string text = render_inspection_text(snap, inspect(snap, loose), "grpo_leak_logits.pickle.zst", {0, 100});
+  for (const std::string& line : lines_of(text)) EXPECT_LE(line.size(), 100u) << line;
+  EXPECT_EQ(text.find("No leaks"), std::string::npos) << text;
+  EXPECT_NE(text.find("No leak named, yet allocated memory at step ends grew at 3 of the 4 step ends after step 1:"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("(+53.0 MiB per step)"), std::string::npos) << text;
+}
+
+TEST(json_report, leaks_carry_their_lines_and_the_summary_their_share_of_the_growth) {
+  const snapshot& snap = testing::fixture("validation_kv_leak.pickle.zst");
+  auto report = nlohmann::json::parse(render_inspection_json(snap, inspect(snap), "validation_kv_leak.pickle.zst"));
+  ASSERT_EQ(report["leaks"].size(), 1u) << report["leaks"].dump();
+  const auto& cache = report["leaks"][0];
+  EXPECT_EQ(cache["site"], "transformers/cache_utils.py:146,147 update");
+  EXPECT_EQ(cache["bytes_per_step"], 3'794'534);
+  ASSERT_EQ(cache["lines"].size(), 2u);
+  EXPECT_EQ(cache["lines"][0]["line"], 146);
+  EXPECT_EQ(cache["lines"][1]["line"], 147);
+  EXPECT_EQ(cache["lines"][0]["bytes_per_step"], 1'897'267);
+  const auto& growth = report["leak_summary"];
+  EXPECT_EQ(growth["growth_per_step_bytes"], 3'833'856);
+  EXPECT_EQ(growth["explained_per_step_bytes"], 3'833'856);
+  EXPECT_DOUBLE_EQ(growth["explained_fraction"].get<double>(), 1.0);
+  EXPECT_EQ(growth["growth_without_named_leak"], false);
+}
+
+TEST(json_report, the_leak_summary_is_null_with_fewer_than_3_steps) {
+  const snapshot& snap = testing::fixture("tiny_oom_cpp_stacks.pickle");
+  auto report = nlohmann::json::parse(render_inspection_json(snap, inspect(snap), "tiny_oom_cpp_stacks.pickle"));
+  ASSERT_LT(report["steps"]["count"].get<std::size_t>(), 3u);
+  EXPECT_TRUE(report["leak_summary"].is_null()) << report["leak_summary"].dump();
 }
 
 }  // namespace rlmem
