@@ -343,7 +343,8 @@ class machine {
   unsigned char current_ = 0;
   bool shortcut_enabled_;
   std::array<value, max_shortcut_values> shortcut_values_;
-  std::vector<value> shortcut_frames_;
+  std::array<value, max_shortcut_frames> shortcut_frames_;
+  std::size_t shortcut_frame_count_ = 0;
 };
 
 // The memo opcode storing the value just read, when one comes next: appends `code` under the
@@ -451,7 +452,7 @@ bool machine::shortcut_memo(const std::byte*& at, const std::byte* end, std::uin
 bool machine::shortcut_frames(const std::byte*& at, const std::byte* end, std::size_t& list_memo) {
   ++at;  // EMPTY_LIST
   if (!shortcut_memo(at, end, memo_table::pending, list_memo)) return false;
-  shortcut_frames_.clear();
+  shortcut_frame_count_ = 0;
   if (at == end) return false;
   value frame;
   if (*at == std::byte{MARK}) {
@@ -460,24 +461,24 @@ bool machine::shortcut_frames(const std::byte*& at, const std::byte* end, std::s
     constexpr std::uint32_t frame_kind = std::uint32_t{static_cast<std::uint8_t>(vkind::frame)} << memo_table::payload_bits;
     while (end - at >= 5 && *at == std::byte{LONG_BINGET}) {
       std::uint32_t index = load_le<std::uint32_t>(at + 1);
-      if (index >= memo_.size() || shortcut_frames_.size() == max_shortcut_frames) return false;
+      if (index >= memo_.size() || shortcut_frame_count_ == max_shortcut_frames) return false;
       std::uint32_t code = memo_.code(index);
       if ((code & ~(memo_table::payload_limit - 1)) != frame_kind) return false;
-      shortcut_frames_.push_back(value::make(vkind::frame, memo_table::payload_of(code)));
+      shortcut_frames_[shortcut_frame_count_++] = value::make(vkind::frame, memo_table::payload_of(code));
       at += 5;
     }
     while (at != end && *at != std::byte{APPENDS}) {
-      if (shortcut_frames_.size() == max_shortcut_frames) return false;
+      if (shortcut_frame_count_ == max_shortcut_frames) return false;
       if (!shortcut_scalar(at, end, frame) || frame.kind() != vkind::frame) return false;
-      shortcut_frames_.push_back(frame);
+      shortcut_frames_[shortcut_frame_count_++] = frame;
     }
-    if (at == end || shortcut_frames_.empty()) return false;
+    if (at == end || shortcut_frame_count_ == 0) return false;
     ++at;
   } else if (*at == std::byte{BINGET} || *at == std::byte{LONG_BINGET}) {
     if (!shortcut_scalar(at, end, frame) || frame.kind() != vkind::frame) return false;
     if (at == end || *at != std::byte{APPEND}) return false;
     ++at;
-    shortcut_frames_.push_back(frame);
+    shortcut_frames_[shortcut_frame_count_++] = frame;
   }
   return true;
 }
@@ -521,7 +522,8 @@ machine::shortcut machine::read_trace_entry() {
   opcode_offset_ = in_.offset() + static_cast<std::uint64_t>(at - start);
   ++at;
   if (frames_at != SIZE_MAX) {
-    value list = shortcut_frames_.empty() ? value::make(vkind::empty_list, 0) : builder_.make_stack(shortcut_frames_);
+    std::span<const value> frames(shortcut_frames_.data(), shortcut_frame_count_);
+    value list = frames.empty() ? value::make(vkind::empty_list, 0) : builder_.make_stack(frames);
     shortcut_values_[frames_at] = list;
     if (list_memo != SIZE_MAX) memo_.store(list_memo, memo_table::code_for(list), list);
   }
