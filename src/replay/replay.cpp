@@ -165,6 +165,13 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
     std::vector<model_block*> made = model.add_existing_segment(address, range.bytes, range.stream, blocks, small, expandable_trace);
     for (model_block* block : made) live[block->ptr] = block;
   }
+  // Live blocks above every reserved range have no segment to hold them either (found by the
+  // differential check of the live set against the model: they were dropped, and the model's
+  // allocated bytes fell short of the live set's).
+  if (held != start.blocks().end()) {
+    result.unsupported = "the trace contradicts the dump-time segments (a block outside its segment)";
+    return result;
+  }
   model.close_existing_reservations();
   if (options.on_event) options.on_event(0, model, nullptr);
 
