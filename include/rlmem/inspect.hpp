@@ -13,11 +13,6 @@
 
 namespace rlmem {
 
-/// Rounds a requested size the way PyTorch's caching allocator does by default
-/// (at least 512 bytes, then up to a multiple of 512; held at the largest multiple of 512
-/// below 2^64 rather than wrapping).
-std::uint64_t allocator_rounded_size(std::uint64_t requested_bytes) noexcept;
-
 /// Allocated and reserved bytes after every event of one device's trace.
 struct timeline {
   std::int64_t device = 0;
@@ -254,16 +249,25 @@ struct inspection {
   std::vector<std::string> notes;          ///< things a reader should know about the trace
 };
 
-/// The device a report covers by default: the one with the most trace events, then the most
-/// segments, then the lowest ordinal (a device with one stray event loses to one with the data).
-std::int64_t default_device(const snapshot& snap);
-
 /// Resolves the site and the nearest user frame of a stack (frames innermost first). Python
 /// frames win; a stack of C++ frames only is named by its operator and autograd node
 /// ("aten::bmm (BmmBackward0)"), past allocator and dispatcher helpers. Labels are at most 512
 /// bytes (the middle of a longer one becomes "..."). Costs O(frames in the snapshot) per call for
 /// its index of frames; inspect() shares one index over every stack.
 allocation_site resolve_site(const snapshot& snap, stack_id stack);
+
+/// Event indices of a timeline to show: for each of `buckets` equal slices, the event with the
+/// most allocated and the one with the most reserved bytes, in order, without repeats. Every
+/// event when the timeline is shorter than 2 * buckets. O(events).
+std::vector<std::size_t> timeline_points(const timeline& line, std::size_t buckets);
+
+/// The largest allocated and reserved value in one slice of a timeline (for charts).
+struct column_peak {
+  std::int64_t allocated = 0;
+  std::int64_t reserved = 0;
+};
+/// The peaks of each of `columns` equal slices of a timeline. O(events).
+std::vector<column_peak> timeline_columns(const timeline& line, std::size_t columns);
 
 /// Runs every analysis of `rlmem inspect`.
 inspection inspect(const snapshot& snap, const inspect_options& options = {});

@@ -2,48 +2,33 @@
 #pragma once
 // Replays a snapshot's allocation trace through a model of PyTorch's CUDA caching allocator
 // (native backend, torch 2.5 to 2.11) on a simulated device, and answers what-ifs: another
-// capacity, other PYTORCH_CUDA_ALLOC_CONF settings, the smallest capacity that completes.
+// capacity, other PYTORCH_CUDA_ALLOC_CONF settings, the smallest capacity that completes. The
+// allocator's settings, rules and simulation are the model layer's (include/rlmem/model.hpp).
 
+#include <rlmem/allocator_policy.hpp>
+#include <rlmem/allocator_settings.hpp>
 #include <rlmem/snapshot.hpp>
 
-#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace rlmem {
 
-/// The caching allocator's settings that change its decisions.
-struct allocator_settings {
-  bool expandable_segments = false;
-  std::uint64_t max_split_size = UINT64_MAX;                          ///< max_split_size_mb
-  std::uint64_t max_non_split_rounding = std::uint64_t{20} << 20;     ///< max_non_split_rounding_mb
-  std::array<std::uint32_t, 16> roundup_power2_divisions{};           ///< per 2^k MiB bucket; 0 = off
-  double garbage_collection_threshold = 0.0;
-
-  bool operator==(const allocator_settings&) const = default;
-};
-
-/// Parses a PYTORCH_CUDA_ALLOC_CONF string ("expandable_segments:True,max_split_size_mb:128").
-/// Keys for the host allocator or other backends are accepted and ignored; `backend:cudaMallocAsync`
-/// and unknown keys are refused with a message.
-bool parse_alloc_conf(std::string_view conf, allocator_settings& settings, std::string& message);
-
-/// The settings as a PYTORCH_CUDA_ALLOC_CONF string, "" for the defaults.
-std::string to_alloc_conf(const allocator_settings& settings);
-
-/// The settings a snapshot was recorded under (its allocator_settings), defaults when absent.
-allocator_settings settings_of(const snapshot& snap);
-
-/// round_size of the caching allocator under `settings`.
-std::uint64_t round_request(std::uint64_t requested_bytes, const allocator_settings& settings) noexcept;
+/// Called with the number of trace events the model has applied (0: the state at trace start,
+/// built from the live set) and the block the last event's alloc got (nullptr for other events).
+using replay_observer = std::function<void(std::size_t events_applied, const allocator_policy& model, const model_block* allocated)>;
 
 struct replay_options {
   std::int64_t device = -1;             ///< -1: the device with the longest trace
   std::optional<allocator_settings> settings;  ///< none: the snapshot's own
   std::uint64_t capacity_bytes = 0;     ///< set_per_process_memory_fraction as bytes; 0 = unlimited
+  /// Follows the model event by event (the differential check of the live set against the
+  /// model); empty: not called.
+  replay_observer on_event;
 };
 
 /// The first allocation the model could not serve.

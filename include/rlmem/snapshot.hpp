@@ -164,4 +164,8 @@ struct snapshot {
   friend bool operator==(const snapshot&, const snapshot&) = default;
 };
 
+/// The device a report covers by default: the one with the most trace events, then the most
+/// segments, then the lowest ordinal (a device with one stray event loses to one with the data).
+std::int64_t default_device(const snapshot& snap);
+
 }  // namespace rlmem

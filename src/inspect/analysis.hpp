@@ -79,10 +79,6 @@ class category_matcher {
   std::string text_;                    // reused for each frame's match text
 };
 
-/// The segment size cudaMalloc would be asked for to serve `requested` bytes
-/// (2 MiB for small requests, 20 MiB up to 10 MiB, else rounded up to 2 MiB).
-std::uint64_t segment_size_for(std::uint64_t requested_bytes) noexcept;
-
 /// Fills verdict, explanation and advice of an OOM whose numbers are set.
 void judge_oom(oom_report& report, bool expandable_segments);
 

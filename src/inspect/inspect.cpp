@@ -5,11 +5,12 @@
 
 #include "analysis.hpp"
 #include "frames.hpp"
-#include "live_set.hpp"
-#include "timeline_points.hpp"
 
+#include <rlmem/allocator_rules.hpp>
 #include <rlmem/format.hpp>
 #include <rlmem/inspect.hpp>
+#include <rlmem/live_set.hpp>
+#include <rlmem/saturating.hpp>
 
 #include <algorithm>
 #include <map>
@@ -17,9 +18,6 @@
 #include <unordered_map>
 
 namespace rlmem {
-
-using detail::saturating_add;
-using detail::signed_bytes;
 
 namespace {
 
@@ -34,24 +32,6 @@ std::map<std::int64_t, device_data> data_by_device(const snapshot& snap) {
   for (const segment& seg : snap.segments) ++data[seg.device].segments;
   return data;
 }
-
-}  // namespace
-
-std::int64_t default_device(const snapshot& snap) {
-  std::int64_t best = 0;
-  device_data most;
-  bool any = false;
-  for (const auto& [device, data] : data_by_device(snap)) {
-    if (!any || data.events > most.events || (data.events == most.events && data.segments > most.segments)) {
-      best = device;
-      most = data;
-      any = true;
-    }
-  }
-  return best;
-}
-
-namespace {
 
 std::string human_count(std::uint64_t count, std::string_view noun) {
   return format_count(count) + " " + std::string(noun) + (count == 1 ? "" : "s");
@@ -126,7 +106,7 @@ struct site_total {
 };
 
 // Live bytes by site id, from a walk of the live blocks (for the peak and the end only).
-std::vector<site_total> totals_by_site(const detail::live_set& state, stack_index& stacks) {
+std::vector<site_total> totals_by_site(const live_set& state, stack_index& stacks) {
   std::vector<site_total> totals;
   for (const auto& [address, held] : state.blocks()) {
     if (held.pending_free) continue;
@@ -291,23 +271,24 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   }
   std::sort(result.streams.begin(), result.streams.end());
   result.streams.erase(std::unique(result.streams.begin(), result.streams.end()), result.streams.end());
-  if (const plain_value* setting = snap.setting("expandable_segments"); setting && setting->boolean) expandable = true;
+  const allocator_settings recorded = settings_of(snap);
+  expandable = expandable || recorded.expandable_segments;
 
   // Pass 1: the timeline.
-  const detail::live_set start = detail::live_set::at_trace_start(snap, result.device, events);
+  const live_set start = live_set::at_trace_start(snap, result.device, events, recorded);
   timeline& line = result.memory;
   line.device = result.device;
   line.allocated_at_start = start.allocated_bytes();
   line.blocks_live_at_start = start.blocks().size();
-  line.reserved_at_start = detail::reserved_at_trace_start(snap, result.device, events);
+  line.reserved_at_start = reserved_at_trace_start(snap, result.device, events);
   line.allocated.reserve(events.size());
   line.reserved.reserve(events.size());
   {
-    detail::live_set state = start;
+    live_set state = start;
     std::int64_t reserved = line.reserved_at_start;
     for (const trace_event& event : events) {
       state.apply(event);
-      reserved = saturating_add(reserved, detail::reserved_delta(event));
+      reserved = saturating_add(reserved, reserved_delta(event));
       line.allocated.push_back(state.allocated_bytes());
       line.reserved.push_back(reserved);
     }
@@ -346,7 +327,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   detail::step_search steps = detail::find_step_ends(stacks.frames(), result.device, events, options.step_marker);
   result.step_method = steps.method;
   std::vector<std::pair<std::int64_t, std::uint8_t>> checkpoints;
-  for (std::size_t index : detail::timeline_points(line, 1000)) checkpoints.emplace_back(static_cast<std::int64_t>(index), at_sample);
+  for (std::size_t index : timeline_points(line, 1000)) checkpoints.emplace_back(static_cast<std::int64_t>(index), at_sample);
   checkpoints.emplace_back(result.peak_allocated_event, at_peak_allocated);
   checkpoints.emplace_back(result.peak_reserved_event, at_peak_reserved);
   checkpoints.emplace_back(-1, at_step_end);  // the series of step ends starts at the trace start
@@ -364,7 +345,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   std::sort(checkpoints.begin(), checkpoints.end());
 
   // Pass 2: categories and site totals follow every change; checkpoints read them.
-  detail::live_set state = start;
+  live_set state = start;
   site_tracker sites;
   category_bytes by_category{};
   auto account = [&](std::int64_t bytes, std::int32_t count, stack_id stack, bool before_trace) {
@@ -382,7 +363,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     while (position < index) {
       if (position >= 0) reserved_reached = std::max(reserved_reached, line.reserved[static_cast<std::size_t>(position)]);
       ++position;
-      detail::allocation_change change = state.apply(events[static_cast<std::size_t>(position)]);
+      allocation_change change = state.apply(events[static_cast<std::size_t>(position)]);
       if (change.replaced_bytes != 0) account(change.replaced_bytes, -1, change.replaced_stack, change.replaced_before_trace);
       if (change.bytes != 0) account(change.bytes, change.count, change.stack, change.before_trace);
     }
@@ -413,8 +394,8 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
       oom_report report;
       report.event = static_cast<std::uint64_t>(index);
       report.time_us = event.time_us;
-      report.requested_bytes = allocator_rounded_size(event.size);
-      report.segment_bytes = detail::segment_size_for(report.requested_bytes);
+      report.requested_bytes = round_request(event.size, recorded);
+      report.segment_bytes = segment_size_for(report.requested_bytes);
       report.allocated_bytes = state.allocated_bytes();
       report.reserved_bytes = reserved_after(index);
       report.reserved_unallocated_bytes = saturating_add(report.reserved_bytes, -report.allocated_bytes);
@@ -433,7 +414,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
       std::map<std::pair<bool, std::uint64_t>, std::size_t> pool_index;  // (small, stream) -> free_by_pool
       for (const auto& space : state.free_spaces()) {
         report.largest_free_block_bytes = std::max(report.largest_free_block_bytes, space.largest_free_bytes);
-        bool small = !expandable && space.segment_bytes == detail::segment_size_for(1);
+        bool small = !expandable && small_pool_segment(space.segment_bytes);
         auto [slot, added] = pool_index.try_emplace({small, space.stream}, report.free_by_pool.size());
         if (added) report.free_by_pool.push_back({small, space.stream, 0, 0});
         free_block_summary* pool = &report.free_by_pool[slot->second];

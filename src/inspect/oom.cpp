@@ -3,25 +3,13 @@
 // (capacity), and what follows from the numbers.
 
 #include "analysis.hpp"
-#include "live_set.hpp"
 
 #include <rlmem/format.hpp>
+#include <rlmem/saturating.hpp>
 
 #include <algorithm>
 
 namespace rlmem::detail {
-
-std::uint64_t segment_size_for(std::uint64_t requested_bytes) noexcept {
-  constexpr std::uint64_t small_request = std::uint64_t{1} << 20;   // kSmallSize
-  constexpr std::uint64_t small_segment = std::uint64_t{2} << 20;   // kSmallBuffer
-  constexpr std::uint64_t large_segment = std::uint64_t{20} << 20;  // kLargeBuffer
-  constexpr std::uint64_t min_large_alloc = std::uint64_t{10} << 20;
-  constexpr std::uint64_t round_large = std::uint64_t{2} << 20;
-  if (requested_bytes <= small_request) return small_segment;
-  if (requested_bytes < min_large_alloc) return large_segment;
-  if (requested_bytes > UINT64_MAX - (round_large - 1)) return UINT64_MAX / round_large * round_large;
-  return (requested_bytes + round_large - 1) / round_large * round_large;
-}
 
 void judge_oom(oom_report& report, bool expandable_segments) {
   // Requests up to 2^63 are data (a 36 TiB request is a bug to diagnose, not bad input): the

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Peak-preserving downsampling of timelines.
 
-#include "timeline_points.hpp"
+#include <rlmem/inspect.hpp>
 
 #include <algorithm>
 
-namespace rlmem::detail {
+namespace rlmem {
 
 std::vector<std::size_t> timeline_points(const timeline& line, std::size_t buckets) {
   std::size_t count = line.allocated.size();
@@ -46,4 +46,4 @@ std::vector<column_peak> timeline_columns(const timeline& line, std::size_t colu
   return peaks;
 }
 
-}  // namespace rlmem::detail
+}  // namespace rlmem

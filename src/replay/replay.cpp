@@ -3,11 +3,10 @@
 // allocations and frees to the model, and compares the model's segment events with the
 // recorded ones.
 
-#include "caching_allocator.hpp"
-#include "inspect/live_set.hpp"
-
+#include <rlmem/allocator_rules.hpp>
+#include <rlmem/caching_allocator.hpp>
 #include <rlmem/format.hpp>
-#include <rlmem/inspect.hpp>
+#include <rlmem/live_set.hpp>
 #include <rlmem/replay.hpp>
 
 #include <algorithm>
@@ -69,7 +68,7 @@ class dump_segment_pools {
   std::vector<span> by_address_;
 };
 
-replay_fidelity compare_segment_events(std::span<const trace_event> events, const std::vector<detail::model_segment_event>& made) {
+replay_fidelity compare_segment_events(std::span<const trace_event> events, const std::vector<model_segment_event>& made) {
   replay_fidelity fidelity;
   fidelity.applicable = true;
   std::size_t produced = 0;
@@ -132,14 +131,15 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
     synthetic_address += size;
     return address;
   };
-  std::unique_ptr<detail::allocator_policy> policy =
-      std::make_unique<detail::caching_allocator_model>(settings, options.capacity_bytes, address_for, std::move(recorded_maps));
-  detail::allocator_policy& model = *policy;
+  std::unique_ptr<allocator_policy> policy =
+      std::make_unique<caching_allocator_model>(settings, options.capacity_bytes, address_for, std::move(recorded_maps));
+  allocator_policy& model = *policy;
 
-  // The state at trace start: each reserved range with its live blocks, gaps free.
-  detail::live_set start = detail::live_set::at_trace_start(snap, device, events);
+  // The state at trace start, as the recording's settings made it: each reserved range with its
+  // live blocks, gaps free.
+  live_set start = live_set::at_trace_start(snap, device, events, recorded);
   std::pmr::unsynchronized_pool_resource live_nodes;
-  std::pmr::unordered_map<std::uint64_t, detail::model_block*> live(&live_nodes);
+  std::pmr::unordered_map<std::uint64_t, model_block*> live(&live_nodes);
   live.reserve(1u << 12);
   auto held = start.blocks().begin();
   const dump_segment_pools pools(snap, device);
@@ -148,42 +148,52 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
       result.unsupported = "a segment's size runs past the end of the address space";
       return result;
     }
-    std::vector<detail::model_block> blocks;
+    std::vector<model_block> blocks;
     for (; held != start.blocks().end() && held->first < address + range.bytes; ++held) {
       if (held->first < address || held->first + held->second.bytes > address + range.bytes) {
         result.unsupported = "the trace contradicts the dump-time segments (a block outside its segment)";
         return result;
       }
-      detail::model_block block;
+      model_block block;
       block.ptr = held->first;
       block.size = held->second.bytes;
       block.allocated = !held->second.pending_free;
       blocks.push_back(block);
     }
-    // The pool: as the dump names the segment, else by size (small segments are 2 MiB).
-    bool small = pools.small_pool_at(address, range.bytes == (std::uint64_t{2} << 20));
-    std::vector<detail::model_block*> made = model.add_existing_segment(address, range.bytes, range.stream, blocks, small, expandable_trace);
-    for (detail::model_block* block : made) live[block->ptr] = block;
+    // The pool: as the dump names the segment, else by size.
+    bool small = pools.small_pool_at(address, small_pool_segment(range.bytes));
+    std::vector<model_block*> made = model.add_existing_segment(address, range.bytes, range.stream, blocks, small, expandable_trace);
+    for (model_block* block : made) live[block->ptr] = block;
+  }
+  // Live blocks above every reserved range have no segment to hold them either (found by the
+  // differential check of the live set against the model: they were dropped, and the model's
+  // allocated bytes fell short of the live set's).
+  if (held != start.blocks().end()) {
+    result.unsupported = "the trace contradicts the dump-time segments (a block outside its segment)";
+    return result;
   }
   model.close_existing_reservations();
+  if (options.on_event) options.on_event(0, model, nullptr);
 
   result.peak_allocated_bytes = model.allocated_bytes();
   result.peak_reserved_bytes = model.reserved_bytes();
   for (std::size_t i = 0; i < events.size(); ++i) {
     const trace_event& event = events[i];
+    const model_block* allocated = nullptr;
     switch (event.action) {
       case trace_action::alloc:
       case trace_action::oom: {
         // A recorded oom is a request the recording could not serve: ask the model too, on a
         // device no larger than what the recording had (its reserved bytes plus CUDA's free).
         if (event.action == trace_action::oom) model.set_device_bytes(static_cast<std::uint64_t>(model.reserved_bytes()) + event.addr);
-        detail::model_block* block = model.allocate(event.size, snap.streams[snap.tag_of(event).stream]);
+        model_block* block = model.allocate(event.size, snap.streams[snap.tag_of(event).stream]);
         if (block == nullptr) {
           result.oom = replay_oom{i, round_request(event.size, settings), model.allocated_bytes(), model.reserved_bytes()};
           break;
         }
         if (event.action == trace_action::alloc) {
           live[event.addr] = block;
+          allocated = block;
         } else {
           result.recording_ended_in_oom = true;
           model.free_completed(block);
@@ -208,6 +218,7 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
     }
     if (result.oom) break;
     ++result.events_replayed;
+    if (options.on_event) options.on_event(result.events_replayed, model, allocated);
     result.peak_allocated_bytes = std::max(result.peak_allocated_bytes, model.allocated_bytes());
     result.peak_reserved_bytes = std::max(result.peak_reserved_bytes, model.reserved_bytes());
   }

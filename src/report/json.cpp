@@ -2,7 +2,6 @@
 // The JSON report of `rlmem inspect`; docs/schema/inspect.schema.json describes it.
 
 #include "stack_text.hpp"
-#include "inspect/timeline_points.hpp"
 
 #include <rlmem/report.hpp>
 
@@ -217,7 +216,7 @@ std::string render_inspection_json(const snapshot& snap, const inspection& resul
   out["categories"] = {{"at_peak", at_peak}, {"timeline", {{"columns", category_columns}, {"points", category_points}}}};
 
   json points = json::array();
-  for (std::size_t index : detail::timeline_points(line, max_timeline_points / 2)) {
+  for (std::size_t index : timeline_points(line, max_timeline_points / 2)) {
     points.push_back({index, line.allocated[index], line.reserved[index]});
   }
   out["timeline"] = {{"columns", {"event", "allocated_bytes", "reserved_bytes"}},

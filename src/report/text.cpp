@@ -3,7 +3,6 @@
 
 #include "prose.hpp"
 #include "stack_text.hpp"
-#include "inspect/timeline_points.hpp"
 
 #include <rlmem/report.hpp>
 
@@ -174,7 +173,7 @@ void append_chart(std::string& out, const inspection& result, std::size_t width)
   constexpr std::size_t rows = 8;
   std::size_t label_width = 11;
   std::size_t columns = width > label_width + 12 ? width - label_width - 2 : 40;
-  auto peaks = detail::timeline_columns(result.memory, columns);
+  auto peaks = timeline_columns(result.memory, columns);
   if (peaks.empty()) return;
   std::int64_t top = std::max<std::int64_t>(1, std::max(result.peak_reserved_bytes, result.peak_allocated_bytes));
   std::size_t per_column = std::max<std::size_t>(1, result.memory.allocated.size() / peaks.size());

@@ -307,12 +307,43 @@ TEST(empty, segments_without_a_trace_give_the_dump_time_figures) {
   EXPECT_TRUE(has_note(result, "no trace events for this device")) << all_notes(result);
 }
 
-TEST(huge_sizes, rounding_holds_at_the_top_of_the_range) {
-  EXPECT_EQ(allocator_rounded_size(std::uint64_t{36} << 40), std::uint64_t{36} << 40);
-  EXPECT_EQ(allocator_rounded_size((std::uint64_t{1} << 63) - 1), std::uint64_t{1} << 63);
-  EXPECT_EQ(allocator_rounded_size(UINT64_MAX), UINT64_MAX / 512 * 512) << "held, not wrapped to 0";
+TEST(huge_sizes, byte_formats_hold_at_the_top_of_the_range) {
   EXPECT_EQ(format_bytes(INT64_MIN), "-8.00 EiB") << "llabs(INT64_MIN) was undefined";
   EXPECT_EQ(format_bytes(-1024), "-1.00 KiB");
+}
+
+// Issue 11, item 4: inspect rounded with the defaults and read max_split_size but not the
+// recorded PYTORCH_CUDA_ALLOC_CONF string, which replay's settings put first.
+namespace {
+snapshot recorded_under(const std::string& alloc_conf, const crafted_snapshot& made) {
+  snapshot snap = made.build();
+  plain_value conf;
+  conf.type = plain_value::kind::text;
+  conf.text = alloc_conf;
+  snap.allocator_settings.emplace_back("PYTORCH_CUDA_ALLOC_CONF", conf);
+  return snap;
+}
+}  // namespace
+
+TEST(recorded_settings, sizes_are_rounded_with_roundup_power2_divisions) {
+  crafted_snapshot made;
+  made.segment(0, 64 * mib);
+  made.event(trace_action::alloc, 0, 5 * mib + 1);
+  made.event(trace_action::oom, 40 * mib, 5 * mib + 1);
+  inspection result = inspect(recorded_under("roundup_power2_divisions:4", made));
+  EXPECT_EQ(result.memory.allocated.front(), static_cast<std::int64_t>(6 * mib))
+      << "expected 5 MiB + 1 rounded to the next quarter of 4 MiB, saw " << result.memory.allocated.front();
+  ASSERT_EQ(result.ooms.size(), 1u);
+  EXPECT_EQ(result.ooms[0].requested_bytes, 6 * mib);
+}
+
+TEST(recorded_settings, max_split_size_from_the_alloc_conf_string_keeps_oversize_blocks_whole) {
+  crafted_snapshot made;
+  made.segment(0, 64 * mib);
+  made.event(trace_action::alloc, 0, 30 * mib);
+  inspection result = inspect(recorded_under("max_split_size_mb:20", made));
+  EXPECT_EQ(result.memory.allocated.front(), static_cast<std::int64_t>(64 * mib))
+      << "expected a 30 MiB request over max_split_size to take the whole free 64 MiB block, saw " << result.memory.allocated.front();
 }
 
 TEST(huge_sizes, a_36_tib_request_is_a_capacity_oom_with_exact_figures) {

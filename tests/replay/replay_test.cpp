@@ -15,59 +15,6 @@ namespace rlmem {
 
 using testing::fixture;
 
-TEST(alloc_conf, parses_the_settings_that_change_decisions) {
-  allocator_settings settings;
-  std::string message;
-  ASSERT_TRUE(parse_alloc_conf("expandable_segments:True, max_split_size_mb:128,roundup_power2_divisions:[256:1,512:2,>:8]",
-                               settings, message)) << message;
-  EXPECT_TRUE(settings.expandable_segments);
-  EXPECT_EQ(settings.max_split_size, std::uint64_t{128} << 20);
-  EXPECT_EQ(settings.roundup_power2_divisions[8], 1u);   // 256 MiB bucket
-  EXPECT_EQ(settings.roundup_power2_divisions[9], 2u);   // 512 MiB
-  EXPECT_EQ(settings.roundup_power2_divisions[10], 8u);  // > fills after the last one
-  EXPECT_EQ(settings.roundup_power2_divisions[0], 1u);   // the first value fills below it
-  EXPECT_EQ(to_alloc_conf(allocator_settings{}), "");
-  ASSERT_TRUE(parse_alloc_conf(to_alloc_conf(settings), settings, message)) << message;
-}
-
-TEST(alloc_conf, refuses_what_it_cannot_model_with_a_reason) {
-  allocator_settings settings;
-  std::string message;
-  EXPECT_FALSE(parse_alloc_conf("backend:cudaMallocAsync", settings, message));
-  EXPECT_NE(message.find("cudaMallocAsync"), std::string::npos);
-  EXPECT_FALSE(parse_alloc_conf("max_split_size_mb:10", settings, message));
-  EXPECT_FALSE(parse_alloc_conf("expandable_segments:yes", settings, message));
-  EXPECT_FALSE(parse_alloc_conf("frobnicate:1", settings, message));
-  EXPECT_NE(message.find("frobnicate"), std::string::npos);
-}
-
-TEST(alloc_conf, refuses_numbers_out_of_range_instead_of_wrapping) {
-  allocator_settings settings;
-  std::string message;
-  EXPECT_FALSE(parse_alloc_conf("max_split_size_mb:17592186044416", settings, message)) << "2^44 MB wraps to 0 bytes";
-  EXPECT_NE(message.find("from 20 to 8796093022207"), std::string::npos) << message;
-  EXPECT_FALSE(parse_alloc_conf("max_non_split_rounding_mb:99999999999999999999", settings, message));
-  EXPECT_FALSE(parse_alloc_conf("roundup_power2_divisions:4294967296", settings, message)) << "truncated to 0, the defaults";
-  EXPECT_NE(message.find("from 0 to 4294967295"), std::string::npos) << message;
-  EXPECT_FALSE(parse_alloc_conf("roundup_power2_divisions:[256:4294967296]", settings, message));
-  EXPECT_FALSE(parse_alloc_conf("garbage_collection_threshold:0.5x", settings, message)) << "trailing text";
-  EXPECT_FALSE(parse_alloc_conf("garbage_collection_threshold:nan", settings, message));
-  EXPECT_TRUE(parse_alloc_conf("max_split_size_mb:8796093022207,roundup_power2_divisions:4294967295", settings, message)) << message;
-  EXPECT_EQ(settings.max_split_size, std::uint64_t{8796093022207} << 20);
-}
-
-TEST(round_request, follows_round_size) {
-  allocator_settings defaults;
-  EXPECT_EQ(round_request(1, defaults), 512u);
-  EXPECT_EQ(round_request(1200, defaults), 1536u);
-  EXPECT_EQ(round_request(490'880'000, defaults), 490'880'000u);
-  allocator_settings four;
-  four.roundup_power2_divisions.fill(4);
-  EXPECT_EQ(round_request(1200, four), 1536u) << "small sizes are never power-2 rounded";
-  EXPECT_EQ(round_request((std::uint64_t{5} << 20) + 1, four), std::uint64_t{6} << 20);
-  EXPECT_EQ(round_request(std::uint64_t{8} << 20, four), std::uint64_t{8} << 20);
-}
-
 TEST(replay, frag_default_reproduces_every_segment_event_and_its_peaks) {
   replay_result result = replay(fixture("frag_default.pickle.zst"));
   ASSERT_TRUE(result.unsupported.empty()) << result.unsupported;

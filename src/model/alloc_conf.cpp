@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Allocator settings: PYTORCH_CUDA_ALLOC_CONF parsing, the snapshot's recorded settings, and
-// round_size (CUDACachingAllocator.cpp, roundup_power2_divisions from CUDAAllocatorConfig).
+// Allocator settings: PYTORCH_CUDA_ALLOC_CONF parsing (CUDAAllocatorConfig) and the settings a
+// snapshot recorded.
 
-#include <rlmem/replay.hpp>
+#include <rlmem/allocator_settings.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <limits>
@@ -197,23 +198,6 @@ allocator_settings settings_of(const snapshot& snap) {
     }
   }
   return settings;
-}
-
-std::uint64_t round_request(std::uint64_t size, const allocator_settings& settings) noexcept {
-  constexpr std::uint64_t min_block = 512;
-  if (size < min_block) return min_block;
-  unsigned log2_size = static_cast<unsigned>(std::bit_width(size)) - 1;
-  std::size_t bucket = log2_size > 20 ? std::min<std::size_t>(log2_size - 20, 15) : 0;
-  std::uint64_t divisions = settings.roundup_power2_divisions[bucket];
-  if (divisions > 1 && size > min_block * divisions) {
-    if (std::has_single_bit(size)) return size;
-    std::uint64_t floor2 = std::bit_floor(size);
-    std::uint64_t step = floor2 >> (std::bit_width(divisions) - 1);
-    if (step == 0) return floor2 << 1;
-    std::uint64_t low = size & ~(step - 1);
-    return low == size ? size : low + step;
-  }
-  return (size + min_block - 1) / min_block * min_block;
 }
 
 }  // namespace rlmem

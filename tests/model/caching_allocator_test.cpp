@@ -2,11 +2,11 @@
 // The allocator model on its own, for paths the recordings do not exercise: splitting and
 // merging, the oversize rules, and the garbage collector.
 
-#include "replay/caching_allocator.hpp"
+#include <rlmem/caching_allocator.hpp>
 
 #include <gtest/gtest.h>
 
-namespace rlmem::detail {
+namespace rlmem {
 
 namespace {
 
@@ -106,4 +106,4 @@ TEST(caching_allocator, streams_do_not_share_free_blocks) {
   EXPECT_EQ(model.segment_events().size(), 2u);
 }
 
-}  // namespace rlmem::detail
+}  // namespace rlmem

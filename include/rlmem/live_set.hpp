@@ -1,38 +1,27 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The set of live allocations of one device, replayed event by event. The state at trace start
-// is derived by undoing the trace against the final segments, as PyTorch's own viewer does.
+// The set of live allocations of one device, replayed event by event: inspect's timeline and
+// forensics walk it, and replay starts its allocator model from its state at trace start. That
+// state is derived by undoing the trace against the dump-time segments, as PyTorch's own viewer
+// does. Block sizes follow the allocator's rules (allocator_rules.hpp) under the recorded
+// settings.
 
+#include <rlmem/allocator_settings.hpp>
 #include <rlmem/snapshot.hpp>
 
 #include <cstdint>
 #include <map>
 #include <span>
+#include <vector>
 
-namespace rlmem::detail {
+namespace rlmem {
 
-/// a + b held at the ends of the int64 range instead of overflowing: each size below 2^63 is
-/// data, and a trace can sum such sizes past it.
-inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
-  std::int64_t sum = 0;
-  if (!__builtin_add_overflow(a, b, &sum)) return sum;
-  return b > 0 ? INT64_MAX : INT64_MIN;
-}
-
-inline std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) noexcept {
-  return b > UINT64_MAX - a ? UINT64_MAX : a + b;
-}
-
-/// A byte count as a signed figure, held at INT64_MAX.
-inline std::int64_t signed_bytes(std::uint64_t bytes) noexcept {
-  return bytes > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(bytes);
-}
-
+/// One live allocation.
 struct live_block {
-  std::uint64_t bytes = 0;   // rounded as the allocator does
+  std::uint64_t bytes = 0;    ///< the block's size: rounded, or the whole free block it took
   stack_id stack = 0;
-  bool pending_free = false; // freed by the user, waiting on another stream
-  bool before_trace = false; // allocated before the first event
+  bool pending_free = false;  ///< freed by the user, waiting on another stream
+  bool before_trace = false;  ///< allocated before the first event
 };
 
 /// What an event did to allocated bytes, and to which allocation.
@@ -56,12 +45,19 @@ struct free_space {
   std::uint64_t free_bytes = 0;
 };
 
+/// The live blocks and reserved ranges of one device at one moment of its trace.
 class live_set {
  public:
-  /// The allocations live before the first event of `events` on `device`.
-  static live_set at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events);
+  /// The allocations live before the first event of `events` on `device`, under the settings
+  /// the recording ran with (settings_of(snap)): they round the sizes of blocks first seen freed
+  /// and decide the sizes of blocks allocated later. O(events log blocks + blocks in the dump).
+  /// IMPORTANT: the live set keeps a pointer to `snap` (the streams of segment events), which
+  /// must outlive it.
+  static live_set at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events,
+                                 const allocator_settings& recorded);
 
-  /// Moves the state past one event.
+  /// Moves the state past one event. O(log blocks) for an alloc or free, O(log ranges + ranges
+  /// touched) for a segment event.
   allocation_change apply(const trace_event& event);
 
   /// A reserved range: a segment, or a mapped run of an expandable one.
@@ -77,14 +73,18 @@ class live_set {
 
   /// Bytes allocated and not yet freed by the user (torch's allocated_bytes).
   std::int64_t allocated_bytes() const noexcept { return allocated_bytes_; }
+  /// Live blocks (pending frees included) by address.
   const std::map<std::uint64_t, live_block>& blocks() const noexcept { return blocks_; }
+  /// Frees in the events applied so far of blocks allocated before the trace.
   std::uint64_t frees_of_earlier_blocks() const noexcept { return frees_of_earlier_blocks_; }
+  /// Events applied so far that contradict the state (a free of no live block, an alloc over a
+  /// live one).
   std::uint64_t inconsistencies() const noexcept { return inconsistencies_; }
 
  private:
   // The size of the block an `alloc` got: the caching allocator hands out a whole free block
-  // when splitting it would leave too little (CUDACachingAllocator.cpp should_split), and the
-  // free space between two live blocks of a segment is one block, since frees coalesce.
+  // when should_split says so, and the free space between two live blocks of a segment is one
+  // block, since frees coalesce.
   using block_iterator = std::map<std::uint64_t, live_block>::const_iterator;
   // `next_block`: the first live block above event.addr.
   std::uint64_t block_size_for(const trace_event& event, block_iterator next_block) const;
@@ -94,8 +94,7 @@ class live_set {
   void map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream);
   std::map<std::uint64_t, mapped_range> mapped_;  // reserved ranges by address
   const snapshot* snap_ = nullptr;  // for the streams of segment events
-  std::uint64_t max_split_bytes_ = UINT64_MAX;
-  bool expandable_ = false;  // expandable_segments:True in the allocator settings
+  allocator_settings settings_;  // the recording's
   std::int64_t allocated_bytes_ = 0;
   std::uint64_t frees_of_earlier_blocks_ = 0;
   std::uint64_t inconsistencies_ = 0;
@@ -108,4 +107,4 @@ std::int64_t reserved_at_trace_start(const snapshot& snap, std::int64_t device, 
 /// The change in reserved bytes an event makes (segment events only).
 std::int64_t reserved_delta(const trace_event& event) noexcept;
 
-}  // namespace rlmem::detail
+}  // namespace rlmem

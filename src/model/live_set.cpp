@@ -1,27 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Live allocations: undo the trace from the dump-time blocks, then replay forward.
 
-#include "live_set.hpp"
-
-#include <rlmem/inspect.hpp>
+#include <rlmem/allocator_rules.hpp>
+#include <rlmem/live_set.hpp>
+#include <rlmem/saturating.hpp>
 
 #include <algorithm>
 #include <iterator>
 #include <unordered_map>
 
 namespace rlmem {
-
-std::uint64_t allocator_rounded_size(std::uint64_t requested_bytes) noexcept {
-  constexpr std::uint64_t min_block_bytes = 512;  // kMinBlockSize in CUDACachingAllocator.cpp
-  if (requested_bytes < min_block_bytes) return min_block_bytes;
-  // Requests within 511 bytes of 2^64 would wrap to 0: hold them at the largest multiple.
-  if (requested_bytes > UINT64_MAX - (min_block_bytes - 1)) return UINT64_MAX / min_block_bytes * min_block_bytes;
-  return (requested_bytes + min_block_bytes - 1) / min_block_bytes * min_block_bytes;
-}
-
-}  // namespace rlmem
-
-namespace rlmem::detail {
 
 std::int64_t reserved_delta(const trace_event& event) noexcept {
   switch (event.action) {
@@ -41,11 +29,6 @@ std::int64_t reserved_at_trace_start(const snapshot& snap, std::int64_t device, 
   for (const trace_event& event : events) reserved = saturating_add(reserved, -reserved_delta(event));
   return reserved;
 }
-
-namespace {
-constexpr std::uint64_t small_request_bytes = std::uint64_t{1} << 20;  // kSmallSize
-constexpr std::uint64_t min_block_bytes = 512;                         // kMinBlockSize
-}  // namespace
 
 void live_set::map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream) {
   if (size == 0) return;
@@ -69,11 +52,11 @@ void live_set::unmap_range(std::uint64_t address, std::uint64_t size) {
 }
 
 std::uint64_t live_set::block_size_for(const trace_event& event, block_iterator next_block) const {
-  std::uint64_t rounded = allocator_rounded_size(event.size);
+  std::uint64_t rounded = round_request(event.size, settings_);
   // Expandable segments map pages on demand: a segment's mapped bytes are not one contiguous
   // range, so the free space after a block cannot be read off the segments. The dumps we have
   // show their blocks at the rounded size.
-  if (expandable_) return rounded;
+  if (settings_.expandable_segments) return rounded;
   // End of the reserved memory that holds the address (adjacent mapped ranges are one segment).
   auto range = mapped_.upper_bound(event.addr);
   if (range == mapped_.begin()) return rounded;
@@ -82,21 +65,15 @@ std::uint64_t live_set::block_size_for(const trace_event& event, block_iterator 
   if (reserved_end <= event.addr) return rounded;
   std::uint64_t free_end = next_block == blocks_.end() ? reserved_end : std::min(reserved_end, next_block->first);
   if (free_end < event.addr + rounded) return rounded;
-  std::uint64_t remaining = free_end - event.addr - rounded;
-  bool keeps_whole = event.size <= small_request_bytes ? remaining < min_block_bytes
-                                                       : (rounded >= max_split_bytes_ || remaining <= small_request_bytes);
-  return keeps_whole ? rounded + remaining : rounded;
+  std::uint64_t free_bytes = free_end - event.addr;
+  return should_split(free_bytes, rounded, settings_) ? rounded : free_bytes;
 }
 
-live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events) {
+live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std::span<const trace_event> events,
+                                   const allocator_settings& recorded) {
   live_set state;
   state.snap_ = &snap;
-  if (const plain_value* split = snap.setting("max_split_size"); split && split->integer > 0) {
-    state.max_split_bytes_ = static_cast<std::uint64_t>(split->integer);
-  }
-  if (const plain_value* expandable = snap.setting("expandable_segments"); expandable && expandable->boolean) {
-    state.expandable_ = true;
-  }
+  state.settings_ = recorded;
   // The first event of each address says whether its block predates the trace: a free first
   // means it was allocated before recording began, an alloc first means it was not. This is
   // undoing the trace from the dump, done in one forward pass over a hash map. A free_completed
@@ -117,7 +94,7 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
   }
   for (const auto& [address, touch] : first) {
     if (touch.action == trace_action::alloc) continue;
-    state.blocks_[address] = {allocator_rounded_size(touch.size), touch.stack, false, true};
+    state.blocks_[address] = {round_request(touch.size, recorded), touch.stack, false, true};
   }
   for (const segment& seg : snap.segments) {
     if (seg.device != device) continue;
@@ -240,4 +217,4 @@ std::vector<free_space> live_set::free_spaces() const {
   return spaces;
 }
 
-}  // namespace rlmem::detail
+}  // namespace rlmem

@@ -6,11 +6,11 @@
 // every cached segment, counted as a retry). Segments are cudaMalloc'd, or with expandable
 // segments, pages (2 MiB small, 20 MiB large) mapped into a reserved range as needed and
 // unmapped by empty_cache. Memory comes from a simulated device with a capacity
-// (set_per_process_memory_fraction).
+// (set_per_process_memory_fraction). Part of the model layer: replay drives it over a recorded
+// trace, and it follows the size rules of allocator_rules.hpp.
 
-#include "allocator_policy.hpp"
-
-#include <rlmem/replay.hpp>
+#include <rlmem/allocator_policy.hpp>
+#include <rlmem/allocator_settings.hpp>
 
 #include <cstdint>
 #include <deque>
@@ -20,22 +20,24 @@
 #include <set>
 #include <vector>
 
-namespace rlmem::detail {
+namespace rlmem {
 
+/// A block of the model (Block in CUDACachingAllocator.cpp).
 struct model_block {
   std::uint64_t ptr = 0;
   std::uint64_t size = 0;
   std::uint64_t stream = 0;
   bool small_pool = false;
-  bool allocated = false;  // handed out and not yet freed by the user
-  bool in_use = false;     // allocated or waiting for free_completed
-  bool mapped = true;      // false: reserved address space of an expandable segment, no memory
+  bool allocated = false;  ///< handed out and not yet freed by the user
+  bool in_use = false;     ///< allocated or waiting for free_completed
+  bool mapped = true;      ///< false: reserved address space of an expandable segment, no memory
   bool expandable = false;
-  model_block* prev = nullptr;  // neighbours in the same segment, address order
+  model_block* prev = nullptr;  ///< neighbours in the same segment, address order
   model_block* next = nullptr;
-  std::uint64_t gc_clock = 0;  // the pool's lookup count when the block became free (gc_count_base)
+  std::uint64_t gc_clock = 0;  ///< the pool's lookup count when the block became free (gc_count_base)
 };
 
+/// PyTorch's native caching allocator over a simulated device.
 class caching_allocator_model final : public allocator_policy {
  public:
   /// `capacity_bytes` 0 means no limit. `address_for(size)` names the address of a new
@@ -110,7 +112,6 @@ class caching_allocator_model final : public allocator_policy {
   bool release_oversize_blocks(pool& free, std::uint64_t size, std::uint64_t stream);
   bool release_cached_segments();
   void release_segment(model_block* block);
-  bool should_split(const model_block* block, std::uint64_t size) const;
 
   allocator_settings settings_;
   std::uint64_t capacity_;
@@ -138,4 +139,4 @@ class caching_allocator_model final : public allocator_policy {
   std::vector<model_segment_event> events_;
 };
 
-}  // namespace rlmem::detail
+}  // namespace rlmem

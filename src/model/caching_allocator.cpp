@@ -2,30 +2,20 @@
 // The caching allocator model; comments name the CUDACachingAllocator.cpp function each part
 // follows.
 
-#include "caching_allocator.hpp"
+#include <rlmem/allocator_rules.hpp>
+#include <rlmem/caching_allocator.hpp>
 
 #include <algorithm>
 #include <iterator>
 #include <limits>
 #include <tuple>
 
-namespace rlmem::detail {
+namespace rlmem {
 
 namespace {
-constexpr std::uint64_t small_size = std::uint64_t{1} << 20;       // kSmallSize
-constexpr std::uint64_t small_buffer = std::uint64_t{2} << 20;     // kSmallBuffer
-constexpr std::uint64_t large_buffer = std::uint64_t{20} << 20;    // kLargeBuffer
-constexpr std::uint64_t min_large_alloc = std::uint64_t{10} << 20; // kMinLargeAlloc
-constexpr std::uint64_t round_large = std::uint64_t{2} << 20;      // kRoundLarge
 // An expandable segment reserves 1.125 x the device's memory; snapshots do not record the
 // device, so take a 141 GiB card (the reservation only has to be larger than what maps).
 constexpr std::uint64_t reservation_bytes = std::uint64_t{141} * 1125 / 1000 << 30;
-
-std::uint64_t allocation_size(std::uint64_t size) {  // get_allocation_size
-  if (size <= small_size) return small_buffer;
-  if (size < min_large_alloc) return large_buffer;
-  return (size + round_large - 1) / round_large * round_large;
-}
 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t step) { return (value + step - 1) / step * step; }
 }  // namespace
@@ -35,7 +25,8 @@ caching_allocator_model::caching_allocator_model(const allocator_settings& setti
                                                  std::vector<std::uint64_t> recorded_maps)
     : settings_(settings), capacity_(capacity_bytes), address_for_(std::move(address_for)), recorded_maps_(std::move(recorded_maps)) {}
 
-std::uint64_t caching_allocator_model::page_of(bool small) const { return small ? small_buffer : large_buffer; }
+// Expandable segments map pages of a small or a large segment's size.
+std::uint64_t caching_allocator_model::page_of(bool small) const { return small ? small_segment_bytes : large_segment_bytes; }
 
 model_block* caching_allocator_model::new_block(const model_block& value) {
   if (!recycled_.empty()) {
@@ -168,12 +159,6 @@ void caching_allocator_model::close_existing_reservations() {
   existing_runs_.clear();
 }
 
-bool caching_allocator_model::should_split(const model_block* block, std::uint64_t size) const {
-  std::uint64_t remaining = block->size - size;
-  if (block->small_pool || settings_.expandable_segments) return remaining >= 512;
-  return size < settings_.max_split_size && remaining > small_size;
-}
-
 // get_free_block: best fit within the stream; the oversize rules look at the first candidate only.
 model_block* caching_allocator_model::take_free_block(pool& free, std::uint64_t size, std::uint64_t stream) {
   if (garbage_collects()) ++free_lookups_[&free == &small_free_];  // the GC's clock
@@ -188,8 +173,7 @@ model_block* caching_allocator_model::take_free_block(pool& free, std::uint64_t 
     }
   }
   model_block* block = *found;
-  if (size < settings_.max_split_size && block->size >= settings_.max_split_size) return nullptr;
-  if (size >= settings_.max_split_size && block->size >= size + settings_.max_non_split_rounding) return nullptr;
+  if (!may_serve(block->size, size, settings_)) return nullptr;
   free.erase(found);
   return block;
 }
@@ -381,9 +365,9 @@ void caching_allocator_model::empty_cache() { release_cached_segments(); }
 
 model_block* caching_allocator_model::allocate(std::uint64_t requested_bytes, std::uint64_t stream) {  // malloc
   std::uint64_t size = round_request(requested_bytes, settings_);
-  bool small = size <= small_size;
+  bool small = small_pool_request(size);
   pool& free = pool_of(small);
-  std::uint64_t alloc_size = allocation_size(size);
+  std::uint64_t alloc_size = segment_size_for(size);
   model_block* block = take_free_block(free, size, stream);
   if (block == nullptr) {
     if (garbage_collects()) garbage_collect();
@@ -392,7 +376,7 @@ model_block* caching_allocator_model::allocate(std::uint64_t requested_bytes, st
     if (block == nullptr && release_cached_segments()) block = new_segment(size, alloc_size, stream, small, true);
     if (block == nullptr) return nullptr;
   }
-  if (should_split(block, size)) {  // alloc_found_block: the allocation takes the low end
+  if (should_split(block->size, size, settings_)) {  // alloc_found_block: the allocation takes the low end
     model_block* low = new_block({block->ptr, size, stream, small, false, false, true, block->expandable, block->prev, block});
     if (block->prev != nullptr) block->prev->next = low;
     block->prev = low;
@@ -429,4 +413,4 @@ void caching_allocator_model::free_completed(model_block* block) {  // free_bloc
   merge_free_neighbours(block, pool_of(block->small_pool));
 }
 
-}  // namespace rlmem::detail
+}  // namespace rlmem

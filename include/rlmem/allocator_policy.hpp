@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The seam between the replay driver and an allocator policy running over a simulated device.
-// caching_allocator_model (PyTorch's native allocator, with or without expandable segments)
-// implements it; the rlmem runtime's policy will be the second.
-
-#include <rlmem/replay.hpp>
+// The seam between a driver (replay; inspect's OOM judgement to come) and an allocator policy
+// running over a simulated device. caching_allocator_model (PyTorch's native allocator, with or
+// without expandable segments) implements it; the rlmem runtime's policy will be the second.
 
 #include <cstdint>
 #include <vector>
 
-namespace rlmem::detail {
+namespace rlmem {
 
 struct model_block;
 
@@ -20,6 +18,7 @@ struct model_segment_event {
   std::uint64_t size = 0;
 };
 
+/// An allocator policy: the decisions of an allocator, fed one trace event at a time.
 class allocator_policy {
  public:
   virtual ~allocator_policy() = default;
@@ -40,11 +39,16 @@ class allocator_policy {
   /// The device's own memory, as far as the trace tells it; 0 for none.
   virtual void set_device_bytes(std::uint64_t bytes) = 0;
 
+  /// Bytes handed out and not yet freed by the user (torch's allocated_bytes).
   virtual std::int64_t allocated_bytes() const noexcept = 0;
+  /// Bytes taken from the device: segments, or mapped pages of expandable ones.
   virtual std::int64_t reserved_bytes() const noexcept = 0;
+  /// cudaMalloc'd segments held now (expandable reservations not counted).
   virtual std::uint64_t segments() const noexcept = 0;
+  /// Mallocs that freed the cache and tried again (num_alloc_retries).
   virtual std::uint64_t alloc_retries() const noexcept = 0;
+  /// Every segment allocation, map, free and unmap so far, in order.
   virtual const std::vector<model_segment_event>& segment_events() const noexcept = 0;
 };
 
-}  // namespace rlmem::detail
+}  // namespace rlmem

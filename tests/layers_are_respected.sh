@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Layers, lower never including higher: snapshot -> model -> inspect, replay, plan -> report -> cli.
+# A part includes another part's public headers (<rlmem/...>) only from a lower layer, and no
+# part reaches into another's private headers ("other_part/x.hpp").
+set -u
+root=$1
+status=0
+# forbid PART PATTERN WHY: fail when a source of src/PART includes a header matching PATTERN.
+forbid() {
+  local found
+  found=$(grep -rnE "^#include [<\"]($2)" "$root/src/$1" 2>/dev/null)
+  if [ -n "$found" ]; then
+    echo "FAIL src/$1 includes $3:"; echo "$found"; status=1
+  fi
+}
+public_of_inspect='rlmem/(inspect|compare)\.hpp'
+public_above_model="$public_of_inspect|rlmem/(replay|plan|report|watch)\.hpp"
+forbid snapshot "rlmem/(model|allocator_[a-z]+|live_set|caching_allocator|saturating)\.hpp|$public_above_model" "a header of a higher layer"
+forbid model "$public_above_model" "a header of a higher layer"
+forbid inspect "rlmem/(replay|plan|report|watch)\.hpp" "a header of replay, plan or a higher layer"
+forbid replay "$public_of_inspect|rlmem/(plan|report|watch)\.hpp" "a header of inspect, plan or a higher layer"
+forbid report "rlmem/(cli)\.hpp" "a header of the CLI"
+for part in "$root"/src/*/; do
+  part=$(basename "$part")
+  forbid "$part" "(snapshot|model|inspect|replay|plan|report|watch|capi|cli)/" "another part's private header"
+done
+# The model's public headers include only the layers below them.
+found=$(grep -nE "^#include <($public_above_model)" "$root"/include/rlmem/{model,allocator_settings,allocator_rules,allocator_policy,live_set,caching_allocator,saturating}.hpp)
+if [ -n "$found" ]; then
+  echo "FAIL the model's public headers include a higher layer:"; echo "$found"; status=1
+fi
+# replay links the model, not inspect.
+if grep -q "rlmem_inspect" "$root/src/replay/CMakeLists.txt"; then
+  echo "FAIL src/replay/CMakeLists.txt links rlmem_inspect"; status=1
+fi
+[ $status -eq 0 ] && echo "every part includes only its own and lower layers' headers"
+exit $status

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+// The live set against what the bundled recordings show: from the state it rebuilds at trace
+// start, the allocator's rules applied to every event must arrive at the dump's own blocks, and
+// the dump's blocks must be what the rules make of their requested sizes.
+
+#include "fixtures.hpp"
+#include "model/fixture_files.hpp"
+
+#include <rlmem/allocator_rules.hpp>
+#include <rlmem/live_set.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+namespace rlmem {
+
+namespace {
+
+struct dump_figures {
+  std::int64_t allocated = 0;
+  std::int64_t reserved = 0;
+};
+
+dump_figures dump_of(const snapshot& snap, std::int64_t device) {
+  dump_figures figures;
+  for (const segment& seg : snap.segments) {
+    if (seg.device != device) continue;
+    figures.allocated += static_cast<std::int64_t>(seg.allocated_size);
+    figures.reserved += static_cast<std::int64_t>(seg.total_size);
+  }
+  return figures;
+}
+
+std::span<const trace_event> events_of(const snapshot& snap, std::int64_t device) {
+  const device_trace* trace = snap.trace_for(device);
+  return trace ? snap.events_of(*trace) : std::span<const trace_event>{};
+}
+
+}  // namespace
+
+TEST(live_set, every_recording_replays_from_its_trace_start_to_its_dump) {
+  for (const std::string& name : testing::snapshot_fixture_names()) {
+    SCOPED_TRACE(name);
+    const snapshot& snap = testing::fixture(name);
+    std::int64_t device = default_device(snap);
+    std::span<const trace_event> events = events_of(snap, device);
+    ASSERT_FALSE(events.empty());
+    live_set state = live_set::at_trace_start(snap, device, events, settings_of(snap));
+    std::int64_t reserved = reserved_at_trace_start(snap, device, events);
+    for (const trace_event& event : events) {
+      state.apply(event);
+      reserved += reserved_delta(event);
+    }
+    EXPECT_EQ(state.inconsistencies(), 0u) << "expected every event to fit the live set";
+    dump_figures dump = dump_of(snap, device);
+    EXPECT_EQ(state.allocated_bytes(), dump.allocated) << "expected the dump's allocated bytes " << dump.allocated << ", saw "
+                                                       << state.allocated_bytes();
+    EXPECT_EQ(reserved, dump.reserved) << "expected the dump's reserved bytes " << dump.reserved << ", saw " << reserved;
+
+    // Each active block of the dump is live, at the size the rules gave it when it was made.
+    std::uint64_t checked = 0;
+    for (const segment& seg : snap.segments) {
+      if (seg.device != device) continue;
+      for (const block& held : snap.blocks_of(seg)) {
+        if (held.state != block_state::active_allocated && held.state != block_state::active_pending_free) continue;
+        auto found = state.blocks().find(held.address);
+        ASSERT_NE(found, state.blocks().end()) << "the dump's block at " << held.address << " is not live";
+        EXPECT_EQ(found->second.bytes, held.size) << "block at " << held.address << ": expected the dump's " << held.size
+                                                  << " bytes, saw " << found->second.bytes;
+        ++checked;
+      }
+    }
+    EXPECT_GT(checked, 0u) << "expected active blocks in the dump";
+  }
+}
+
+TEST(live_set, dump_blocks_are_their_requests_rounded_or_a_block_kept_whole) {
+  for (const std::string& name : testing::snapshot_fixture_names()) {
+    SCOPED_TRACE(name);
+    const snapshot& snap = testing::fixture(name);
+    allocator_settings settings = settings_of(snap);
+    std::uint64_t whole = 0;
+    std::uint64_t rounded_exactly = 0;
+    for (const block& held : snap.blocks) {
+      if (held.state != block_state::active_allocated || held.requested_size == 0) continue;
+      std::uint64_t rounded = round_request(held.requested_size, settings);
+      ASSERT_LE(rounded, held.size) << "block at " << held.address << " requested " << held.requested_size << ": expected at most its "
+                                    << held.size << " bytes, rounded to " << rounded;
+      if (rounded == held.size) {
+        ++rounded_exactly;
+        continue;
+      }
+      EXPECT_FALSE(should_split(held.size, rounded, settings))
+          << "block at " << held.address << " of " << held.size << " bytes for a request rounded to " << rounded
+          << ": expected a block the allocator hands out whole, saw one it would have split";
+      ++whole;
+    }
+    EXPECT_GT(rounded_exactly, 0u);
+    RecordProperty(name + "_blocks_kept_whole", static_cast<int>(whole));
+  }
+}
+
+TEST(live_set, trace_start_holds_the_dump_minus_what_the_trace_did) {
+  for (const std::string& name : testing::snapshot_fixture_names()) {
+    SCOPED_TRACE(name);
+    const snapshot& snap = testing::fixture(name);
+    std::int64_t device = default_device(snap);
+    std::span<const trace_event> events = events_of(snap, device);
+    live_set start = live_set::at_trace_start(snap, device, events, settings_of(snap));
+    // Blocks live at trace start are the dump's blocks the trace never touched, plus those it
+    // frees before allocating: none of them was made in the trace.
+    std::int64_t mapped = 0;
+    for (const auto& [address, range] : start.mapped()) mapped += static_cast<std::int64_t>(range.bytes);
+    std::int64_t reserved = reserved_at_trace_start(snap, device, events);
+    EXPECT_EQ(mapped, reserved) << "expected the reserved ranges at trace start to sum to " << reserved << ", saw " << mapped;
+    std::int64_t held = 0;
+    for (const auto& [address, live] : start.blocks()) {
+      EXPECT_TRUE(live.before_trace);
+      if (!live.pending_free) held += static_cast<std::int64_t>(live.bytes);
+    }
+    EXPECT_EQ(start.allocated_bytes(), held) << "expected allocated bytes at trace start to be the live blocks' " << held << ", saw "
+                                             << start.allocated_bytes();
+    EXPECT_LE(start.allocated_bytes(), reserved) << "live blocks cannot hold more than was reserved";
+  }
+}
+
+}  // namespace rlmem
