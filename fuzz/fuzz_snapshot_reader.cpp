@@ -2,27 +2,19 @@
 // libFuzzer target: any byte string must give a snapshot or an error, never a crash, and the
 // same one with and without the reader's trace-entry shortcut.
 
+#include "fuzz_reading.hpp"
+
 #include <rlmem/inspect.hpp>
 #include <rlmem/replay.hpp>
 #include <rlmem/snapshot_reader.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <memory>
 #include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  // An exact-size copy, so AddressSanitizer sees any read past the end.
-  auto copy = std::make_unique<std::byte[]>(size);
-  if (size > 0) std::memcpy(copy.get(), data, size);
-  rlmem::read_options options;
-  options.limits.max_input_bytes = std::uint64_t{64} << 20;
-  options.limits.max_string_bytes = std::uint64_t{1} << 20;
-  options.limits.max_depth = 256;
-  // Tight budgets, so that inputs reach them in a few KB and each run stays small.
-  options.limits.max_stack_values = std::uint64_t{1} << 14;
-  options.limits.max_held_values = std::uint64_t{1} << 16;
+  auto copy = rlmem::fuzzing::exact_copy(data, size);
+  rlmem::read_options options = rlmem::fuzzing::tight_read_options();
   auto read = rlmem::read_snapshot_bytes({copy.get(), size}, options);
   // Differential: the trace-entry shortcut and the general path must read the same snapshot or
   // fail the same way. Only the held-value budget may differ at its edge: the general path
