@@ -139,7 +139,7 @@ void add_report_command(CLI::App& app, command_body& run) {
       "Writes one HTML file that opens from disk in any current browser, with no network at all:\n"
       "uPlot and the page script are inlined, and a Content-Security-Policy forbids every request.\n"
       "The page holds figures, not the trace (min/max per pixel column, the largest allocations,\n"
-      "the peak's stacks as a tree), so a 1 GB snapshot gives a page of a few MB.\n"
+      "the peak's stacks as a tree), so a 1 GB snapshot gives a page under 1 MB.\n"
       "Views: Timeline (allocated/reserved, steps, peaks, OOMs, categories; drag to zoom,\n"
       "double-click to reset, hover for the stack of the column's largest allocation),\n"
       "Active memory (the largest allocations as bands; hover, click to pin), At the peak\n"
