@@ -2,10 +2,11 @@
 # Each installs what is missing first (as root via apt-get; otherwise it prints the line to run).
 
 PACKAGES := cmake g++ make pkg-config nlohmann-json3-dev libfmt-dev libcli11-dev \
-            zlib1g-dev libzstd-dev libre2-dev libgtest-dev libgmock-dev libbenchmark-dev
-# The Python package's tests (Debian's torch 1.13 gives them a real gloo process group) and the
-# terminal test of `rlmem watch`.
-TEST_PACKAGES := python3 python3-venv python3-setuptools python3-wheel python3-pip python3-pytest python3-torch tmux
+            zlib1g-dev libzstd-dev libre2-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs npm
+# The Python package's tests (Debian's torch 1.13 gives them a real gloo process group), the
+# terminal test of `rlmem watch` and the browser tests of `rlmem report` (headless chromium).
+TEST_PACKAGES := python3 python3-venv python3-setuptools python3-wheel python3-pip python3-pytest python3-torch tmux \
+                 chromium
 FUZZ_PACKAGES := clang libclang-rt-dev
 # Debian's interpreter, where python3-pytest and python3-torch live (not a pyenv or venv one).
 PYTHON := /usr/bin/python3

@@ -9,6 +9,7 @@
 #include <rlmem/plan.hpp>
 #include <rlmem/replay.hpp>
 #include <rlmem/snapshot.hpp>
+#include <rlmem/views.hpp>
 #include <rlmem/watch.hpp>
 
 #include <cstdint>
@@ -30,6 +31,17 @@ std::string render_inspection_text(const snapshot& snap, const inspection& resul
 /// `max_timeline_points` points that keep every local peak.
 std::string render_inspection_json(const snapshot& snap, const inspection& result, const std::string& source,
                                    std::size_t max_timeline_points = 2000);
+
+/// Whether this build carries the browser assets of the HTML report: false when node and npm
+/// were missing when it was configured (render_inspection_html then has nothing to inline).
+bool html_report_available() noexcept;
+
+/// `rlmem report`: one self-contained HTML page (uPlot and the page script inlined, a
+/// Content-Security-Policy that forbids every network request) drawing `result` and `views`.
+/// Every string from the snapshot travels as JSON data in the page, never as markup.
+/// Precondition: html_report_available().
+std::string render_inspection_html(const snapshot& snap, const inspection& result, const memory_views& views,
+                                   const std::string& source);
 
 /// `rlmem diff A B` for people: totals, then sites and categories that changed most.
 std::string render_diff_text(const inspection_diff& diff, const std::string& a_name, const std::string& b_name,

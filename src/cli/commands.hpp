@@ -22,5 +22,6 @@ void add_diff_command(CLI::App& app, command_body& run);
 void add_replay_command(CLI::App& app, command_body& run);
 void add_plan_command(CLI::App& app, command_body& run);
 void add_watch_command(CLI::App& app, command_body& run);
+void add_report_command(CLI::App& app, command_body& run);
 
 }  // namespace rlmem::cli

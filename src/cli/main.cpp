@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
              "3 the report could not be written (disk full, stdout closed; no message when its reader left early).");
   rlmem::cli::command_body run;
   rlmem::cli::add_inspect_command(app, run);
+  rlmem::cli::add_report_command(app, run);
   rlmem::cli::add_diff_command(app, run);
   rlmem::cli::add_replay_command(app, run);
   rlmem::cli::add_plan_command(app, run);

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: MIT
+// build_memory_views(): envelopes from inspect()'s timeline, then one replay of the trace for
+// the largest allocations, the live memory at the peak and the free-block samples.
+
+#include "analysis.hpp"
+#include "frames.hpp"
+#include "live_set.hpp"
+
+#include <rlmem/views.hpp>
+
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+
+namespace rlmem {
+
+using detail::saturating_add;
+using detail::signed_bytes;
+
+namespace {
+
+// Sites of stacks, resolved once per stack; stack 0 is two sites, as inspect() names them.
+class site_table {
+ public:
+  site_table(const snapshot& snap, const std::vector<category_rule>& rules)
+      : frames_(snap), categories_(frames_, rules.empty() ? default_category_rules() : rules) {}
+
+  std::uint32_t site(stack_id stack, bool before_trace) {
+    std::uint64_t key = stack == 0 ? (before_trace ? 0 : 1) : std::uint64_t{stack} + 1;
+    auto [found, added] = index_.try_emplace(key, static_cast<std::uint32_t>(sites_.size()));
+    if (added) {
+      if (stack != 0) {
+        sites_.push_back(detail::resolve_site(frames_, stack));
+      } else {
+        sites_.push_back({before_trace ? "<allocated before recording began>"
+                                       : "<no Python stack: autograd backward or a C++ thread>",
+                          "", 0});
+      }
+    }
+    return found->second;
+  }
+
+  memory_category category(stack_id stack, bool before_trace) {
+    if (stack == 0) return before_trace ? memory_category::weights : memory_category::gradients;
+    auto [found, added] = category_of_stack_.try_emplace(stack, memory_category::other);
+    if (added) found->second = categories_.categorize(stack, before_trace);
+    return found->second;
+  }
+
+  std::vector<allocation_site> take() { return std::move(sites_); }
+
+ private:
+  detail::frame_index frames_;
+  detail::category_matcher categories_;
+  std::unordered_map<std::uint64_t, std::uint32_t> index_;
+  std::unordered_map<stack_id, memory_category> category_of_stack_;
+  std::vector<allocation_site> sites_;
+};
+
+std::vector<timeline_column> envelope_columns(const timeline& line, std::span<const trace_event> events, std::size_t wanted) {
+  std::vector<timeline_column> columns;
+  std::size_t count = line.allocated.size();
+  if (count == 0 || wanted == 0) return columns;
+  std::size_t slices = std::min(wanted, count);
+  columns.reserve(slices);
+  for (std::size_t c = 0; c < slices; ++c) {
+    // Slice c is [c * count / slices, (c + 1) * count / slices): every event in one column.
+    std::size_t first = c * count / slices;
+    std::size_t last = (c + 1) * count / slices - 1;
+    timeline_column column;
+    column.first_event = first;
+    column.last_event = last;
+    column.first_time_us = events[first].time_us;
+    column.allocated_min = column.allocated_max = line.allocated[first];
+    column.reserved_min = column.reserved_max = line.reserved[first];
+    column.unallocated_max = saturating_add(line.reserved[first], -line.allocated[first]);
+    for (std::size_t i = first + 1; i <= last; ++i) {
+      column.allocated_min = std::min(column.allocated_min, line.allocated[i]);
+      column.allocated_max = std::max(column.allocated_max, line.allocated[i]);
+      column.reserved_min = std::min(column.reserved_min, line.reserved[i]);
+      column.reserved_max = std::max(column.reserved_max, line.reserved[i]);
+      column.unallocated_max = std::max(column.unallocated_max, saturating_add(line.reserved[i], -line.allocated[i]));
+    }
+    columns.push_back(column);
+  }
+  return columns;
+}
+
+// A finished or still-live allocation, before the cut to the largest.
+struct band_candidate {
+  allocation_band band;
+  stack_id stack = 0;
+  bool before_trace = false;
+};
+
+// Orders candidates so the heap's top is the one to drop first: smallest, then latest.
+struct drop_first {
+  bool operator()(const band_candidate& a, const band_candidate& b) const {
+    return a.band.bytes != b.band.bytes ? a.band.bytes > b.band.bytes : a.band.alloc_event < b.band.alloc_event;
+  }
+};
+
+class largest_allocations {
+ public:
+  explicit largest_allocations(std::size_t keep) : keep_(keep) {}
+  void offer(const band_candidate& candidate) {
+    ++offered_;
+    if (keep_ == 0) return;
+    if (kept_.size() < keep_) {
+      kept_.push(candidate);
+    } else if (drop_first{}(candidate, kept_.top())) {
+      kept_.pop();
+      kept_.push(candidate);
+    }
+  }
+  std::vector<band_candidate> take() {
+    std::vector<band_candidate> out;
+    out.reserve(kept_.size());
+    for (; !kept_.empty(); kept_.pop()) out.push_back(kept_.top());
+    return out;
+  }
+  std::uint64_t offered() const noexcept { return offered_; }
+
+ private:
+  std::size_t keep_;
+  std::uint64_t offered_ = 0;
+  std::priority_queue<band_candidate, std::vector<band_candidate>, drop_first> kept_;
+};
+
+// First-fit offsets: each band, in order of allocation, goes at the lowest offset where it
+// overlaps no band still live. O(bands x live bands).
+void place_bands(std::vector<allocation_band>& bands, std::uint64_t events) {
+  auto end_of = [events](const allocation_band& band) {
+    return band.free_event < 0 ? static_cast<std::int64_t>(events) : band.free_event;
+  };
+  std::vector<const allocation_band*> live;  // by offset
+  for (allocation_band& band : bands) {
+    std::erase_if(live, [&](const allocation_band* other) { return end_of(*other) <= band.alloc_event; });
+    std::uint64_t offset = 0;
+    auto slot = live.begin();
+    for (; slot != live.end(); ++slot) {
+      if ((*slot)->offset_bytes >= offset && (*slot)->offset_bytes - offset >= band.bytes) break;
+      offset = std::max(offset, saturating_add((*slot)->offset_bytes, (*slot)->bytes));
+    }
+    band.offset_bytes = offset;
+    live.insert(slot, &band);
+  }
+}
+
+// The live blocks after one event, grouped into a tree by their stacks, outermost frame first.
+class stack_tree_builder {
+ public:
+  stack_tree_builder(const snapshot& snap, site_table& sites) : snap_(snap), sites_(sites) {
+    nodes_.push_back({0, 0, stack_node_kind::root, 0, 0, 0, memory_category::other});
+    category_bytes_.emplace_back();
+  }
+
+  void add(const detail::live_block& held) {
+    if (held.pending_free) return;
+    memory_category category = sites_.category(held.stack, held.before_trace);
+    std::uint32_t node = 0;
+    account(node, held.bytes, category);
+    if (held.stack == 0) {
+      account(child(node, held.before_trace ? stack_node_kind::allocated_before_trace : stack_node_kind::no_python_stack, 0),
+              held.bytes, category);
+      return;
+    }
+    std::span<const frame_id> frames = snap_.stack(held.stack);
+    for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
+      node = child(node, stack_node_kind::frame, *frame);
+      account(node, held.bytes, category);
+    }
+  }
+
+  // The tree cut to the `keep` largest nodes. A node never holds more than its parent, so the
+  // largest nodes (ties to the earlier, a parent before its children) include their parents.
+  std::vector<stack_node> take(std::size_t keep, std::uint64_t& nodes_before_cut) {
+    nodes_before_cut = nodes_.size();
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      const category_bytes& bytes = category_bytes_[i];
+      nodes_[i].category = static_cast<memory_category>(std::max_element(bytes.begin(), bytes.end()) - bytes.begin());
+    }
+    if (nodes_.size() <= keep) return std::move(nodes_);
+    std::vector<std::uint32_t> order(nodes_.size());
+    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return nodes_[a].bytes != nodes_[b].bytes ? nodes_[a].bytes > nodes_[b].bytes : a < b;
+    });
+    order.resize(keep);
+    std::sort(order.begin(), order.end());
+    std::vector<std::uint32_t> new_index(nodes_.size(), UINT32_MAX);
+    std::vector<stack_node> kept;
+    kept.reserve(keep);
+    for (std::uint32_t old : order) {
+      new_index[old] = static_cast<std::uint32_t>(kept.size());
+      stack_node node = nodes_[old];
+      node.parent = new_index[node.parent];
+      kept.push_back(node);
+    }
+    return kept;
+  }
+
+ private:
+  std::uint32_t child(std::uint32_t parent, stack_node_kind kind, frame_id frame) {
+    std::uint64_t key = (std::uint64_t{parent} << 32) | (kind == stack_node_kind::frame ? frame : UINT32_MAX - static_cast<std::uint32_t>(kind));
+    auto [found, added] = children_.try_emplace(key, static_cast<std::uint32_t>(nodes_.size()));
+    if (added) {
+      nodes_.push_back({parent, nodes_[parent].depth + 1, kind, frame, 0, 0, memory_category::other});
+      category_bytes_.emplace_back();
+    }
+    return found->second;
+  }
+  void account(std::uint32_t node, std::uint64_t bytes, memory_category category) {
+    nodes_[node].bytes = saturating_add(nodes_[node].bytes, bytes);
+    ++nodes_[node].count;
+    std::int64_t& in_category = category_bytes_[node][static_cast<std::size_t>(category)];
+    in_category = saturating_add(in_category, signed_bytes(bytes));
+  }
+
+  const snapshot& snap_;
+  site_table& sites_;
+  std::vector<stack_node> nodes_;
+  std::vector<category_bytes> category_bytes_;            // by node
+  std::unordered_map<std::uint64_t, std::uint32_t> children_;  // (parent, frame or kind) -> node
+};
+
+free_block_sample measure_free_blocks(const detail::live_set& state, std::int64_t event) {
+  free_block_sample sample;
+  sample.event = event;
+  for (const detail::free_space& space : state.free_spaces()) {
+    sample.largest_free_bytes = std::max(sample.largest_free_bytes, space.largest_free_bytes);
+    sample.free_bytes = saturating_add(sample.free_bytes, space.free_bytes);
+  }
+  return sample;
+}
+
+}  // namespace
+
+memory_views build_memory_views(const snapshot& snap, const inspection& result, const std::vector<category_rule>& rules,
+                                const view_options& options) {
+  memory_views views;
+  const device_trace* trace = snap.trace_for(result.device);
+  std::span<const trace_event> events = trace ? snap.events_of(*trace) : std::span<const trace_event>{};
+  views.events = events.size();
+  views.columns = envelope_columns(result.memory, events, options.columns);
+  site_table sites(snap, rules);
+
+  // Moments to measure free blocks at: the end of each of free_block_samples slices, the state
+  // before the first event and the peak of reserved.
+  std::vector<std::int64_t> sample_events{-1, result.peak_reserved_event};
+  std::size_t slices = std::min(options.free_block_samples, events.size());
+  for (std::size_t s = 0; s < slices; ++s) sample_events.push_back(static_cast<std::int64_t>((s + 1) * events.size() / slices) - 1);
+  std::sort(sample_events.begin(), sample_events.end());
+  sample_events.erase(std::unique(sample_events.begin(), sample_events.end()), sample_events.end());
+  auto next_sample = sample_events.begin();
+
+  detail::live_set state = detail::live_set::at_trace_start(snap, result.device, events);
+  stack_tree_builder tree(snap, sites);
+  views.tree_event = result.peak_allocated_event;
+  auto take_tree = [&] {
+    for (const auto& [address, held] : state.blocks()) tree.add(held);
+  };
+  if (views.tree_event < 0) take_tree();
+  if (next_sample != sample_events.end() && *next_sample < 0) views.free_blocks.push_back(measure_free_blocks(state, *next_sample++));
+
+  largest_allocations largest(options.bands);
+  std::unordered_map<std::uint64_t, std::int64_t> alloc_event_at;  // address -> event of its live allocation
+  alloc_event_at.reserve(state.blocks().size() * 2 + 1024);
+  for (const auto& [address, held] : state.blocks()) {
+    if (!held.pending_free) alloc_event_at.emplace(address, -1);
+  }
+  std::size_t column = 0;
+  // Stacks of each column's largest allocation, resolved to sites once the pass is over.
+  std::vector<stack_id> column_stacks(views.columns.size(), 0);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const trace_event& event = events[i];
+    auto index = static_cast<std::int64_t>(i);
+    detail::allocation_change change = state.apply(event);
+    if (change.replaced_bytes != 0) {
+      // An alloc over a live block: the old one's life ends here.
+      band_candidate ended{{alloc_event_at[event.addr], index, static_cast<std::uint64_t>(-change.replaced_bytes), 0, 0,
+                            memory_category::other},
+                           change.replaced_stack, change.replaced_before_trace};
+      largest.offer(ended);
+    }
+    if (event.action == trace_action::alloc) {
+      alloc_event_at[event.addr] = index;
+      while (column + 1 < views.columns.size() && views.columns[column].last_event < i) ++column;
+      timeline_column& in = views.columns[column];
+      auto bytes = static_cast<std::uint64_t>(change.bytes);
+      if (in.largest_alloc_event < 0 || bytes > in.largest_alloc_bytes) {
+        in.largest_alloc_event = index;
+        in.largest_alloc_bytes = bytes;
+        column_stacks[column] = event.stack;
+      }
+    } else if (change.count < 0) {
+      auto found = alloc_event_at.find(event.addr);
+      std::int64_t made = found == alloc_event_at.end() ? -1 : found->second;
+      if (found != alloc_event_at.end()) alloc_event_at.erase(found);
+      largest.offer({{made, index, static_cast<std::uint64_t>(-change.bytes), 0, 0, memory_category::other}, change.stack,
+                     change.before_trace});
+    }
+    if (index == views.tree_event) take_tree();
+    if (next_sample != sample_events.end() && *next_sample == index) views.free_blocks.push_back(measure_free_blocks(state, *next_sample++));
+  }
+  for (const auto& [address, held] : state.blocks()) {
+    if (held.pending_free) continue;
+    auto found = alloc_event_at.find(address);
+    largest.offer({{found == alloc_event_at.end() ? -1 : found->second, -1, held.bytes, 0, 0, memory_category::other},
+                   held.stack, held.before_trace});
+  }
+
+  for (std::size_t c = 0; c < views.columns.size(); ++c) {
+    if (views.columns[c].largest_alloc_event >= 0) views.columns[c].largest_alloc_site = sites.site(column_stacks[c], false);
+  }
+  views.allocations = largest.offered();
+  std::vector<band_candidate> kept = largest.take();
+  std::sort(kept.begin(), kept.end(), [](const band_candidate& a, const band_candidate& b) {
+    return a.band.alloc_event != b.band.alloc_event ? a.band.alloc_event < b.band.alloc_event : a.band.bytes > b.band.bytes;
+  });
+  views.bands.reserve(kept.size());
+  for (band_candidate& candidate : kept) {
+    candidate.band.site = sites.site(candidate.stack, candidate.before_trace);
+    candidate.band.category = sites.category(candidate.stack, candidate.before_trace);
+    views.bands.push_back(candidate.band);
+  }
+  place_bands(views.bands, views.events);
+  views.peak_tree = tree.take(std::max<std::size_t>(options.max_tree_nodes, 1), views.peak_tree_nodes_before_cut);
+  views.sites = sites.take();
+  return views;
+}
+
+}  // namespace rlmem

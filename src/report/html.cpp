@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: MIT
+// The HTML page of `rlmem report`: web/report.html with the inspection and its views as one
+// JSON block, uPlot and the page script inlined, under a policy that allows no request.
+
+#include "html_assets.hpp"
+#include "stack_text.hpp"
+
+#include <rlmem/report.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <span>
+#include <unordered_map>
+
+namespace rlmem {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Frames and stacks as tables: each frame's text once, each stack a list of frame indices, so
+// a frame repeated over thousands of stacks costs its text once.
+class stack_tables {
+ public:
+  explicit stack_tables(const snapshot& snap) : snap_(snap) {}
+
+  std::uint32_t frame(frame_id id) {
+    auto [found, added] = frame_index_.try_emplace(id, static_cast<std::uint32_t>(frames_.size()));
+    if (added) frames_.push_back(detail::frame_text(snap_, id));
+    return found->second;
+  }
+
+  std::uint32_t stack(stack_id id) {
+    auto [found, added] = stack_index_.try_emplace(id, static_cast<std::uint32_t>(stacks_.size()));
+    if (added) {
+      json frames = json::array();
+      std::span<const frame_id> all = snap_.stack(id);
+      for (frame_id one : all.first(std::min(all.size(), detail::max_json_stack_frames))) frames.push_back(frame(one));
+      stacks_.push_back(std::move(frames));
+    }
+    return found->second;
+  }
+
+  json frames() const { return frames_; }
+  json stacks() const { return stacks_; }
+
+ private:
+  const snapshot& snap_;
+  std::unordered_map<frame_id, std::uint32_t> frame_index_;
+  std::unordered_map<stack_id, std::uint32_t> stack_index_;
+  std::vector<std::string> frames_;
+  json stacks_ = json::array();
+};
+
+json site_json(const allocation_site& site, stack_tables& tables) {
+  return {{"label", site.label}, {"user_frame", site.user_frame}, {"stack", tables.stack(site.stack)}};
+}
+
+std::string_view category_name(memory_category category) { return memory_category_name(category); }
+
+json summary_json(const inspection& result) {
+  return {{"events", result.events},
+          {"times_known", result.times_known},
+          {"first_time_us", result.first_time_us},
+          {"last_time_us", result.last_time_us},
+          {"peak_allocated_bytes", result.peak_allocated_bytes},
+          {"peak_allocated_event", result.peak_allocated_event},
+          {"peak_reserved_bytes", result.peak_reserved_bytes},
+          {"peak_reserved_event", result.peak_reserved_event},
+          {"allocated_at_trace_start_bytes", result.memory.allocated_at_start},
+          {"reserved_at_trace_start_bytes", result.memory.reserved_at_start},
+          {"final_allocated_bytes", result.final_allocated_bytes},
+          {"final_reserved_bytes", result.final_reserved_bytes},
+          {"segments", result.segment_count},
+          {"expandable_segments", result.expandable_segment_count},
+          {"step_method", result.step_method}};
+}
+
+// Column-wise arrays: what uPlot draws from, and about half the size of one object per row.
+json timeline_json(const memory_views& views) {
+  json out = {{"first_event", json::array()},     {"last_event", json::array()},
+              {"first_time_us", json::array()},   {"allocated_min", json::array()},
+              {"allocated_max", json::array()},   {"reserved_min", json::array()},
+              {"reserved_max", json::array()},    {"unallocated_max", json::array()},
+              {"largest_alloc_event", json::array()}, {"largest_alloc_bytes", json::array()},
+              {"largest_alloc_site", json::array()}};
+  for (const timeline_column& column : views.columns) {
+    out["first_event"].push_back(column.first_event);
+    out["last_event"].push_back(column.last_event);
+    out["first_time_us"].push_back(column.first_time_us);
+    out["allocated_min"].push_back(column.allocated_min);
+    out["allocated_max"].push_back(column.allocated_max);
+    out["reserved_min"].push_back(column.reserved_min);
+    out["reserved_max"].push_back(column.reserved_max);
+    out["unallocated_max"].push_back(column.unallocated_max);
+    out["largest_alloc_event"].push_back(column.largest_alloc_event);
+    out["largest_alloc_bytes"].push_back(column.largest_alloc_bytes);
+    out["largest_alloc_site"].push_back(column.largest_alloc_site);
+  }
+  return out;
+}
+
+json categories_json(const inspection& result) {
+  json names = json::array();
+  json at_peak = json::array();
+  json series = json::array();
+  for (std::size_t c = 0; c < memory_category_count; ++c) {
+    names.push_back(category_name(static_cast<memory_category>(c)));
+    at_peak.push_back(result.categories_at_peak[c]);
+    json bytes = json::array();
+    for (const category_bytes& sample : result.categories.bytes) bytes.push_back(sample[c]);
+    series.push_back(std::move(bytes));
+  }
+  return {{"names", names}, {"at_peak", at_peak}, {"events", result.categories.events}, {"bytes", series}};
+}
+
+json bands_json(const memory_views& views) {
+  json out = {{"allocations", views.allocations}, {"alloc_event", json::array()}, {"free_event", json::array()},
+              {"bytes", json::array()},         {"offset_bytes", json::array()}, {"site", json::array()},
+              {"category", json::array()}};
+  for (const allocation_band& band : views.bands) {
+    out["alloc_event"].push_back(band.alloc_event);
+    out["free_event"].push_back(band.free_event);
+    out["bytes"].push_back(band.bytes);
+    out["offset_bytes"].push_back(band.offset_bytes);
+    out["site"].push_back(band.site);
+    out["category"].push_back(static_cast<int>(band.category));
+  }
+  return out;
+}
+
+// A node's label: a frame index, or a negative code the page names (-1 root, -2 made before
+// recording began, -3 no Python stack).
+json tree_json(const memory_views& views, stack_tables& tables) {
+  json out = {{"event", views.tree_event},     {"nodes_before_cut", views.peak_tree_nodes_before_cut},
+              {"parent", json::array()},       {"frame", json::array()},
+              {"bytes", json::array()},        {"count", json::array()},
+              {"category", json::array()}};
+  for (const stack_node& node : views.peak_tree) {
+    out["parent"].push_back(node.parent);
+    switch (node.kind) {
+      case stack_node_kind::root: out["frame"].push_back(-1); break;
+      case stack_node_kind::allocated_before_trace: out["frame"].push_back(-2); break;
+      case stack_node_kind::no_python_stack: out["frame"].push_back(-3); break;
+      case stack_node_kind::frame: out["frame"].push_back(tables.frame(node.frame)); break;
+    }
+    out["bytes"].push_back(node.bytes);
+    out["count"].push_back(node.count);
+    out["category"].push_back(static_cast<int>(node.category));
+  }
+  return out;
+}
+
+json leaks_json(const inspection& result, stack_tables& tables) {
+  json leaks = json::array();
+  for (const leak& found : result.leaks) {
+    json lines = json::array();
+    for (const leak_line& one : found.lines) {
+      lines.push_back({{"site", one.site.label}, {"line", one.line}, {"bytes_per_step", one.bytes_per_step},
+                       {"live_bytes_at_end", one.live_bytes_at_end}, {"live_count_at_end", one.live_count_at_end}});
+    }
+    leaks.push_back({{"site", site_json(found.site, tables)},
+                     {"bytes_per_step", found.bytes_per_step},
+                     {"steps", found.steps},
+                     {"first_step", found.first_step},
+                     {"live_bytes_at_end", found.live_bytes_at_end},
+                     {"live_count_at_end", found.live_count_at_end},
+                     {"bytes_at_step_end", found.bytes_at_step_end},
+                     {"lines", lines}});
+  }
+  return leaks;
+}
+
+json leak_summary_json(const leak_summary& growth) {
+  if (!growth.measured) return nullptr;
+  bool grew = growth.growth_per_step_bytes > 0;
+  return {{"from_step", growth.from_step},
+          {"to_step", growth.to_step},
+          {"allocated_from_bytes", growth.allocated_from_bytes},
+          {"allocated_to_bytes", growth.allocated_to_bytes},
+          {"growth_per_step_bytes", growth.growth_per_step_bytes},
+          {"step_ends_grown", growth.step_ends_grown},
+          {"explained_per_step_bytes", growth.explained_per_step_bytes},
+          {"explained_fraction", grew ? json(static_cast<double>(growth.explained_per_step_bytes) /
+                                             static_cast<double>(growth.growth_per_step_bytes))
+                                      : json(nullptr)},
+          {"growth_without_named_leak", growth.growth_without_named_leak}};
+}
+
+json ooms_json(const inspection& result, stack_tables& tables) {
+  json ooms = json::array();
+  for (const oom_report& oom : result.ooms) {
+    json pools = json::array();
+    for (const free_block_summary& pool : oom.free_by_pool) {
+      pools.push_back({{"pool", pool.small_pool ? "small" : "large"}, {"stream", pool.stream},
+                       {"largest_free_bytes", pool.largest_free_bytes}, {"free_bytes", pool.free_bytes}});
+    }
+    ooms.push_back({{"event", oom.event},
+                    {"time_us", oom.time_us},
+                    {"requested_bytes", oom.requested_bytes},
+                    {"segment_bytes", oom.segment_bytes},
+                    {"allocated_bytes", oom.allocated_bytes},
+                    {"reserved_bytes", oom.reserved_bytes},
+                    {"reserved_unallocated_bytes", oom.reserved_unallocated_bytes},
+                    {"device_free_bytes", oom.device_free_bytes},
+                    {"limit_low_bytes", oom.limit_low_bytes},
+                    {"limit_high_bytes", oom.limit_high_bytes},
+                    {"limit_given", oom.limit_given},
+                    {"largest_free_block_bytes", oom.largest_free_block_bytes},
+                    {"free_by_pool", pools},
+                    {"largest_site", site_json(oom.largest_site, tables)},
+                    {"largest_site_bytes", oom.largest_site_bytes},
+                    {"verdict", oom.verdict == oom_verdict::fragmentation ? "fragmentation" : "capacity"},
+                    {"explanation", oom.explanation},
+                    {"advice", oom.advice}});
+  }
+  return ooms;
+}
+
+json fragmentation_json(const inspection& result, const memory_views& views) {
+  const fragmentation_report& frag = result.fragmentation;
+  json samples = {{"event", json::array()}, {"largest_free_bytes", json::array()}, {"free_bytes", json::array()}};
+  for (const free_block_sample& sample : views.free_blocks) {
+    samples["event"].push_back(sample.event);
+    samples["largest_free_bytes"].push_back(sample.largest_free_bytes);
+    samples["free_bytes"].push_back(sample.free_bytes);
+  }
+  return {{"max_unallocated_bytes", frag.max_unallocated_bytes},
+          {"max_unallocated_event", frag.max_unallocated_event},
+          {"unallocated_at_peak_reserved_bytes", frag.unallocated_at_peak_reserved_bytes},
+          {"largest_free_block_at_peak_reserved_bytes", frag.largest_free_block_at_peak_reserved_bytes},
+          {"unallocated_at_end_bytes", frag.unallocated_at_end_bytes},
+          {"largest_free_block_at_end_bytes", frag.largest_free_block_at_end_bytes},
+          {"mostly_empty_segments", frag.mostly_empty_segments},
+          {"mostly_empty_segment_bytes", frag.mostly_empty_segment_bytes},
+          {"free_blocks", samples}};
+}
+
+// JSON that can sit inside <script type="application/json">: '<' can only occur inside JSON
+// strings, where \u003c means the same, so no "</script" or "<!--" can end or bend the block;
+// U+2028 and U+2029 are escaped too, for any reader that takes the text as JavaScript.
+std::string script_safe(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 64);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '<') {
+      out += "\\u003c";
+    } else if (c == '\xE2' && i + 2 < text.size() && text[i + 1] == '\x80' && (text[i + 2] == '\xA8' || text[i + 2] == '\xA9')) {
+      out += text[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The page template with each {{slot}} filled once, in the order the slots appear.
+std::string fill_page(std::string_view page, const std::vector<std::pair<std::string_view, std::string_view>>& slots) {
+  std::string out;
+  std::size_t at = 0;
+  for (const auto& [name, value] : slots) {
+    std::size_t found = page.find(name, at);
+    if (found == std::string_view::npos) continue;
+    out.append(page.substr(at, found - at));
+    out.append(value);
+    at = found + name.size();
+  }
+  out.append(page.substr(at));
+  return out;
+}
+
+}  // namespace
+
+bool html_report_available() noexcept { return detail::bundled_html_assets().available; }
+
+std::string render_inspection_html(const snapshot& snap, const inspection& result, const memory_views& views,
+                                   const std::string& source) {
+  const detail::html_assets& assets = detail::bundled_html_assets();
+  stack_tables tables(snap);
+  json data;
+  data["schema_version"] = 1;
+  data["file"] = source;
+  data["device"] = result.device;
+  data["devices"] = result.devices;
+  data["summary"] = summary_json(result);
+  data["timeline"] = timeline_json(views);
+  json steps = {{"event", json::array()}, {"allocated_bytes", json::array()}, {"reserved_bytes", json::array()}};
+  for (const step_end& end : result.steps) {
+    steps["event"].push_back(end.event);
+    steps["allocated_bytes"].push_back(end.allocated_bytes);
+    steps["reserved_bytes"].push_back(end.reserved_bytes);
+  }
+  data["steps"] = steps;
+  data["categories"] = categories_json(result);
+  data["bands"] = bands_json(views);
+  data["peak_tree"] = tree_json(views, tables);
+  json peak_sites = json::array();
+  for (const site_usage& usage : result.peak_by_site) {
+    peak_sites.push_back({{"site", site_json(usage.site, tables)}, {"bytes", usage.bytes}, {"count", usage.count}});
+  }
+  data["peak_by_site"] = peak_sites;
+  data["leaks"] = leaks_json(result, tables);
+  data["leak_summary"] = leak_summary_json(result.summary_of_leaks);
+  data["fragmentation"] = fragmentation_json(result, views);
+  data["ooms"] = ooms_json(result, tables);
+  data["notes"] = result.notes;
+  json sites = json::array();
+  for (const allocation_site& site : views.sites) sites.push_back(site_json(site, tables));
+  data["sites"] = sites;
+  // Last: the tables hold every frame and stack the parts above refer to.
+  data["stacks"] = tables.stacks();
+  data["frames"] = tables.frames();
+  // Frame strings come from the file: replace invalid UTF-8 rather than fail on it.
+  std::string payload = script_safe(data.dump(-1, ' ', false, json::error_handler_t::replace));
+
+  std::string policy = "default-src 'none'; script-src " + std::string(assets.script_hashes) +
+                       "; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
+  std::string styles = "<style>" + std::string(assets.uplot_css) + "</style>\n<style>" + std::string(assets.report_css) + "</style>";
+  std::string scripts = "<script>" + std::string(assets.uplot_js) + "</script>\n<script>" + std::string(assets.report_js) + "</script>";
+  return fill_page(assets.page, {{"{{csp}}", policy}, {"{{styles}}", styles}, {"{{data}}", payload}, {"{{scripts}}", scripts}});
+}
+
+}  // namespace rlmem

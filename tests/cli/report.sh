@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `rlmem report` as a user meets it: the page is written whole under its name (never a partial
+# file), bad input is one line and exit 2, an unwritable destination exit 3, --help teaches.
+set -u
+rlmem=$1
+testdata=$2
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+(cd "$work" && "$rlmem" report "$testdata/snapshots/frag_default_oom.pickle.zst" --quiet) || fail "report exited $?, expected 0"
+[ -s "$work/frag_default_oom.html" ] || fail "expected frag_default_oom.html in the current folder, found: $(ls "$work")"
+head -c 15 "$work/frag_default_oom.html" | grep -q '<!DOCTYPE html>' || fail "the page does not start with <!DOCTYPE html>"
+[ -z "$(ls "$work" | grep partial)" ] || fail "a .partial file was left behind"
+"$rlmem" report "$testdata/snapshots/frag_default.pickle.zst" -o - --quiet | grep -q 'Content-Security-Policy' ||
+  fail "-o - does not write the page to standard output"
+
+err=$("$rlmem" report "$work/missing.pickle" -o "$work/x.html" 2>&1 >/dev/null); code=$?
+[ $code -eq 2 ] || fail "a missing snapshot exited $code, expected 2"
+[ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "expected one line on stderr, seen: $err"
+[ ! -e "$work/x.html" ] || fail "a page was written for a missing snapshot"
+
+err=$("$rlmem" report "$testdata/snapshots/frag_default.pickle.zst" -o "$work/no/such/folder/x.html" 2>&1 >/dev/null); code=$?
+[ $code -eq 3 ] || fail "an unwritable destination exited $code, expected 3 ($err)"
+echo "$err" | grep -q "cannot write" || fail "expected 'cannot write' on stderr, seen: $err"
+
+err=$("$rlmem" report "$testdata/snapshots/frag_default.pickle.zst" --device 9 -o "$work/y.html" 2>&1 >/dev/null); code=$?
+[ $code -eq 2 ] || fail "--device 9 exited $code, expected 2"
+echo "$err" | grep -q "has no device 9" || fail "expected 'has no device 9', seen: $err"
+
+"$rlmem" report --help | grep -q "Content-Security-Policy" || fail "report --help does not say the page is offline"
+"$rlmem" --help | grep -q "report" || fail "rlmem --help does not list report"
+echo "report CLI ok"

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+// The page of `rlmem report`: its embedded data equals inspect()'s figures on real fixtures, it
+// loads nothing from the network, stays small, and a hostile snapshot's strings stay text.
+
+#include "fixtures.hpp"
+#include "inspect/crafted.hpp"
+
+#include <rlmem/inspect.hpp>
+#include <rlmem/report.hpp>
+#include <rlmem/views.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <regex>
+
+namespace rlmem {
+
+using testing::crafted_snapshot;
+using testing::fixture;
+
+namespace {
+
+constexpr std::string_view data_open = R"(<script type="application/json" id="rlmem-data">)";
+
+struct rendered {
+  inspection result;
+  memory_views views;
+  std::string page;
+  nlohmann::json data;
+};
+
+// The JSON block of a page, parsed as the page's script parses it.
+nlohmann::json embedded_data(const std::string& page) {
+  std::size_t start = page.find(data_open);
+  if (start == std::string::npos) {
+    ADD_FAILURE() << "expected the data block " << data_open << ", found none";
+    return nullptr;
+  }
+  start += data_open.size();
+  std::size_t end = page.find("</script>", start);
+  return nlohmann::json::parse(page.substr(start, end - start));
+}
+
+rendered render(const snapshot& snap, const std::string& source) {
+  rendered out;
+  out.result = inspect(snap);
+  out.views = build_memory_views(snap, out.result, {});
+  out.page = render_inspection_html(snap, out.result, out.views, source);
+  out.data = embedded_data(out.page);
+  return out;
+}
+
+std::size_t occurrences(std::string_view text, std::string_view part) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(part); at != std::string_view::npos; at = text.find(part, at + 1)) ++count;
+  return count;
+}
+
+std::int64_t max_of(const nlohmann::json& values) {
+  std::int64_t most = INT64_MIN;
+  for (const auto& value : values) most = std::max(most, value.get<std::int64_t>());
+  return most;
+}
+
+#define SKIP_WITHOUT_ASSETS() \
+  if (!html_report_available()) GTEST_SKIP() << "this build has no browser assets (node/npm missing when configured)"
+
+}  // namespace
+
+TEST(html_report, data_matches_inspect_on_the_leak_fixture) {
+  SKIP_WITHOUT_ASSETS();
+  const snapshot& snap = fixture("grpo_leak_logits.pickle.zst");
+  rendered made = render(snap, "grpo_leak_logits.pickle.zst");
+  const nlohmann::json& data = made.data;
+  const inspection& result = made.result;
+  EXPECT_EQ(data["summary"]["events"], result.events);
+  EXPECT_EQ(data["summary"]["peak_allocated_bytes"], result.peak_allocated_bytes);
+  EXPECT_EQ(data["summary"]["peak_allocated_event"], result.peak_allocated_event);
+  EXPECT_EQ(data["summary"]["peak_reserved_bytes"], result.peak_reserved_bytes);
+  // Every event is in one column, so the envelopes' maxima are the peaks, exactly.
+  const nlohmann::json& columns = data["timeline"];
+  EXPECT_EQ(max_of(columns["allocated_max"]), result.peak_allocated_bytes);
+  EXPECT_EQ(max_of(columns["reserved_max"]), result.peak_reserved_bytes);
+  // Columns hold events; the state before the first one is in the summary.
+  EXPECT_EQ(std::max(max_of(columns["unallocated_max"]), result.memory.reserved_at_start - result.memory.allocated_at_start),
+            result.fragmentation.max_unallocated_bytes);
+  ASSERT_FALSE(columns["first_event"].empty());
+  EXPECT_EQ(columns["first_event"].front(), 0u);
+  EXPECT_EQ(columns["last_event"].back(), result.events - 1);
+  for (std::size_t c = 1; c < columns["first_event"].size(); ++c) {
+    ASSERT_EQ(columns["first_event"][c].get<std::uint64_t>(), columns["last_event"][c - 1].get<std::uint64_t>() + 1)
+        << "column " << c << " does not start after column " << c - 1;
+  }
+  EXPECT_LE(columns["first_event"].size(), view_options{}.columns);
+  // The tree's root is everything live at the peak.
+  EXPECT_EQ(data["peak_tree"]["event"], result.peak_allocated_event);
+  EXPECT_EQ(data["peak_tree"]["bytes"][0].get<std::int64_t>(), result.peak_allocated_bytes);
+  ASSERT_EQ(data["leaks"].size(), result.leaks.size());
+  ASSERT_FALSE(result.leaks.empty()) << "expected the leak fixture to have a leak";
+  for (std::size_t k = 0; k < result.leaks.size(); ++k) {
+    EXPECT_EQ(data["leaks"][k]["bytes_per_step"], result.leaks[k].bytes_per_step);
+    EXPECT_EQ(data["leaks"][k]["site"]["label"], result.leaks[k].site.label);
+    EXPECT_EQ(data["leaks"][k]["bytes_at_step_end"].size(), result.leaks[k].bytes_at_step_end.size());
+  }
+  EXPECT_EQ(data["leak_summary"]["explained_per_step_bytes"], result.summary_of_leaks.explained_per_step_bytes);
+  EXPECT_EQ(data["steps"]["event"].size(), result.steps.size());
+  EXPECT_EQ(data["categories"]["events"].size(), result.categories.events.size());
+}
+
+TEST(html_report, bands_are_the_largest_allocations_and_never_overlap) {
+  SKIP_WITHOUT_ASSETS();
+  const snapshot& snap = fixture("grpo_leak_logits.pickle.zst");
+  rendered made = render(snap, "grpo_leak_logits.pickle.zst");
+  const memory_views& views = made.views;
+  ASSERT_FALSE(views.bands.empty());
+  EXPECT_LE(views.bands.size(), view_options{}.bands);
+  EXPECT_GT(views.allocations, views.bands.size());
+  auto end_of = [&](const allocation_band& band) { return band.free_event < 0 ? static_cast<std::int64_t>(views.events) : band.free_event; };
+  for (std::size_t a = 0; a < views.bands.size(); ++a) {
+    const allocation_band& one = views.bands[a];
+    EXPECT_LE(one.bytes, static_cast<std::uint64_t>(made.result.peak_allocated_bytes));
+    for (std::size_t b = a + 1; b < views.bands.size(); ++b) {
+      const allocation_band& other = views.bands[b];
+      bool same_time = one.alloc_event < end_of(other) && other.alloc_event < end_of(one);
+      bool same_place = one.offset_bytes < other.offset_bytes + other.bytes && other.offset_bytes < one.offset_bytes + one.bytes;
+      ASSERT_FALSE(same_time && same_place) << "expected bands " << a << " and " << b << " apart, seen overlapping";
+    }
+  }
+  // The largest allocation of the trace is a band: a block is at least its rounded request.
+  std::uint64_t largest_request = 0;
+  for (const trace_event& event : snap.events_of(*snap.trace_for(made.result.device))) {
+    if (event.action == trace_action::alloc) largest_request = std::max(largest_request, allocator_rounded_size(event.size));
+  }
+  std::uint64_t largest_band = 0;
+  for (const allocation_band& band : views.bands) largest_band = std::max(largest_band, band.bytes);
+  EXPECT_GE(largest_band, largest_request);
+}
+
+TEST(html_report, oom_verdicts_carry_their_numbers) {
+  SKIP_WITHOUT_ASSETS();
+  const snapshot& snap = fixture("frag_default_oom.pickle.zst");
+  rendered made = render(snap, "frag_default_oom.pickle.zst");
+  ASSERT_EQ(made.data["ooms"].size(), made.result.ooms.size());
+  ASSERT_FALSE(made.result.ooms.empty()) << "expected the OOM fixture to have an OOM";
+  for (std::size_t k = 0; k < made.result.ooms.size(); ++k) {
+    const oom_report& oom = made.result.ooms[k];
+    const nlohmann::json& shown = made.data["ooms"][k];
+    EXPECT_EQ(shown["event"], oom.event);
+    EXPECT_EQ(shown["requested_bytes"], oom.requested_bytes);
+    EXPECT_EQ(shown["largest_free_block_bytes"], oom.largest_free_block_bytes);
+    EXPECT_EQ(shown["verdict"], oom.verdict == oom_verdict::fragmentation ? "fragmentation" : "capacity");
+    EXPECT_EQ(shown["explanation"], oom.explanation);
+  }
+  EXPECT_EQ(made.data["fragmentation"]["largest_free_block_at_end_bytes"], made.result.fragmentation.largest_free_block_at_end_bytes);
+}
+
+TEST(html_report, forbids_the_network_and_loads_nothing_by_url) {
+  SKIP_WITHOUT_ASSETS();
+  rendered made = render(fixture("frag_default_oom.pickle.zst"), "frag_default_oom.pickle.zst");
+  const std::string& page = made.page;
+  std::regex policy(R"(<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'sha256-[A-Za-z0-9+/=]+' 'sha256-[A-Za-z0-9+/=]+'; [^"]*">)");
+  EXPECT_TRUE(std::regex_search(page, policy)) << "expected a CSP meta tag with default-src 'none' and two script hashes";
+  EXPECT_LT(page.find("Content-Security-Policy"), page.find("<script")) << "expected the policy before the first script";
+  std::regex remote(R"((src|href|action)\s*=\s*["']?\s*(https?:)?//)", std::regex::icase);
+  std::smatch seen;
+  EXPECT_FALSE(std::regex_search(page, seen, remote)) << "expected no URL in src/href, seen: " << seen.str();
+  EXPECT_EQ(occurrences(page, "<link"), 0u);
+  EXPECT_EQ(occurrences(page, "<script src"), 0u);
+  EXPECT_EQ(occurrences(page, "@import"), 0u);
+}
+
+TEST(html_report, stays_small) {
+  SKIP_WITHOUT_ASSETS();
+  for (const char* name : {"grpo_leak_logits.pickle.zst", "grpo_clean.pickle.zst", "frag_default_oom.pickle.zst"}) {
+    rendered made = render(fixture(name), name);
+    EXPECT_LT(made.page.size(), 10'000'000u) << name;
+    // The page carries figures, not the trace: these 3 to 35 MB snapshots give under 1 MB.
+    EXPECT_LT(made.page.size(), 1'000'000u) << name;
+  }
+}
+
+TEST(html_report, hostile_frames_and_file_names_stay_text) {
+  SKIP_WITHOUT_ASSETS();
+  const std::string closer = "</script><script>alert(1)</script>";
+  const std::string image = "<img src=x onerror=alert(1)>";
+  const std::string separators = "line\u2028separator\u2029paragraph <!-- comment";
+  crafted_snapshot made;
+  stack_id stack = made.stack({made.frame(closer, image, 7), made.frame(separators, "/rl/train.py", 3)});
+  made.segment(0, 64 << 20);
+  made.event(trace_action::alloc, 0, 8 << 20, stack, 1);
+  made.event(trace_action::alloc, 8 << 20, 4 << 20, stack, 2);
+  made.event(trace_action::free_requested, 8 << 20, 4 << 20, stack, 3);
+  made.event(trace_action::free_completed, 8 << 20, 4 << 20, stack, 3);
+  snapshot snap = made.build();
+  rendered page = render(snap, image + ".pickle");
+  // One data block and the two inlined scripts: no script the snapshot brought.
+  EXPECT_EQ(occurrences(page.page, "<script"), 3u);
+  EXPECT_EQ(occurrences(page.page, "</script"), 3u);
+  EXPECT_EQ(occurrences(page.page, "<img"), 0u);
+  EXPECT_EQ(occurrences(page.page, "<!-- comment"), 0u);
+  EXPECT_EQ(occurrences(page.page, "\u2028"), 0u);
+  EXPECT_EQ(occurrences(page.page, "\u2029"), 0u);
+  // And the data still says what the snapshot said.
+  const nlohmann::json& frames = page.data["frames"];
+  auto has = [&](const std::string& part) {
+    return std::any_of(frames.begin(), frames.end(), [&](const nlohmann::json& text) { return text.get<std::string>().find(part) != std::string::npos; });
+  };
+  EXPECT_TRUE(has(closer)) << "expected a frame holding " << closer;
+  EXPECT_TRUE(has(image)) << "expected a frame holding " << image;
+  EXPECT_TRUE(has(separators)) << "expected a frame holding the separators";
+  EXPECT_EQ(page.data["file"], image + ".pickle");
+}
+
+TEST(html_report, an_empty_snapshot_still_makes_a_page) {
+  SKIP_WITHOUT_ASSETS();
+  crafted_snapshot made;
+  rendered page = render(made.build(), "empty.pickle");
+  EXPECT_TRUE(page.data["timeline"]["first_event"].empty());
+  EXPECT_TRUE(page.data["bands"]["bytes"].empty());
+  EXPECT_EQ(page.data["peak_tree"]["bytes"][0], 0u);
+}
+
+}  // namespace rlmem

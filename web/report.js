@@ -1,0 +1,570 @@
+// SPDX-License-Identifier: MIT
+// The page script of `rlmem report`: reads the JSON block the C++ side wrote and draws each
+// view with uPlot. Every string from the snapshot reaches the page through textContent (or as
+// chart data), never as markup.
+'use strict';
+(function () {
+  const data = JSON.parse(document.getElementById('rlmem-data').textContent);
+  const CATEGORY_COLORS = ['#4c78a8', '#f58518', '#e45756', '#72b7b2', '#54a24b', '#eeca3b', '#b279a2', '#9d9da0'];
+  const charts = [];       // uPlot charts whose x axis is the event index: zoomed together
+  let syncing = false;
+
+  const byId = (id) => document.getElementById(id);
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function formatBytes(value) {
+    if (value === null || value === undefined) return '';
+    const sign = value < 0 ? '-' : '';
+    let magnitude = Math.abs(value);
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+    let unit = 0;
+    while (magnitude >= 1024 && unit < units.length - 1) { magnitude /= 1024; unit++; }
+    return sign + (unit === 0 ? String(magnitude) : magnitude.toFixed(2)) + ' ' + units[unit];
+  }
+  const formatCount = (value) => Math.round(value).toLocaleString('en-US');
+  function formatEvent(event) { return event < 0 ? 'before the trace' : 'event ' + formatCount(event); }
+  function formatTime(timeUs) {
+    if (!data.summary.times_known) return '';
+    return ((timeUs - data.summary.first_time_us) / 1e6).toFixed(3) + ' s';
+  }
+
+  function stackLines(stackIndex) {
+    const frames = data.stacks[stackIndex] || [];
+    return frames.map((frame) => data.frames[frame]);
+  }
+
+  // Figures, then the stack, into `container`: all as text.
+  function fillDetails(container, title, rows, stackIndex) {
+    container.replaceChildren();
+    container.appendChild(el('strong', null, title));
+    const list = el('dl');
+    for (const [name, value] of rows) {
+      list.appendChild(el('dt', null, name));
+      list.appendChild(el('dd', null, value));
+    }
+    container.appendChild(list);
+    if (stackIndex !== undefined && stackIndex !== null) {
+      const lines = stackLines(stackIndex);
+      container.appendChild(el('pre', 'stack', lines.length ? lines.join('\n') : '(no frames recorded)'));
+    }
+  }
+
+  const tooltip = byId('tooltip');
+  function showTooltip(x, y, title, rows, stackIndex) {
+    fillDetails(tooltip, title, rows, stackIndex);
+    tooltip.hidden = false;
+    const width = tooltip.offsetWidth, height = tooltip.offsetHeight;
+    tooltip.style.left = Math.max(4, Math.min(x + 14, window.innerWidth - width - 8)) + 'px';
+    tooltip.style.top = Math.max(4, Math.min(y + 14, window.innerHeight - height - 8)) + 'px';
+  }
+  const hideTooltip = () => { tooltip.hidden = true; };
+
+  const details = byId('details');
+  function pinDetails(title, rows, stackIndex) {
+    fillDetails(byId('details-body'), title, rows, stackIndex);
+    details.hidden = false;
+  }
+  byId('details-close').addEventListener('click', () => { details.hidden = true; });
+
+  function chartWidth(container) { return Math.max(320, container.clientWidth || document.body.clientWidth - 40); }
+  const bytesAxis = { size: 100, values: (u, values) => values.map(formatBytes) };
+  const eventAxis = { values: (u, values) => values.map((v) => formatCount(v)) };
+
+  function updateRange(u) {
+    const min = Math.max(0, Math.round(u.scales.x.min));
+    const max = Math.round(u.scales.x.max);
+    const text = 'events ' + formatCount(min) + ' to ' + formatCount(max) + ' of ' + formatCount(data.summary.events);
+    byId('range').textContent = text;
+    document.body.dataset.rangeMin = String(min);
+    document.body.dataset.rangeMax = String(max);
+  }
+
+  // A chart over event indices, zoomed with all the others.
+  function eventChart(container, options, table) {
+    options.width = chartWidth(container);
+    options.scales = Object.assign({ x: { time: false } }, options.scales || {});
+    options.cursor = Object.assign({ drag: { x: true, y: false, setScale: true } }, options.cursor || {});
+    options.hooks = options.hooks || {};
+    options.hooks.setScale = [(u, key) => {
+      if (key !== 'x' || syncing) return;
+      syncing = true;
+      for (const other of charts) {
+        if (other !== u) other.setScale('x', { min: u.scales.x.min, max: u.scales.x.max });
+      }
+      syncing = false;
+      updateRange(u);
+    }];
+    const chart = new uPlot(options, table, container);
+    charts.push(chart);
+    return chart;
+  }
+
+  // Vertical markers at events: step ends, OOMs.
+  function drawEventLines(u, events, color, width) {
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.strokeStyle = color;
+    ctx.lineWidth = width * devicePixelRatio;
+    ctx.beginPath();
+    for (const event of events) {
+      if (event < u.scales.x.min || event > u.scales.x.max) continue;
+      const x = Math.round(u.valToPos(event, 'x', true));
+      ctx.moveTo(x, u.bbox.top);
+      ctx.lineTo(x, u.bbox.top + u.bbox.height);
+    }
+    ctx.stroke();
+    ctx.restore();
+  }
+
+  function drawDot(u, event, value, color) {
+    if (event < u.scales.x.min || event > u.scales.x.max) return;
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.fillStyle = color;
+    ctx.beginPath();
+    ctx.arc(u.valToPos(event, 'x', true), u.valToPos(value, 'y', true), 5 * devicePixelRatio, 0, 2 * Math.PI);
+    ctx.fill();
+    ctx.restore();
+  }
+
+  function summaryView() {
+    const s = data.summary;
+    byId('source').textContent = data.file + ' · device ' + data.device;
+    document.title = 'rlmem report: ' + data.file;
+    const rows = [
+      ['events', formatCount(s.events)],
+      ['peak allocated', formatBytes(s.peak_allocated_bytes) + ' at ' + formatEvent(s.peak_allocated_event)],
+      ['peak reserved', formatBytes(s.peak_reserved_bytes) + ' at ' + formatEvent(s.peak_reserved_event)],
+      ['at trace start', formatBytes(s.allocated_at_trace_start_bytes) + ' allocated, ' + formatBytes(s.reserved_at_trace_start_bytes) + ' reserved'],
+      ['at dump', formatBytes(s.final_allocated_bytes) + ' allocated, ' + formatBytes(s.final_reserved_bytes) + ' reserved in ' + formatCount(s.segments) + ' segments'],
+      ['steps', data.steps.event.length ? formatCount(data.steps.event.length) + ' (' + s.step_method + ')' : 'none found'],
+      ['leaks', formatCount(data.leaks.length)],
+      ['OOM events', formatCount(data.ooms.length)],
+    ];
+    if (s.times_known) rows.splice(1, 0, ['duration', ((s.last_time_us - s.first_time_us) / 1e6).toFixed(3) + ' s']);
+    const list = byId('summary-figures');
+    for (const [name, value] of rows) {
+      list.appendChild(el('dt', null, name));
+      list.appendChild(el('dd', null, value));
+    }
+    for (const note of data.notes) byId('notes').appendChild(el('li', null, note));
+  }
+
+  function columnDetails(index) {
+    const t = data.timeline;
+    const rows = [
+      ['events', formatCount(t.first_event[index]) + ' to ' + formatCount(t.last_event[index])],
+      ['allocated', formatBytes(t.allocated_min[index]) + ' to ' + formatBytes(t.allocated_max[index])],
+      ['reserved', formatBytes(t.reserved_min[index]) + ' to ' + formatBytes(t.reserved_max[index])],
+    ];
+    if (data.summary.times_known) rows.push(['time', formatTime(t.first_time_us[index])]);
+    if (t.largest_alloc_event[index] < 0) return { title: 'No allocation in this column', rows, stack: null };
+    const site = data.sites[t.largest_alloc_site[index]];
+    rows.push(['largest allocation', formatBytes(t.largest_alloc_bytes[index]) + ' at ' + formatEvent(t.largest_alloc_event[index])]);
+    if (site.user_frame) rows.push(['your code', site.user_frame]);
+    return { title: site.label, rows, stack: site.stack };
+  }
+
+  function timelineView() {
+    const t = data.timeline;
+    const container = byId('timeline-chart');
+    if (!t.first_event.length) { container.appendChild(el('p', 'empty', 'No trace events for this device.')); return; }
+    const chart = eventChart(container, {
+      height: 320,
+      series: [
+        { label: 'event', value: (u, v) => v === null ? '' : formatCount(v) },
+        { label: 'reserved (most)', stroke: '#9d6b00', width: 1.5, value: (u, v) => formatBytes(v) },
+        { label: 'reserved (least)', stroke: '#d9b45a', width: 1, value: (u, v) => formatBytes(v) },
+        { label: 'allocated (most)', stroke: '#1f5fbf', width: 1.5, value: (u, v) => formatBytes(v) },
+        { label: 'allocated (least)', stroke: '#7ea7e0', width: 1, value: (u, v) => formatBytes(v) },
+      ],
+      bands: [{ series: [1, 2], fill: 'rgba(217,180,90,0.25)' }, { series: [3, 4], fill: 'rgba(31,95,191,0.2)' }],
+      axes: [eventAxis, bytesAxis],
+      hooks: {
+        draw: [(u) => {
+          drawEventLines(u, data.steps.event, 'rgba(90,100,117,0.45)', 1);
+          drawEventLines(u, data.ooms.map((o) => o.event), '#d62728', 2);
+          drawDot(u, data.summary.peak_allocated_event, data.summary.peak_allocated_bytes, '#1f5fbf');
+          drawDot(u, data.summary.peak_reserved_event, data.summary.peak_reserved_bytes, '#9d6b00');
+        }],
+        setCursor: [(u) => {
+          const index = u.cursor.idx;
+          if (index === null || index === undefined || u.cursor.left < 0) { hideTooltip(); return; }
+          const shown = columnDetails(index);
+          const box = u.over.getBoundingClientRect();
+          showTooltip(box.left + u.cursor.left, box.top + u.cursor.top, shown.title, shown.rows, shown.stack);
+        }],
+      },
+    }, [t.first_event, t.reserved_max, t.reserved_min, t.allocated_max, t.allocated_min]);
+    chart.over.addEventListener('mouseleave', hideTooltip);
+    chart.over.addEventListener('click', () => {
+      if (chart.cursor.idx === null || chart.cursor.idx === undefined) return;
+      const shown = columnDetails(chart.cursor.idx);
+      pinDetails(shown.title, shown.rows, shown.stack);
+    });
+    updateRange(chart);
+  }
+
+  function categoriesView() {
+    const c = data.categories;
+    const container = byId('categories-chart');
+    if (!c.events.length) return;
+    // A stacked area: series k is the sum of categories 0..k, drawn from the top down so each
+    // fill covers the one above only where it belongs.
+    const sums = [];
+    let running = c.events.map(() => 0);
+    for (let k = 0; k < c.names.length; k++) {
+      running = running.map((value, i) => value + c.bytes[k][i]);
+      sums.push(running);
+    }
+    const order = c.names.map((_, k) => c.names.length - 1 - k);
+    const series = [{ label: 'event', value: (u, v) => v === null ? '' : formatCount(v) }];
+    const table = [c.events];
+    for (const k of order) {
+      series.push({
+        label: c.names[k], stroke: CATEGORY_COLORS[k], fill: CATEGORY_COLORS[k], width: 0.5,
+        value: (u, v, s, i) => i === null || i === undefined ? '' : formatBytes(c.bytes[k][i]),
+      });
+      table.push(sums[k]);
+    }
+    eventChart(container, { height: 240, series, axes: [eventAxis, bytesAxis] }, table);
+  }
+
+  function bandAt(u, left, top) {
+    const b = data.bands;
+    const x = u.posToVal(left, 'x'), y = u.posToVal(top, 'y');
+    for (let i = 0; i < b.bytes.length; i++) {
+      const start = b.alloc_event[i] < 0 ? -Infinity : b.alloc_event[i];
+      const end = b.free_event[i] < 0 ? Infinity : b.free_event[i];
+      if (x >= start && x < end && y >= b.offset_bytes[i] && y < b.offset_bytes[i] + b.bytes[i]) return i;
+    }
+    return -1;
+  }
+
+  function bandDetails(i) {
+    const b = data.bands;
+    const site = data.sites[b.site[i]];
+    const rows = [
+      ['size', formatBytes(b.bytes[i])],
+      ['category', data.categories.names[b.category[i]]],
+      ['allocated', formatEvent(b.alloc_event[i])],
+      ['freed', b.free_event[i] < 0 ? 'still live at the end' : formatEvent(b.free_event[i])],
+    ];
+    if (site.user_frame) rows.push(['your code', site.user_frame]);
+    return { title: site.label, rows, stack: site.stack };
+  }
+
+  function activeView() {
+    const b = data.bands;
+    const t = data.timeline;
+    byId('active-help').textContent = 'The ' + formatCount(b.bytes.length) + ' largest of ' + formatCount(b.allocations) +
+      ' allocations, each a band from its allocation to its free, coloured by category, laid out so none covers another; ' +
+      'the line is all allocated memory. Hover for size and stack, click to pin.';
+    const container = byId('active-chart');
+    if (!t.first_event.length) return;
+    let top = 0;
+    for (let i = 0; i < b.bytes.length; i++) top = Math.max(top, b.offset_bytes[i] + b.bytes[i]);
+    for (const value of t.allocated_max) top = Math.max(top, value);
+    let hovered = -1;
+    const chart = eventChart(container, {
+      height: 360,
+      scales: { y: { range: [0, Math.max(top, 1)] } },
+      series: [
+        { label: 'event', value: (u, v) => v === null ? '' : formatCount(v) },
+        { label: 'allocated (most)', stroke: '#1d2430', width: 1, value: (u, v) => formatBytes(v) },
+      ],
+      axes: [eventAxis, bytesAxis],
+      hooks: {
+        draw: [(u) => {
+          const ctx = u.ctx;
+          ctx.save();
+          ctx.beginPath();
+          ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+          ctx.clip();
+          const lastEvent = data.summary.events;
+          for (let i = 0; i < b.bytes.length; i++) {
+            const start = b.alloc_event[i] < 0 ? u.scales.x.min : b.alloc_event[i];
+            const end = b.free_event[i] < 0 ? lastEvent : b.free_event[i];
+            if (end < u.scales.x.min || start > u.scales.x.max) continue;
+            const x0 = u.valToPos(start, 'x', true), x1 = u.valToPos(end, 'x', true);
+            const y0 = u.valToPos(b.offset_bytes[i], 'y', true), y1 = u.valToPos(b.offset_bytes[i] + b.bytes[i], 'y', true);
+            ctx.fillStyle = CATEGORY_COLORS[b.category[i]];
+            ctx.globalAlpha = i === hovered ? 1 : 0.75;
+            ctx.fillRect(x0, y1, Math.max(1, x1 - x0), Math.max(1, y0 - y1));
+          }
+          ctx.restore();
+        }],
+        setCursor: [(u) => {
+          if (u.cursor.left === undefined || u.cursor.left < 0) { hideTooltip(); return; }
+          const found = bandAt(u, u.cursor.left, u.cursor.top);
+          if (found !== hovered) { hovered = found; u.redraw(false); }
+          if (found < 0) { hideTooltip(); return; }
+          const shown = bandDetails(found);
+          const box = u.over.getBoundingClientRect();
+          showTooltip(box.left + u.cursor.left, box.top + u.cursor.top, shown.title, shown.rows, shown.stack);
+        }],
+      },
+    }, [t.first_event, t.allocated_max]);
+    chart.over.addEventListener('mouseleave', hideTooltip);
+    chart.over.addEventListener('click', () => {
+      if (hovered < 0) return;
+      const shown = bandDetails(hovered);
+      pinDetails(shown.title, shown.rows, shown.stack);
+    });
+  }
+
+  function treeLabel(frame) {
+    if (frame === -1) return 'all live memory';
+    if (frame === -2) return '<allocated before recording began>';
+    if (frame === -3) return '<no Python stack: autograd backward or a C++ thread>';
+    return data.frames[frame];
+  }
+
+  function peakView() {
+    const tree = data.peak_tree;
+    const count = tree.parent.length;
+    byId('peak-help').textContent = 'What was live after ' + formatEvent(tree.event) + ' (' + formatBytes(data.summary.peak_allocated_bytes) +
+      '), by stack from the outermost frame down; width is bytes, colour the category holding most of them. ' +
+      (tree.nodes_before_cut > count ? 'The ' + formatCount(count) + ' largest of ' + formatCount(tree.nodes_before_cut) + ' nodes are drawn. ' : '') +
+      'Click a node to zoom into it, the top row to zoom out.';
+    const children = Array.from({ length: count }, () => []);
+    for (let i = 1; i < count; i++) children[tree.parent[i]].push(i);
+    for (const list of children) list.sort((a, b) => tree.bytes[b] - tree.bytes[a]);
+    const container = byId('icicle');
+    const rowHeight = 17;
+
+    function path(node) {
+      const nodes = [];
+      for (let at = node; at !== 0; at = tree.parent[at]) nodes.push(at);
+      return nodes.map((n) => treeLabel(tree.frame[n]));
+    }
+    function nodeDetails(node) {
+      return {
+        title: treeLabel(tree.frame[node]),
+        rows: [['bytes', formatBytes(tree.bytes[node])], ['blocks', formatCount(tree.count[node])],
+               ['share of the peak', (100 * tree.bytes[node] / Math.max(1, tree.bytes[0])).toFixed(1) + '%'],
+               ['category (most bytes)', data.categories.names[tree.category[node]]]],
+      };
+    }
+
+    function render(rootNode) {
+      container.replaceChildren();
+      const width = container.clientWidth || 1000;
+      let deepest = 0;
+      const place = (node, left, span, depth) => {
+        if (span * width < 2) return;
+        deepest = Math.max(deepest, depth);
+        const box = el('div', 'node', treeLabel(tree.frame[node]));
+        box.style.left = (left * 100) + '%';
+        box.style.width = (span * 100) + '%';
+        box.style.top = (depth * rowHeight) + 'px';
+        box.style.background = CATEGORY_COLORS[tree.category[node]] + (node === rootNode ? '88' : '55');
+        box.addEventListener('mousemove', (e) => {
+          const shown = nodeDetails(node);
+          fillDetails(tooltip, shown.title, shown.rows);
+          tooltip.appendChild(el('pre', 'stack', path(node).join('\n')));
+          tooltip.hidden = false;
+          tooltip.style.left = Math.min(e.clientX + 14, window.innerWidth - tooltip.offsetWidth - 8) + 'px';
+          tooltip.style.top = Math.min(e.clientY + 14, window.innerHeight - tooltip.offsetHeight - 8) + 'px';
+        });
+        box.addEventListener('mouseleave', hideTooltip);
+        box.addEventListener('click', () => render(node === rootNode ? tree.parent[node] : node));
+        container.appendChild(box);
+        let offset = left;
+        for (const child of children[node]) {
+          const childSpan = span * tree.bytes[child] / Math.max(1, tree.bytes[node]);
+          place(child, offset, childSpan, depth + 1);
+          offset += childSpan;
+        }
+      };
+      place(rootNode, 0, 1, 0);
+      container.style.height = Math.min(560, (deepest + 1) * rowHeight + 2) + 'px';
+      const filler = el('div');
+      filler.style.height = ((deepest + 1) * rowHeight) + 'px';
+      container.appendChild(filler);
+    }
+    if (count > 0 && tree.bytes[0] > 0) render(0);
+    else container.appendChild(el('p', 'empty', 'Nothing was live at the peak.'));
+
+    const table = byId('peak-sites');
+    const head = el('tr');
+    for (const name of ['site', 'bytes', 'blocks', 'your code']) head.appendChild(el('th', name === 'bytes' || name === 'blocks' ? 'num' : null, name));
+    table.appendChild(head);
+    for (const usage of data.peak_by_site) {
+      const row = el('tr');
+      row.appendChild(el('td', null, usage.site.label));
+      row.appendChild(el('td', 'num', formatBytes(usage.bytes)));
+      row.appendChild(el('td', 'num', formatCount(usage.count)));
+      row.appendChild(el('td', null, usage.site.user_frame));
+      row.addEventListener('click', () => pinDetails(usage.site.label, [['bytes at the peak', formatBytes(usage.bytes)]], usage.site.stack));
+      table.appendChild(row);
+    }
+  }
+
+  function smallChart(container, title, steps, seriesList) {
+    const options = {
+      width: Math.min(720, chartWidth(container)), height: 180, title,
+      scales: { x: { time: false } },
+      series: [{ label: 'step', value: (u, v) => v === null ? '' : String(v) }].concat(seriesList.map((s) => ({
+        label: s.label, stroke: s.color, width: 1.5, points: { show: true, size: 4 }, value: (u, v) => formatBytes(v),
+      }))),
+      axes: [{ values: (u, values) => values.map((v) => String(v)) }, bytesAxis],
+    };
+    return new uPlot(options, [steps].concat(seriesList.map((s) => s.values)), container);
+  }
+
+  function leaksView() {
+    const summary = data.leak_summary;
+    const text = summary === null
+      ? 'Fewer than 3 step ends were found, so growth per step is not measured.'
+      : 'From step ' + summary.from_step + ' to step ' + summary.to_step + ', allocated memory at step ends grew ' +
+        formatBytes(summary.growth_per_step_bytes) + ' per step (' + summary.step_ends_grown + ' step ends grew); the leaks below explain ' +
+        formatBytes(summary.explained_per_step_bytes) + ' per step' +
+        (summary.explained_fraction === null ? '.' : ' (' + (100 * summary.explained_fraction).toFixed(1) + '%).') +
+        (summary.growth_without_named_leak ? ' Memory grew without a named leak.' : '');
+    byId('leak-summary').textContent = text;
+    const steps = data.steps;
+    if (steps.event.length) {
+      smallChart(byId('step-chart'), 'At each step end', steps.event.map((_, i) => i + 1), [
+        { label: 'allocated', color: '#1f5fbf', values: steps.allocated_bytes },
+        { label: 'reserved', color: '#9d6b00', values: steps.reserved_bytes },
+      ]);
+    }
+    const list = byId('leak-list');
+    if (!data.leaks.length) list.appendChild(el('p', 'empty', 'No leaks found.'));
+    data.leaks.forEach((found, index) => {
+      const card = el('div', 'card leak');
+      card.appendChild(el('div', 'verdict', 'LEAK ' + (index + 1) + ': ' + found.site.label));
+      const share = summary && summary.growth_per_step_bytes > 0
+        ? (100 * found.bytes_per_step / summary.growth_per_step_bytes).toFixed(1) + '% of the step-end growth' : 'not measured';
+      const figures = el('dl');
+      for (const [name, value] of [
+        ['growth', formatBytes(found.bytes_per_step) + ' per step over ' + found.steps + ' steps, from step ' + found.first_step],
+        ['share', share],
+        ['live at the end', formatBytes(found.live_bytes_at_end) + ' in ' + formatCount(found.live_count_at_end) + ' blocks'],
+        ['your code', found.site.user_frame || '(none)'],
+      ]) { figures.appendChild(el('dt', null, name)); figures.appendChild(el('dd', null, value)); }
+      card.appendChild(figures);
+      const chartBox = el('div');
+      card.appendChild(chartBox);
+      const lines = el('table');
+      const head = el('tr');
+      for (const name of ['line', 'site', 'per step', 'live at the end']) head.appendChild(el('th', null, name));
+      lines.appendChild(head);
+      for (const one of found.lines) {
+        const row = el('tr');
+        row.appendChild(el('td', 'num', one.line || ''));
+        row.appendChild(el('td', null, one.site));
+        row.appendChild(el('td', 'num', formatBytes(one.bytes_per_step)));
+        row.appendChild(el('td', 'num', formatBytes(one.live_bytes_at_end)));
+        lines.appendChild(row);
+      }
+      card.appendChild(lines);
+      card.appendChild(el('pre', 'stack', stackLines(found.site.stack).join('\n')));
+      list.appendChild(card);
+      smallChart(chartBox, 'Live bytes of this leak at each step end (0: trace start)',
+        found.bytes_at_step_end.map((_, i) => i), [{ label: 'live', color: '#e45756', values: found.bytes_at_step_end }]);
+    });
+  }
+
+  function fragmentationView() {
+    const t = data.timeline;
+    const f = data.fragmentation;
+    const container = byId('fragmentation-chart');
+    if (t.first_event.length) {
+      const samples = f.free_blocks;
+      const table = uPlot.join([
+        [t.first_event, t.unallocated_max],
+        [samples.event.map((e) => Math.max(0, e)), samples.largest_free_bytes],
+      ]);
+      eventChart(container, {
+        height: 240,
+        series: [
+          { label: 'event', value: (u, v) => v === null ? '' : formatCount(v) },
+          { label: 'reserved - allocated (most)', stroke: '#b4530b', fill: 'rgba(180,83,11,0.15)', width: 1, spanGaps: true, value: (u, v) => formatBytes(v) },
+          { label: 'largest free block', stroke: '#54a24b', width: 1.5, spanGaps: true, points: { show: true, size: 3 }, value: (u, v) => formatBytes(v) },
+        ],
+        axes: [eventAxis, bytesAxis],
+      }, table);
+    }
+    const figures = byId('fragmentation-figures');
+    for (const [name, value] of [
+      ['most reserved but unallocated', formatBytes(f.max_unallocated_bytes) + ' at ' + formatEvent(f.max_unallocated_event)],
+      ['at the peak of reserved', formatBytes(f.unallocated_at_peak_reserved_bytes) + ' unallocated, largest free block ' + formatBytes(f.largest_free_block_at_peak_reserved_bytes)],
+      ['at the end', formatBytes(f.unallocated_at_end_bytes) + ' unallocated, largest free block ' + formatBytes(f.largest_free_block_at_end_bytes)],
+      ['mostly empty segments at dump', formatCount(f.mostly_empty_segments) + ' (' + formatBytes(f.mostly_empty_segment_bytes) + ')'],
+    ]) { figures.appendChild(el('dt', null, name)); figures.appendChild(el('dd', null, value)); }
+  }
+
+  function zoomTo(event) {
+    if (!charts.length) return;
+    const half = Math.max(50, Math.round(data.summary.events / 200));
+    charts[0].setScale('x', { min: Math.max(0, event - half), max: event + half });
+    byId('timeline').scrollIntoView();
+  }
+
+  function oomView() {
+    const list = byId('oom-list');
+    if (!data.ooms.length) { list.appendChild(el('p', 'empty', 'No OOM events in the trace.')); return; }
+    for (const oom of data.ooms) {
+      const card = el('div', 'card oom');
+      card.appendChild(el('div', 'verdict ' + oom.verdict, 'OOM at ' + formatEvent(oom.event) + ': ' + oom.verdict));
+      card.appendChild(el('p', null, oom.explanation));
+      card.appendChild(el('p', null, 'Advice: ' + oom.advice));
+      const figures = el('dl');
+      const limit = oom.limit_given ? formatBytes(oom.limit_low_bytes) + ' (given)'
+        : 'between ' + formatBytes(oom.limit_low_bytes) + ' and ' + formatBytes(oom.limit_high_bytes);
+      for (const [name, value] of [
+        ['requested (rounded)', formatBytes(oom.requested_bytes)],
+        ['segment it needed', formatBytes(oom.segment_bytes)],
+        ['allocated', formatBytes(oom.allocated_bytes)],
+        ['reserved', formatBytes(oom.reserved_bytes)],
+        ['reserved but unallocated', formatBytes(oom.reserved_unallocated_bytes)],
+        ['largest free block', formatBytes(oom.largest_free_block_bytes)],
+        ['CUDA reported free', formatBytes(oom.device_free_bytes)],
+        ['memory limit', limit],
+        ['largest site', oom.largest_site.label + ' (' + formatBytes(oom.largest_site_bytes) + ')'],
+      ]) { figures.appendChild(el('dt', null, name)); figures.appendChild(el('dd', null, value)); }
+      card.appendChild(figures);
+      if (oom.free_by_pool.length) {
+        const pools = el('table');
+        const head = el('tr');
+        for (const name of ['pool', 'stream', 'largest free', 'free']) head.appendChild(el('th', null, name));
+        pools.appendChild(head);
+        for (const pool of oom.free_by_pool) {
+          const row = el('tr');
+          row.appendChild(el('td', null, pool.pool));
+          row.appendChild(el('td', null, pool.stream));
+          row.appendChild(el('td', 'num', formatBytes(pool.largest_free_bytes)));
+          row.appendChild(el('td', 'num', formatBytes(pool.free_bytes)));
+          pools.appendChild(row);
+        }
+        card.appendChild(pools);
+      }
+      const button = el('button', null, 'show on the timeline');
+      button.type = 'button';
+      button.addEventListener('click', () => zoomTo(oom.event));
+      card.appendChild(button);
+      card.appendChild(el('pre', 'stack', stackLines(oom.largest_site.stack).join('\n')));
+      list.appendChild(card);
+    }
+  }
+
+  summaryView();
+  timelineView();
+  categoriesView();
+  activeView();
+  peakView();
+  leaksView();
+  fragmentationView();
+  oomView();
+  window.addEventListener('resize', () => {
+    for (const chart of charts) chart.setSize({ width: chartWidth(chart.root.parentElement), height: chart.height });
+  });
+  document.body.dataset.ready = '1';
+})();
