@@ -4,8 +4,10 @@
 
 #include "analysis.hpp"
 #include "frames.hpp"
-#include "live_set.hpp"
 
+#include <rlmem/allocator_settings.hpp>
+#include <rlmem/live_set.hpp>
+#include <rlmem/saturating.hpp>
 #include <rlmem/views.hpp>
 
 #include <algorithm>
@@ -14,8 +16,8 @@
 
 namespace rlmem {
 
-using detail::saturating_add;
-using detail::signed_bytes;
+using rlmem::saturating_add;
+using rlmem::signed_bytes;
 
 namespace {
 
@@ -155,7 +157,7 @@ class stack_tree_builder {
     category_bytes_.emplace_back();
   }
 
-  void add(const detail::live_block& held) {
+  void add(const live_block& held) {
     if (held.pending_free) return;
     memory_category category = sites_.category(held.stack, held.before_trace);
     std::uint32_t node = 0;
@@ -224,10 +226,10 @@ class stack_tree_builder {
   std::unordered_map<std::uint64_t, std::uint32_t> children_;  // (parent, frame or kind) -> node
 };
 
-free_block_sample measure_free_blocks(const detail::live_set& state, std::int64_t event) {
+free_block_sample measure_free_blocks(const live_set& state, std::int64_t event) {
   free_block_sample sample;
   sample.event = event;
-  for (const detail::free_space& space : state.free_spaces()) {
+  for (const free_space& space : state.free_spaces()) {
     sample.largest_free_bytes = std::max(sample.largest_free_bytes, space.largest_free_bytes);
     sample.free_bytes = saturating_add(sample.free_bytes, space.free_bytes);
   }
@@ -254,7 +256,7 @@ memory_views build_memory_views(const snapshot& snap, const inspection& result, 
   sample_events.erase(std::unique(sample_events.begin(), sample_events.end()), sample_events.end());
   auto next_sample = sample_events.begin();
 
-  detail::live_set state = detail::live_set::at_trace_start(snap, result.device, events);
+  live_set state = live_set::at_trace_start(snap, result.device, events, settings_of(snap));
   stack_tree_builder tree(snap, sites);
   views.tree_event = result.peak_allocated_event;
   auto take_tree = [&] {
@@ -275,7 +277,7 @@ memory_views build_memory_views(const snapshot& snap, const inspection& result, 
   for (std::size_t i = 0; i < events.size(); ++i) {
     const trace_event& event = events[i];
     auto index = static_cast<std::int64_t>(i);
-    detail::allocation_change change = state.apply(event);
+    allocation_change change = state.apply(event);
     if (change.replaced_bytes != 0) {
       // An alloc over a live block: the old one's life ends here.
       band_candidate ended{{alloc_event_at[event.addr], index, static_cast<std::uint64_t>(-change.replaced_bytes), 0, 0,

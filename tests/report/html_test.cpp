@@ -5,6 +5,8 @@
 #include "fixtures.hpp"
 #include "inspect/crafted.hpp"
 
+#include <rlmem/allocator_rules.hpp>
+#include <rlmem/allocator_settings.hpp>
 #include <rlmem/inspect.hpp>
 #include <rlmem/report.hpp>
 #include <rlmem/views.hpp>
@@ -131,7 +133,7 @@ TEST(html_report, bands_are_the_largest_allocations_and_never_overlap) {
   // The largest allocation of the trace is a band: a block is at least its rounded request.
   std::uint64_t largest_request = 0;
   for (const trace_event& event : snap.events_of(*snap.trace_for(made.result.device))) {
-    if (event.action == trace_action::alloc) largest_request = std::max(largest_request, allocator_rounded_size(event.size));
+    if (event.action == trace_action::alloc) largest_request = std::max(largest_request, round_request(event.size, settings_of(snap)));
   }
   std::uint64_t largest_band = 0;
   for (const allocation_band& band : views.bands) largest_band = std::max(largest_band, band.bytes);
