@@ -2,7 +2,7 @@
 # Each installs what is missing first (as root via apt-get; otherwise it prints the line to run).
 
 PACKAGES := cmake g++ make pkg-config nlohmann-json3-dev libfmt-dev libcli11-dev \
-            zlib1g-dev libzstd-dev libre2-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs npm
+            zlib1g-dev libzstd-dev libre2-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs
 # The Python package's tests (Debian's torch 1.13 gives them a real gloo process group), the
 # terminal test of `rlmem watch` and the browser tests of `rlmem report` (headless chromium).
 TEST_PACKAGES := python3 python3-venv python3-setuptools python3-wheel python3-pip python3-pytest python3-torch tmux \
@@ -17,10 +17,13 @@ DEMO_SNAPSHOT := testdata/snapshots/grpo_clean.pickle.zst
 
 all: build
 
+# npm is looked for as a command: Debian's nodejs comes without it (npm is its own package),
+# while NodeSource's nodejs bundles it and conflicts with Debian's npm.
 deps:
 	@missing=""; for p in $(PACKAGES) $(EXTRA_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing:$$missing"; \
