@@ -26,6 +26,9 @@ struct trace_simulation_options {
   std::int64_t device = -1;                    ///< -1: the device with the longest trace
   std::optional<allocator_settings> settings;  ///< none: the snapshot's own (settings_of)
   std::uint64_t capacity_bytes = 0;            ///< set_per_process_memory_fraction as bytes; 0 = no limit
+  /// A what-if: torch.cuda.empty_cache() is called right before each of these events (indices
+  /// into the device's trace, ascending), besides the calls the recording made.
+  std::vector<std::uint64_t> empty_cache_before;
 };
 
 /// A request the model could not serve.

@@ -146,10 +146,14 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
 
   result.peak_allocated_bytes = model.allocated_bytes();
   result.peak_reserved_bytes = model.reserved_bytes();
+  auto next_empty_cache = options.empty_cache_before.begin();
   for (std::size_t i = 0; i < events.size(); ++i) {
     const trace_event& event = events[i];
     const model_block* allocated = nullptr;
     std::size_t segment_events_before = model.segment_events().size();
+    for (; next_empty_cache != options.empty_cache_before.end() && *next_empty_cache <= i; ++next_empty_cache) {
+      if (*next_empty_cache == i) model.empty_cache();
+    }
     switch (event.action) {
       case trace_action::alloc:
       case trace_action::oom: {
