@@ -11,7 +11,7 @@
 #include <rlmem/allocator_settings.hpp>
 #include <rlmem/caching_allocator.hpp>
 #include <rlmem/live_set.hpp>
-#include <rlmem/replay.hpp>
+#include <rlmem/trace_simulation.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -45,8 +45,10 @@ inline model_agreement check_model_agreement(const snapshot& snap) {
     outcome.stopped = std::move(why);
   };
 
-  replay_options options;
-  options.on_event = [&](std::size_t applied, const allocator_policy& model, const model_block* allocated) {
+  auto compare = [&](const simulation_step& step) {
+    std::size_t applied = step.events_applied;
+    const allocator_policy& model = step.model;
+    const model_block* allocated = step.allocated;
     if (!following) return;
     std::string where = applied == 0 ? "at trace start" : "after event " + std::to_string(applied - 1);
     if (applied > 0) {
@@ -83,7 +85,7 @@ inline model_agreement check_model_agreement(const snapshot& snap) {
       following = false;
     }
   };
-  replay_result replayed = replay(snap, options);
+  trace_simulation replayed = simulate_trace(snap, {}, compare);
   outcome.replayed = replayed.unsupported.empty();
   if (!outcome.replayed) outcome.stopped = "replay refused the trace: " + replayed.unsupported;
   if (following && replayed.oom) outcome.stopped = "the model ran out of memory at event " + std::to_string(replayed.oom->event);

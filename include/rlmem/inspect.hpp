@@ -164,6 +164,43 @@ struct free_block_summary {
 
 enum class oom_verdict : std::uint8_t { fragmentation, capacity };
 
+/// The settings an OOM verdict tries, each in one simulation of the whole trace under the limit
+/// the verdict is judged at.
+enum class oom_remedy : std::uint8_t {
+  expandable_segments,  ///< expandable_segments:True, the other recorded settings kept
+  empty_cache,          ///< torch.cuda.empty_cache() at the start of the step that makes the request
+  max_split_size,       ///< max_split_size_mb at the largest power of two not above the smallest request
+  count_
+};
+inline constexpr std::size_t oom_remedy_count = static_cast<std::size_t>(oom_remedy::count_);
+
+/// What one setting did for one OOM in its simulation.
+struct oom_proof {
+  oom_remedy remedy = oom_remedy::expandable_segments;
+  /// "expandable_segments:True", "max_split_size_mb:256", "empty_cache() at the start of the
+  /// step (before event 7,144)", "empty_cache() right before the request".
+  std::string setting;
+  bool tried = false;           ///< false: `not_tried` says why (already the recorded setting, trace refused)
+  std::string not_tried;
+  /// The request was served, and so was every request after it up to the next recorded OOM or
+  /// the end of the trace.
+  bool served = false;
+  /// Not served: the first request the simulation could not serve (this OOM's, or one before or
+  /// after it that the recording served), with its rounded size.
+  std::uint64_t failed_event = 0;
+  std::uint64_t failed_requested_bytes = 0;
+  /// The most the simulation reserved from the trace start until it failed or, served, until the
+  /// next recorded OOM or the end of the trace.
+  std::int64_t reserved_reached_bytes = 0;
+  /// Not served at this OOM's own request: what reserved would have become with the request's new
+  /// segment (or mapped pages) on top of what the simulation held after its failed attempts.
+  std::int64_t reserved_needed_bytes = 0;
+  std::int64_t limit_bytes = 0;  ///< the capacity simulated
+  /// One line of the above: "with expandable_segments:True the request is served and so is the
+  /// run after it; reserved would reach 2.55 GiB of 2.61 GiB".
+  std::string summary;
+};
+
 /// Forensics of one `oom` event.
 struct oom_report {
   std::uint64_t event = 0;
@@ -180,10 +217,41 @@ struct oom_report {
   std::uint64_t largest_free_block_bytes = 0;
   std::vector<free_block_summary> free_by_pool;
   oom_verdict verdict = oom_verdict::capacity;
+  /// One per oom_remedy, in its order. The verdict is fragmentation only when one of them was
+  /// served; the first that was is the one named.
+  std::vector<oom_proof> proofs;
+  /// Whether a simulation backs the verdict; false when none could run (the trace cannot be
+  /// simulated), and then the verdict follows from the numbers alone.
+  bool proven = false;
+  /// The request alone is larger than any GPU's memory: a wrong shape, not a memory budget.
+  bool request_larger_than_any_gpu = false;
+  /// Capacity: bytes the run lacked under the judged limit: the live tensors plus the request
+  /// beyond it, or, when they fit in the bytes, the least any setting tried would have needed
+  /// reserved beyond it. 0 for fragmentation.
+  std::int64_t short_by_bytes = 0;
+  std::string proof;        ///< one line: what the deciding simulation showed
   std::string explanation;  ///< why the verdict follows from the numbers
   std::string advice;       ///< one line of what to do
+  allocation_site request_site;  ///< where the failing request was made
   allocation_site largest_site;  ///< the site holding the most bytes at the OOM
   std::uint64_t largest_site_bytes = 0;
+};
+
+/// GPU memory of the largest cards made (288 GB: NVIDIA B300, AMD MI355X); a single request above
+/// it cannot be served anywhere. The shape-bug explanation names this figure.
+inline constexpr std::uint64_t largest_gpu_memory_bytes = 288'000'000'000;
+
+/// The memory limit a trace with OOMs proves, and the one its OOM verdicts are judged under.
+struct oom_limit {
+  /// The most the trace reserved: the limit was at least this.
+  std::int64_t proven_low_bytes = 0;
+  /// The limit was at most this: the least, over the OOMs, of reserved at the OOM plus the new
+  /// segment its request needed, less a byte (or plus what CUDA had free, if less). INT64_MAX
+  /// without OOMs.
+  std::int64_t proven_high_bytes = INT64_MAX;
+  std::uint64_t proven_high_event = 0;  ///< the OOM that sets proven_high_bytes
+  std::int64_t judged_bytes = 0;        ///< the simulations' capacity: --limit, else proven_low_bytes
+  bool given = false;                   ///< --limit was passed
 };
 
 /// Reserved-but-unallocated memory and free blocks.
@@ -243,6 +311,7 @@ struct inspection {
   std::vector<leak> leaks;                 ///< one per cause, largest bytes_per_step first
   leak_summary summary_of_leaks;           ///< step-end growth and the share the leaks explain
   std::vector<oom_report> ooms;
+  oom_limit limit;                         ///< meaningful when the trace has an OOM
   fragmentation_report fragmentation;
   category_bytes categories_at_peak{};
   category_timeline categories;
@@ -273,8 +342,10 @@ std::vector<column_peak> timeline_columns(const timeline& line, std::size_t colu
 inspection inspect(const snapshot& snap, const inspect_options& options = {});
 
 /// inspect() as `rlmem inspect` and librlmem run it on what a person or a caller passed: fails,
-/// with one line in `problem`, when the step marker is not a valid regular expression or
-/// `options.device` is not a device of the snapshot ("has no device 3 (devices: 0, 1)").
+/// with one line in `problem`, when the step marker is not a valid regular expression,
+/// `options.device` is not a device of the snapshot ("has no device 3 (devices: 0, 1)"), or
+/// `options.limit_bytes` contradicts the recording: below what it reserved, or above the bound
+/// an OOM of the trace sets (its request would have fit, so that limit did not stop it).
 bool inspect_checked(const snapshot& snap, const inspect_options& options, inspection& out, std::string& problem);
 
 }  // namespace rlmem

@@ -6,6 +6,7 @@
 //   live_set.hpp            the live blocks at trace start and event by event (inspect's view)
 //   allocator_policy.hpp    the seam between a trace driver and a simulated allocator
 //   caching_allocator.hpp   the simulation of the native allocator (replay's what-ifs)
+//   trace_simulation.hpp    one pass of a snapshot's trace through that simulation
 //   saturating.hpp          byte sums held at the ends of their range
 
 #include <rlmem/allocator_policy.hpp>
@@ -14,3 +15,4 @@
 #include <rlmem/caching_allocator.hpp>
 #include <rlmem/live_set.hpp>
 #include <rlmem/saturating.hpp>
+#include <rlmem/trace_simulation.hpp>

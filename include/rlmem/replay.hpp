@@ -3,32 +3,24 @@
 // Replays a snapshot's allocation trace through a model of PyTorch's CUDA caching allocator
 // (native backend, torch 2.5 to 2.11) on a simulated device, and answers what-ifs: another
 // capacity, other PYTORCH_CUDA_ALLOC_CONF settings, the smallest capacity that completes. The
-// allocator's settings, rules and simulation are the model layer's (include/rlmem/model.hpp).
+// allocator's settings, rules and simulation are the model layer's (include/rlmem/model.hpp);
+// a replay is one trace simulation (trace_simulation.hpp) compared with the recording.
 
-#include <rlmem/allocator_policy.hpp>
 #include <rlmem/allocator_settings.hpp>
 #include <rlmem/snapshot.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace rlmem {
 
-/// Called with the number of trace events the model has applied (0: the state at trace start,
-/// built from the live set) and the block the last event's alloc got (nullptr for other events).
-using replay_observer = std::function<void(std::size_t events_applied, const allocator_policy& model, const model_block* allocated)>;
-
 struct replay_options {
   std::int64_t device = -1;             ///< -1: the device with the longest trace
   std::optional<allocator_settings> settings;  ///< none: the snapshot's own
   std::uint64_t capacity_bytes = 0;     ///< set_per_process_memory_fraction as bytes; 0 = unlimited
-  /// Follows the model event by event (the differential check of the live set against the
-  /// model); empty: not called.
-  replay_observer on_event;
 };
 
 /// The first allocation the model could not serve.

@@ -27,7 +27,7 @@ struct text_options {
 std::string render_inspection_text(const snapshot& snap, const inspection& result, const std::string& source,
                                    const text_options& options = {});
 
-/// The JSON report of `rlmem inspect` (schema_version 2), with the timeline cut to at most
+/// The JSON report of `rlmem inspect` (schema_version 3), with the timeline cut to at most
 /// `max_timeline_points` points that keep every local peak.
 std::string render_inspection_json(const snapshot& snap, const inspection& result, const std::string& source,
                                    std::size_t max_timeline_points = 2000);

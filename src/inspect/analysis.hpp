@@ -79,7 +79,26 @@ class category_matcher {
   std::string text_;                    // reused for each frame's match text
 };
 
-/// Fills verdict, explanation and advice of an OOM whose numbers are set.
-void judge_oom(oom_report& report, bool expandable_segments);
+/// What the simulations behind OOM verdicts need from inspect.
+struct oom_simulation_plan {
+  std::vector<std::uint64_t> oom_events;  ///< every oom event of the trace, ascending
+  std::vector<bool> reported;             ///< by oom_events: given forensics, and so proofs
+  std::vector<std::uint64_t> step_ends;   ///< ascending
+  std::int64_t limit_bytes = 0;           ///< the judged limit, the simulations' capacity
+  bool expandable_trace = false;          ///< recorded with expandable segments
+};
+
+/// The proofs of every reported OOM (empty for the others), one per oom_remedy in its order:
+/// each setting is simulated over the whole trace once (through trace_simulation.hpp), so the
+/// cost is O(remedies x events log blocks) whatever the number of OOMs. An OOM's request is
+/// served when the simulation gets past it and past every request up to the next OOM (or the
+/// end of the trace).
+std::vector<std::vector<oom_proof>> prove_ooms(const snapshot& snap, std::int64_t device, std::span<const trace_event> events,
+                                               const oom_simulation_plan& plan);
+
+/// Fills the verdict, proof line, explanation and advice of an OOM whose numbers and proofs
+/// are set: fragmentation when a setting tried was served (or, when no simulation could run,
+/// when the live bytes and the request fit under the bracket's low end), capacity otherwise.
+void judge_oom(oom_report& report, const oom_limit& limit);
 
 }  // namespace rlmem::detail

@@ -33,6 +33,13 @@ std::map<std::int64_t, device_data> data_by_device(const snapshot& snap) {
   return data;
 }
 
+// The most the limit can have been at an oom event: the request needed the reserved memory then
+// plus a new segment, one byte more than that (or plus what CUDA had free, if less).
+std::int64_t limit_high_at(const trace_event& oom, std::int64_t reserved, const allocator_settings& recorded) {
+  std::uint64_t segment = segment_size_for(round_request(oom.size, recorded));
+  return segment <= oom.addr ? saturating_add(reserved, signed_bytes(segment) - 1) : saturating_add(reserved, signed_bytes(oom.addr));
+}
+
 std::string human_count(std::uint64_t count, std::string_view noun) {
   return format_count(count) + " " + std::string(noun) + (count == 1 ? "" : "s");
 }
@@ -336,13 +343,37 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   std::uint64_t oom_count = result.events_by_action[static_cast<std::size_t>(trace_action::oom)];
   std::uint64_t ooms_first = std::min<std::uint64_t>(oom_count, options.max_oom_reports / 2 + options.max_oom_reports % 2);
   std::uint64_t ooms_last = std::min<std::uint64_t>(oom_count - ooms_first, options.max_oom_reports / 2);
+  detail::oom_simulation_plan plan;
   for (std::size_t i = 0, seen = 0; i < events.size(); ++i) {
     if (events[i].action != trace_action::oom) continue;
-    if (seen < ooms_first || seen >= oom_count - ooms_last) checkpoints.emplace_back(static_cast<std::int64_t>(i), at_oom);
+    bool reported = seen < ooms_first || seen >= oom_count - ooms_last;
+    if (reported) checkpoints.emplace_back(static_cast<std::int64_t>(i), at_oom);
+    plan.oom_events.push_back(i);
+    plan.reported.push_back(reported);
     ++seen;
   }
   checkpoints.emplace_back(last_event, at_end);
   std::sort(checkpoints.begin(), checkpoints.end());
+
+  // The limit the OOMs prove, and the verdicts' simulations under it.
+  oom_limit& limit = result.limit;
+  limit.proven_low_bytes = result.peak_reserved_bytes;
+  for (std::uint64_t event : plan.oom_events) {
+    std::int64_t high = limit_high_at(events[event], reserved_after(static_cast<std::int64_t>(event)), recorded);
+    if (high < limit.proven_high_bytes) {
+      limit.proven_high_bytes = high;
+      limit.proven_high_event = event;
+    }
+  }
+  limit.given = options.limit_bytes > 0;
+  limit.judged_bytes = limit.given ? options.limit_bytes : limit.proven_low_bytes;
+  std::vector<std::vector<oom_proof>> proofs;
+  if (!plan.oom_events.empty()) {
+    plan.step_ends = steps.ends;
+    plan.limit_bytes = limit.judged_bytes;
+    plan.expandable_trace = expandable;
+    proofs = detail::prove_ooms(snap, result.device, events, plan);
+  }
 
   // Pass 2: categories and site totals follow every change; checkpoints read them.
   live_set state = start;
@@ -404,11 +435,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
         report.limit_given = true;
         report.limit_low_bytes = report.limit_high_bytes = options.limit_bytes;
       } else {
-        // The limit is at least what was reserved before, and below what this request needed:
-        // the reserved memory now plus a new segment (or plus what CUDA had free, if less).
-        report.limit_high_bytes = report.segment_bytes <= event.addr
-                                      ? saturating_add(report.reserved_bytes, signed_bytes(report.segment_bytes) - 1)
-                                      : saturating_add(report.reserved_bytes, signed_bytes(event.addr));
+        report.limit_high_bytes = limit_high_at(event, report.reserved_bytes, recorded);
         report.limit_low_bytes = std::min(reserved_reached, report.limit_high_bytes);
       }
       std::map<std::pair<bool, std::uint64_t>, std::size_t> pool_index;  // (small, stream) -> free_by_pool
@@ -426,7 +453,10 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
         report.largest_site = stacks.site_info(largest_site);
         report.largest_site.stack = sites.representative_stack(largest_site);
       }
-      detail::judge_oom(report, expandable);
+      if (event.stack != 0) report.request_site = stacks.describe(stacks.site(event.stack, false), event.stack);
+      auto oom_index = static_cast<std::size_t>(std::lower_bound(plan.oom_events.begin(), plan.oom_events.end(), report.event) - plan.oom_events.begin());
+      report.proofs = std::move(proofs[oom_index]);
+      detail::judge_oom(report, limit);
       result.ooms.push_back(std::move(report));
     }
   }
@@ -499,6 +529,17 @@ bool inspect_checked(const snapshot& snap, const inspect_options& options, inspe
     std::string known;
     for (std::int64_t device : out.devices) known += (known.empty() ? "" : ", ") + std::to_string(device);
     problem = "has no device " + std::to_string(options.device) + " (devices: " + (known.empty() ? "none" : known) + ")";
+    return false;
+  }
+  auto exact = [](std::int64_t bytes) { return format_count(static_cast<std::uint64_t>(bytes)) + " B"; };
+  if (options.limit_bytes > 0 && options.limit_bytes < out.limit.proven_low_bytes) {
+    problem = "--limit " + exact(options.limit_bytes) + " is below the " + exact(out.limit.proven_low_bytes) +
+              " the recording reserved, so its limit was at least that";
+    return false;
+  }
+  if (options.limit_bytes > 0 && options.limit_bytes > out.limit.proven_high_bytes) {
+    problem = "--limit " + exact(options.limit_bytes) + " is above the " + exact(out.limit.proven_high_bytes) + " the OOM at event " +
+              format_count(out.limit.proven_high_event) + " proves the limit was at most (its request would have fit)";
     return false;
   }
   return true;

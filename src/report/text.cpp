@@ -120,8 +120,10 @@ void append_steps_and_leaks(std::string& out, const snapshot& snap, const inspec
 void append_ooms(std::string& out, const inspection& result, const text_options& options) {
   for (const oom_report& oom : result.ooms) {
     std::string time = result.times_known ? " (" + seconds_after(oom.time_us, result.first_time_us) + ")" : "";
-    out += fmt::format("\nOOM at event {}{}: {}\n", format_count(oom.event), time,
-                       oom.verdict == oom_verdict::fragmentation ? "FRAGMENTATION" : "CAPACITY");
+    std::string verdict = oom.verdict == oom_verdict::fragmentation ? "FRAGMENTATION" : "CAPACITY";
+    if (oom.request_larger_than_any_gpu) verdict += " (a shape bug: the request is larger than any GPU)";
+    if (!oom.proven) verdict += " (not proven by a simulation)";
+    out += fmt::format("\nOOM at event {}{}: {}\n", format_count(oom.event), time, verdict);
     out += fmt::format("  requested {}   allocated {}   reserved {} ({} unallocated)\n",
                        format_bytes(static_cast<std::int64_t>(oom.requested_bytes)), format_bytes(oom.allocated_bytes),
                        format_bytes(oom.reserved_bytes), format_bytes(oom.reserved_unallocated_bytes));
@@ -136,6 +138,11 @@ void append_ooms(std::string& out, const inspection& result, const text_options&
                          pool.stream == 0 ? std::string("default") : fmt::format("{:#x}", pool.stream),
                          format_bytes(static_cast<std::int64_t>(pool.free_bytes)),
                          format_bytes(static_cast<std::int64_t>(pool.largest_free_bytes)));
+    }
+    if (oom.proven) {
+      out += fmt::format("  simulated under {}{}:\n", format_bytes(result.limit.judged_bytes),
+                         result.limit.given ? " (--limit)" : ", the limit the recording proves");
+      for (const oom_proof& proof : oom.proofs) out += detail::wrap(printable_text(proof.summary), 4, options.width);
     }
     out += detail::wrap("why: " + printable_text(oom.explanation), 2, options.width);
     out += detail::wrap("advice: " + printable_text(oom.advice), 2, options.width);

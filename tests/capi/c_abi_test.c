@@ -66,7 +66,7 @@ static void test_inspect_leak_fixture(const char* dir) {
   CHECK(status == RLMEM_OK, "status %s, error %s", rlmem_status_name(status), error ? error : "(none)");
   CHECK(error == NULL, "error set on success: %s", error);
   if (json != NULL) {
-    CHECK(strstr(json, "\"schema_version\": 2") != NULL, "no schema_version 2 in the document");
+    CHECK(strstr(json, "\"schema_version\": 3") != NULL, "no schema_version 3 in the document");
     CHECK(strstr(json, "rl/record.py:41 logprobs_of") != NULL, "the leaking site is not named");
     CHECK(strstr(json, "\"peak_allocated_bytes\": 893507072") != NULL, "peak allocated is not 893,507,072");
   }

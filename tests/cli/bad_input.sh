@@ -50,6 +50,8 @@ else
 fi
 expect_bad "invalid --step-marker" inspect "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --step-marker "("
 expect_bad "--limit that is not a size" inspect "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --limit lots
+expect_bad "--limit below what the recording reserved" inspect --quiet "$testdata/snapshots/frag_default_oom.pickle.zst" --limit 2GiB
+expect_bad "--limit above what its OOM allows" inspect --quiet "$testdata/snapshots/frag_default_oom.pickle.zst" --limit 80GiB
 printf 'weight foo\n' >"$work/bad_rules.txt"
 expect_bad "bad --categories file" inspect "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --categories "$work/bad_rules.txt"
 expect_bad "diff with a bad snapshot" diff "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" "$work/truncated.pickle"

@@ -139,6 +139,61 @@ TEST(oom, frag_default_oom_is_fragmentation_and_brackets_the_real_cap) {
   EXPECT_NE(oom.advice.find("expandable_segments"), std::string::npos) << oom.advice;
 }
 
+// The recording proves its cap was at least the 2,803,892,224 B it reserved; simulated there,
+// every setting serves the 468 MiB request. torch's own run with expandable segments at the real
+// cap (2,805,590,497 B) completes with 2,740,977,664 B reserved (frag_capacity.json); the
+// simulation reaches 2,745,171,968 B, the 4 MiB apart being the memory allocated before
+// recording, which stays in its cudaMalloc segments.
+TEST(oom, frag_default_oom_is_proven_fragmentation_by_every_setting) {
+  inspection result = inspect(fixture("frag_default_oom.pickle.zst"));
+  ASSERT_EQ(result.ooms.size(), 1u);
+  const oom_report& oom = result.ooms[0];
+  EXPECT_EQ(result.limit.proven_low_bytes, 2'803'892'224);
+  EXPECT_EQ(result.limit.proven_high_bytes, 2'841'640'959);
+  EXPECT_EQ(result.limit.judged_bytes, 2'803'892'224);
+  EXPECT_TRUE(oom.proven);
+  ASSERT_EQ(oom.proofs.size(), oom_remedy_count);
+  const char* settings[] = {"expandable_segments:True", "empty_cache() at the start of the step (before event 7,144)", "max_split_size_mb:256"};
+  const std::int64_t reached[] = {2'745'171'968, 2'803'892'224, 2'778'726'400};
+  for (std::size_t k = 0; k < oom_remedy_count; ++k) {
+    EXPECT_EQ(oom.proofs[k].setting, settings[k]);
+    EXPECT_TRUE(oom.proofs[k].served) << oom.proofs[k].summary;
+    EXPECT_EQ(oom.proofs[k].reserved_reached_bytes, reached[k]) << oom.proofs[k].setting;
+  }
+  EXPECT_EQ(oom.proof, "with expandable_segments:True the request is served and so is the run after it; reserved would reach 2.56 GiB of 2.61 GiB");
+  EXPECT_EQ(oom.short_by_bytes, 0);
+}
+
+// Capped at 3,600,809,984 B, the run asked 1.00 GiB with 2.56 GiB live: no setting serves it.
+TEST(oom, fidelity_capacity_default_is_proven_capacity) {
+  inspection result = inspect(fixture("fidelity_capacity_default.pickle.zst"));
+  ASSERT_EQ(result.ooms.size(), 1u);
+  const oom_report& oom = result.ooms[0];
+  EXPECT_EQ(oom.event, 8'192u);
+  EXPECT_EQ(oom.verdict, oom_verdict::capacity) << oom.explanation;
+  EXPECT_EQ(result.limit.judged_bytes, 3'571'449'856) << "torch's max_memory_reserved in that run";
+  const std::int64_t needed[] = {3'909'091'328, 3'888'119'808, 4'074'766'336};
+  ASSERT_EQ(oom.proofs.size(), oom_remedy_count);
+  for (std::size_t k = 0; k < oom_remedy_count; ++k) {
+    EXPECT_FALSE(oom.proofs[k].served) << oom.proofs[k].summary;
+    EXPECT_EQ(oom.proofs[k].failed_event, 8'192u) << oom.proofs[k].summary;
+    EXPECT_EQ(oom.proofs[k].reserved_needed_bytes, needed[k]) << oom.proofs[k].setting;
+  }
+  EXPECT_EQ(oom.short_by_bytes, 247'224'832) << "2.56 GiB live + 1.00 GiB asked - the limit";
+}
+
+TEST(oom, an_expandable_recording_does_not_try_expandable_segments_again) {
+  inspection result = inspect(fixture("fidelity_capacity_expandable.pickle.zst"));
+  ASSERT_EQ(result.ooms.size(), 1u);
+  const oom_report& oom = result.ooms[0];
+  EXPECT_EQ(oom.verdict, oom_verdict::capacity) << oom.explanation;
+  ASSERT_EQ(oom.proofs.size(), oom_remedy_count);
+  EXPECT_FALSE(oom.proofs[0].tried);
+  EXPECT_EQ(oom.proofs[0].not_tried, "already the recorded setting");
+  EXPECT_EQ(oom.proofs[1].reserved_needed_bytes, 3'919'577'088) << oom.proofs[1].summary;
+  EXPECT_EQ(oom.short_by_bytes, 810'703'360);
+}
+
 TEST(oom, a_given_limit_is_used_as_is) {
   inspect_options capped;
   capped.limit_bytes = 2'805'590'497;
@@ -149,12 +204,14 @@ TEST(oom, a_given_limit_is_used_as_is) {
   EXPECT_EQ(result.ooms[0].verdict, oom_verdict::fragmentation);
 }
 
-TEST(oom, asking_for_40_tb_is_a_capacity_oom) {
+TEST(oom, asking_for_40_tb_is_a_shape_bug) {
   for (const char* name : {"tiny_oom_cpp_stacks.pickle", "tiny_oom_expandable_compile.pickle"}) {
     inspection result = inspect(fixture(name));
     ASSERT_EQ(result.ooms.size(), 1u) << name;
     EXPECT_EQ(result.ooms[0].requested_bytes, 40'000'000'000'000u) << name;
     EXPECT_EQ(result.ooms[0].verdict, oom_verdict::capacity) << name;
+    EXPECT_TRUE(result.ooms[0].request_larger_than_any_gpu) << name;
+    EXPECT_NE(result.ooms[0].explanation.find("a tensor's shape is wrong"), std::string::npos) << result.ooms[0].explanation;
     EXPECT_NE(result.ooms[0].advice.find("rl/p.py"), std::string::npos) << "names the largest holder: " << result.ooms[0].advice;
   }
 }

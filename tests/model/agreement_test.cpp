@@ -8,6 +8,8 @@
 #include "model/fixture_files.hpp"
 #include "model_agreement.hpp"
 
+#include <rlmem/replay.hpp>
+
 #include <gtest/gtest.h>
 
 namespace rlmem {

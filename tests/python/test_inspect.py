@@ -25,7 +25,7 @@ def test_leak_snapshot_names_the_one_leak(rlmem, snapshot):
     assert f"{leak['bytes_per_step'] / MiB:.1f}" == "46.9"
     assert leak["first_step"] == 1 and leak["steps"] == 4, f"saw first_step {leak['first_step']}, steps {leak['steps']}"
     assert leak["bytes_at_step_end"] == [0, 49_152_000, 98_304_000, 147_456_000, 196_608_000]
-    assert report["schema_version"] == 2 and report["command"] == "inspect"
+    assert report["schema_version"] == 3 and report["command"] == "inspect"
 
 
 def test_keys_and_values_of_kept_kv_caches_are_one_leak(rlmem, snapshot):

@@ -127,7 +127,8 @@ def test_oom_dumps_before_reraising_and_prints_the_verdict(rlmem, cuda, tmp_path
     expected = rlmem.oom_verdict_line(str(path), rlmem.inspect(path))
     assert stream.getvalue() == expected + "\n", f"expected {expected!r}, printed {stream.getvalue()!r}"
     assert expected.startswith("rlmem: OOM: FRAGMENTATION, requested 468.1 MiB: live tensors (1.86 GiB) plus the "
-                               "request (468.1 MiB) fit under the limit"), expected
+                               "request (468.1 MiB) need 2.31 GiB of the 2.61 GiB limit the recording proves"), expected
+    assert "simulated under that limit, expandable_segments:True" in expected, expected
     assert "Advice: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in expected
     assert expected.endswith(f"Snapshot: {path}") and "\n" not in expected
     assert not cuda.memory.enabled, "history should be off after the OOM"
@@ -142,7 +143,7 @@ def test_oom_with_a_given_limit(rlmem, cuda, tmp_path):
         with rlmem.record(tmp_path / "s", cuda=cuda, verdict_stream=stream, limit=2_805_590_497) as rec:
             raise FakeOutOfMemoryError("oom")
     assert rec.oom_verdict == stream.getvalue().strip()
-    assert "fit under the limit (2.61 GiB)" in rec.oom_verdict, rec.oom_verdict
+    assert "need 2.31 GiB of the 2.61 GiB limit given (--limit)" in rec.oom_verdict, rec.oom_verdict
 
 
 def test_second_oom_snapshot_does_not_replace_the_first(rlmem, cuda, tmp_path):

@@ -47,7 +47,7 @@ TEST(json_report, has_the_documented_keys_and_a_bounded_timeline) {
   const snapshot& snap = testing::fixture("grpo_clean.pickle.zst");
   inspection result = inspect(snap);
   auto report = nlohmann::json::parse(render_inspection_json(snap, result, "grpo_clean.pickle.zst"));
-  EXPECT_EQ(report["schema_version"], 2);
+  EXPECT_EQ(report["schema_version"], 3);
   EXPECT_EQ(report["summary"]["events"], 188494);
   EXPECT_EQ(report["summary"]["peak_reserved_bytes"], 811'597'824);
   EXPECT_EQ(report["summary"]["peak_allocated_bytes"], result.peak_allocated_bytes);

@@ -107,7 +107,7 @@ TEST(schema, plan_output_follows_the_documented_schema) {
 }
 
 TEST(schema, the_validator_catches_a_missing_key) {
-  EXPECT_FALSE(testing::schema_problems(json{{"schema_version", 2}}, "inspect.schema.json").empty());
+  EXPECT_FALSE(testing::schema_problems(json{{"schema_version", 3}}, "inspect.schema.json").empty());
 }
 
 }  // namespace rlmem

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// One pass of a snapshot's trace through the caching allocator model: the model starts from the
+// state the recording had at trace start (the live set's blocks in their segments), new segments
+// take the addresses the recording got, and every alloc, free, empty_cache() and oom of the trace
+// is fed to it in order. The caller says what to watch: replay compares the segment events with
+// the recording's and searches capacities; inspect judges OOMs under other settings. Part of the
+// model layer, so both can call it.
+
+#include <rlmem/allocator_policy.hpp>
+#include <rlmem/allocator_settings.hpp>
+#include <rlmem/caching_allocator.hpp>
+#include <rlmem/snapshot.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace rlmem {
+
+struct trace_simulation_options {
+  std::int64_t device = -1;                    ///< -1: the device with the longest trace
+  std::optional<allocator_settings> settings;  ///< none: the snapshot's own (settings_of)
+  std::uint64_t capacity_bytes = 0;            ///< set_per_process_memory_fraction as bytes; 0 = no limit
+  /// A what-if: torch.cuda.empty_cache() is called right before each of these events (indices
+  /// into the device's trace, ascending), besides the calls the recording made.
+  std::vector<std::uint64_t> empty_cache_before;
+};
+
+/// A request the model could not serve.
+struct simulated_oom {
+  std::uint64_t event = 0;            ///< index of the alloc or oom in the device's trace
+  std::uint64_t requested_bytes = 0;  ///< rounded under the simulated settings
+  std::int64_t allocated_bytes = 0;   ///< the model's, after its failed attempts
+  std::int64_t reserved_bytes = 0;
+};
+
+/// The model after one step of the simulation, as an observer sees it.
+struct simulation_step {
+  /// Trace events applied so far: 0 is the state at trace start, n the state after event n - 1.
+  std::size_t events_applied = 0;
+  const allocator_policy& model;
+  /// The block the event's alloc got; nullptr for other events and at trace start.
+  const model_block* allocated = nullptr;
+  /// The segment allocations, maps, frees and unmaps this event made (none at trace start).
+  std::span<const model_segment_event> segment_events_made;
+};
+
+/// Called at trace start and after every event the model applied.
+using simulation_observer = std::function<void(const simulation_step&)>;
+
+/// What one pass did.
+struct trace_simulation {
+  std::string unsupported;      ///< set when the trace cannot be simulated faithfully, and why; nothing else is
+  std::int64_t device = 0;
+  allocator_settings settings;  ///< what the model ran under
+  bool expandable_trace = false;  ///< the recording used expandable segments
+  /// Events applied; short of the trace's size when the simulation ended at `oom`.
+  std::uint64_t events_applied = 0;
+  /// The request that ended the simulation: the first the model could not serve.
+  std::optional<simulated_oom> oom;
+  /// The model served a request the recording failed (a recorded oom event).
+  bool served_a_recorded_oom = false;
+  std::int64_t peak_allocated_bytes = 0;
+  std::int64_t peak_reserved_bytes = 0;
+  std::uint64_t segments = 0;        ///< cudaMalloc segments held at the end
+  std::uint64_t alloc_retries = 0;   ///< num_alloc_retries
+  std::vector<model_segment_event> segment_events;  ///< every one the model made, in order
+  std::vector<std::string> notes;    ///< what a reader of the result should know
+};
+
+/// Simulates one device's trace; O(events log blocks). Never guesses: a trace it cannot model
+/// (recorded with expandable segments but simulated without, inconsistent with its segments)
+/// comes back with `unsupported` set. `observe`, when given, sees the trace start and every
+/// applied event.
+trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_options& options,
+                                const simulation_observer& observe = {});
+
+}  // namespace rlmem

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+// The simulations behind OOM verdicts: the whole trace through the caching allocator model once
+// per setting tried, under the judged limit; every OOM of the trace is read off those passes.
+
+#include "analysis.hpp"
+
+#include <rlmem/allocator_rules.hpp>
+#include <rlmem/format.hpp>
+#include <rlmem/saturating.hpp>
+#include <rlmem/trace_simulation.hpp>
+
+#include <algorithm>
+#include <bit>
+
+namespace rlmem::detail {
+
+namespace {
+
+constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+
+// max_split_size_mb keeps cached blocks of at least that size whole for requests of at least
+// that size: a power of two no larger than the smallest request keeps large blocks for every
+// request judged. torch refuses values of 20 MiB or less.
+std::uint64_t max_split_size_for(std::span<const std::uint64_t> requests) {
+  std::uint64_t smallest = UINT64_MAX;
+  for (std::uint64_t bytes : requests) {
+    if (bytes <= largest_gpu_memory_bytes) smallest = std::min(smallest, bytes);
+  }
+  if (smallest == UINT64_MAX) smallest = 256 * mib;  // only shape bugs: any value is as good
+  return std::max<std::uint64_t>(std::bit_floor(smallest / mib), 32) * mib;
+}
+
+// What the failing request asked of the device on top of what the simulation held: a cudaMalloc
+// segment, or under expandable segments the pages that map it (to a page: the free end of the
+// mapped range may hold part of it).
+std::uint64_t new_memory_for(std::uint64_t rounded_bytes, const allocator_settings& settings) {
+  if (!settings.expandable_segments) return segment_size_for(rounded_bytes);
+  std::uint64_t page = small_pool_request(rounded_bytes) ? small_segment_bytes : large_segment_bytes;
+  return rounded_bytes > UINT64_MAX - page ? UINT64_MAX / page * page : (rounded_bytes + page - 1) / page * page;
+}
+
+// One pass: where it failed and the most it reserved before each boundary (every OOM event, and
+// the end of the trace).
+struct pass {
+  oom_remedy remedy = oom_remedy::expandable_segments;
+  std::string setting;
+  std::string not_tried;  // "" when it ran
+  trace_simulation result;
+  std::vector<std::int64_t> reserved_before;  // by boundary: most reserved over the states before it
+};
+
+pass run_pass(const snapshot& snap, std::int64_t device, oom_remedy remedy, std::string setting, const allocator_settings& settings,
+              std::int64_t limit_bytes, std::vector<std::uint64_t> empty_cache_before, std::span<const std::uint64_t> boundaries) {
+  pass one{remedy, std::move(setting), "", {}, {}};
+  trace_simulation_options options;
+  options.device = device;
+  options.settings = settings;
+  options.capacity_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(limit_bytes, 0));
+  options.empty_cache_before = std::move(empty_cache_before);
+  std::int64_t most = 0;
+  std::size_t next = 0;
+  one.reserved_before.reserve(boundaries.size());
+  one.result = simulate_trace(snap, options, [&](const simulation_step& step) {
+    // The state after `events_applied` events is the state before event `events_applied`.
+    while (next < boundaries.size() && boundaries[next] == step.events_applied) {
+      one.reserved_before.push_back(most);
+      ++next;
+    }
+    most = std::max(most, step.model.reserved_bytes());
+  });
+  if (!one.result.unsupported.empty()) one.not_tried = "the trace cannot be simulated: " + one.result.unsupported;
+  return one;
+}
+
+oom_proof proof_of(const pass& one, std::span<const trace_event> events, std::uint64_t oom_event, std::uint64_t window_end,
+                   std::size_t window_boundary, std::int64_t limit_bytes) {
+  oom_proof proof;
+  proof.remedy = one.remedy;
+  proof.setting = one.setting;
+  proof.limit_bytes = limit_bytes;
+  if (!one.not_tried.empty()) {
+    proof.not_tried = one.not_tried;
+    return proof;
+  }
+  const std::optional<simulated_oom>& failed = one.result.oom;
+  if (failed && failed->event < oom_event && events[failed->event].action == trace_action::oom) {
+    // The recording failed there too, and the simulation ends at its first failure.
+    proof.not_tried = "its simulation ended at the earlier OOM at event " + format_count(failed->event) + ", which it could not serve either";
+    return proof;
+  }
+  proof.tried = true;
+  if (failed && failed->event < window_end) {
+    proof.failed_event = failed->event;
+    proof.failed_requested_bytes = failed->requested_bytes;
+    proof.reserved_reached_bytes = one.result.peak_reserved_bytes;
+    if (failed->event == oom_event) {
+      std::uint64_t more = new_memory_for(failed->requested_bytes, one.result.settings);
+      proof.reserved_needed_bytes = saturating_add(failed->reserved_bytes, signed_bytes(more));
+    }
+    return proof;
+  }
+  proof.served = true;
+  proof.reserved_reached_bytes = one.reserved_before[window_boundary];
+  return proof;
+}
+
+}  // namespace
+
+std::vector<std::vector<oom_proof>> prove_ooms(const snapshot& snap, std::int64_t device, std::span<const trace_event> events,
+                                               const oom_simulation_plan& plan) {
+  const allocator_settings recorded = settings_of(snap);
+  std::vector<std::uint64_t> requests;
+  for (std::uint64_t event : plan.oom_events) requests.push_back(round_request(events[event].size, recorded));
+  // Boundaries: each OOM's event (the end of the window of the OOM before it) and the trace's end.
+  std::vector<std::uint64_t> boundaries(plan.oom_events.begin(), plan.oom_events.end());
+  boundaries.push_back(events.size());
+
+  std::vector<pass> passes;
+  allocator_settings expandable = recorded;
+  expandable.expandable_segments = true;
+  if (recorded.expandable_segments || plan.expandable_trace) {
+    passes.push_back({oom_remedy::expandable_segments, "expandable_segments:True", "already the recorded setting", {}, {}});
+  } else {
+    passes.push_back(run_pass(snap, device, oom_remedy::expandable_segments, "expandable_segments:True", expandable, plan.limit_bytes, {},
+                              boundaries));
+  }
+
+  // empty_cache() at the start of each OOM's step: after the last step end before it, else right
+  // before the request. (Right before the request it can change nothing: the malloc's slow path
+  // releases every cached segment itself before it fails.)
+  std::vector<std::uint64_t> empty_cache_before;
+  for (std::uint64_t event : plan.oom_events) {
+    auto after = std::lower_bound(plan.step_ends.begin(), plan.step_ends.end(), event);
+    empty_cache_before.push_back(after == plan.step_ends.begin() ? event : *std::prev(after) + 1);
+  }
+  std::vector<std::string> empty_cache_settings;
+  for (std::size_t k = 0; k < plan.oom_events.size(); ++k) {
+    empty_cache_settings.push_back(empty_cache_before[k] == plan.oom_events[k]
+                                       ? "empty_cache() right before the request"
+                                       : "empty_cache() at the start of the step (before event " + format_count(empty_cache_before[k]) + ")");
+  }
+  std::vector<std::uint64_t> points = empty_cache_before;
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  passes.push_back(run_pass(snap, device, oom_remedy::empty_cache, "", recorded, plan.limit_bytes, std::move(points), boundaries));
+
+  allocator_settings split = recorded;
+  split.max_split_size = max_split_size_for(requests);
+  std::string split_setting = "max_split_size_mb:" + std::to_string(split.max_split_size / mib);
+  if (plan.expandable_trace && !recorded.expandable_segments) split.expandable_segments = true;  // the trace's reservations need it
+  if (split == recorded) {
+    passes.push_back({oom_remedy::max_split_size, split_setting, "already the recorded setting", {}, {}});
+  } else {
+    passes.push_back(run_pass(snap, device, oom_remedy::max_split_size, split_setting, split, plan.limit_bytes, {}, boundaries));
+  }
+
+  std::vector<std::vector<oom_proof>> proofs(plan.oom_events.size());
+  for (std::size_t k = 0; k < plan.oom_events.size(); ++k) {
+    if (!plan.reported[k]) continue;
+    for (const pass& one : passes) {
+      oom_proof proof = proof_of(one, events, plan.oom_events[k], boundaries[k + 1], k + 1, plan.limit_bytes);
+      if (one.remedy == oom_remedy::empty_cache) proof.setting = empty_cache_settings[k];
+      proofs[k].push_back(std::move(proof));
+    }
+  }
+  return proofs;
+}
+
+}  // namespace rlmem::detail

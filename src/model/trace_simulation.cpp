@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+// The trace simulation: seeds the caching allocator model with the trace-start live set, picks
+// the recorded addresses for new segments, and feeds the trace's events to the model.
+
+#include <rlmem/allocator_rules.hpp>
+#include <rlmem/caching_allocator.hpp>
+#include <rlmem/live_set.hpp>
+#include <rlmem/trace_simulation.hpp>
+
+#include <algorithm>
+#include <iterator>
+#include <memory_resource>
+#include <unordered_map>
+#include <vector>
+
+namespace rlmem {
+
+namespace {
+
+bool is_segment_release(trace_action action) {
+  return action == trace_action::segment_free || action == trace_action::segment_unmap;
+}
+
+// Recorded segment_free events that no allocation asked for are a torch.cuda.empty_cache() call;
+// those of a malloc's slow path come right before its segment_alloc or oom.
+bool releases_by_empty_cache(std::span<const trace_event> events, std::size_t first) {
+  std::size_t next = first;
+  while (next < events.size() && is_segment_release(events[next].action)) ++next;
+  return next == events.size() || (events[next].action != trace_action::segment_alloc &&
+                                    events[next].action != trace_action::segment_map && events[next].action != trace_action::oom);
+}
+
+// The dump's segments of one device by address: the pool of each reserved range in log time
+// (a scan of every segment per range made 30,000 segments a hang).
+class dump_segment_pools {
+ public:
+  dump_segment_pools(const snapshot& snap, std::int64_t device) {
+    for (const segment& seg : snap.segments) {
+      if (seg.device == device) by_address_.push_back({seg.address, seg.total_size, snap.str(seg.segment_type) == "small"});
+    }
+    // Stable: of segments that start at one address, the last in the dump wins, as it did.
+    std::stable_sort(by_address_.begin(), by_address_.end(), [](const span& a, const span& b) { return a.address < b.address; });
+  }
+
+  /// Whether the dump segment holding `address` is a small-pool one; `otherwise` when none holds it.
+  bool small_pool_at(std::uint64_t address, bool otherwise) const {
+    auto after = std::upper_bound(by_address_.begin(), by_address_.end(), address,
+                                  [](std::uint64_t value, const span& s) { return value < s.address; });
+    if (after == by_address_.begin()) return otherwise;
+    const span& holder = *std::prev(after);
+    return address - holder.address < holder.bytes ? holder.small : otherwise;
+  }
+
+ private:
+  struct span {
+    std::uint64_t address;
+    std::uint64_t bytes;
+    bool small;
+  };
+  std::vector<span> by_address_;
+};
+
+}  // namespace
+
+trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_options& options, const simulation_observer& observe) {
+  trace_simulation result;
+  std::int64_t device = options.device >= 0 ? options.device : default_device(snap);
+  result.device = device;
+  const device_trace* trace = snap.trace_for(device);
+  std::span<const trace_event> events = trace ? snap.events_of(*trace) : std::span<const trace_event>{};
+  allocator_settings recorded = settings_of(snap);
+  allocator_settings settings = options.settings.value_or(recorded);
+  result.settings = settings;
+
+  bool expandable_trace = std::any_of(snap.segments.begin(), snap.segments.end(), [&](const segment& seg) {
+    return seg.device == device && seg.is_expandable;
+  }) || std::any_of(events.begin(), events.end(), [](const trace_event& e) { return e.action == trace_action::segment_map; });
+  result.expandable_trace = expandable_trace;
+  if (expandable_trace && !settings.expandable_segments) {
+    result.unsupported = "the trace was recorded with expandable segments; its reserved ranges cannot be replayed as cudaMalloc segments";
+    return result;
+  }
+  if (events.empty()) {
+    result.unsupported = "the snapshot has no trace for this device";
+    return result;
+  }
+
+  // New segments take the addresses the recording got, while the model asks for the same sizes.
+  std::vector<const trace_event*> recorded_segments;
+  std::vector<std::uint64_t> recorded_maps;
+  for (const trace_event& event : events) {
+    if (event.action == trace_action::segment_alloc) recorded_segments.push_back(&event);
+    if (event.action == trace_action::segment_map) recorded_maps.push_back(event.addr);
+  }
+  std::size_t next_recorded = 0;
+  std::uint64_t synthetic_address = std::uint64_t{1} << 56;
+  auto address_for = [&](std::uint64_t size) {
+    if (next_recorded < recorded_segments.size() && recorded_segments[next_recorded]->size == size) {
+      return recorded_segments[next_recorded++]->addr;
+    }
+    std::uint64_t address = synthetic_address;
+    synthetic_address += size;
+    return address;
+  };
+  caching_allocator_model model(settings, options.capacity_bytes, address_for, std::move(recorded_maps));
+
+  // The state at trace start, as the recording's settings made it: each reserved range with its
+  // live blocks, gaps free.
+  live_set start = live_set::at_trace_start(snap, device, events, recorded);
+  std::pmr::unsynchronized_pool_resource live_nodes;
+  std::pmr::unordered_map<std::uint64_t, model_block*> live(&live_nodes);
+  live.reserve(1u << 12);
+  auto held = start.blocks().begin();
+  const dump_segment_pools pools(snap, device);
+  for (const auto& [address, range] : start.mapped()) {
+    if (range.bytes == 0 || address + range.bytes < address) {
+      result.unsupported = "a segment's size runs past the end of the address space";
+      return result;
+    }
+    std::vector<model_block> blocks;
+    for (; held != start.blocks().end() && held->first < address + range.bytes; ++held) {
+      if (held->first < address || held->first + held->second.bytes > address + range.bytes) {
+        result.unsupported = "the trace contradicts the dump-time segments (a block outside its segment)";
+        return result;
+      }
+      model_block block;
+      block.ptr = held->first;
+      block.size = held->second.bytes;
+      block.allocated = !held->second.pending_free;
+      blocks.push_back(block);
+    }
+    // The pool: as the dump names the segment, else by size.
+    bool small = pools.small_pool_at(address, small_pool_segment(range.bytes));
+    std::vector<model_block*> made = model.add_existing_segment(address, range.bytes, range.stream, blocks, small, expandable_trace);
+    for (model_block* block : made) live[block->ptr] = block;
+  }
+  // Live blocks above every reserved range have no segment to hold them either (found by the
+  // differential check of the live set against the model: they were dropped, and the model's
+  // allocated bytes fell short of the live set's).
+  if (held != start.blocks().end()) {
+    result.unsupported = "the trace contradicts the dump-time segments (a block outside its segment)";
+    return result;
+  }
+  model.close_existing_reservations();
+  if (observe) observe(simulation_step{0, model, nullptr, {}});
+
+  result.peak_allocated_bytes = model.allocated_bytes();
+  result.peak_reserved_bytes = model.reserved_bytes();
+  auto next_empty_cache = options.empty_cache_before.begin();
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const trace_event& event = events[i];
+    const model_block* allocated = nullptr;
+    std::size_t segment_events_before = model.segment_events().size();
+    for (; next_empty_cache != options.empty_cache_before.end() && *next_empty_cache <= i; ++next_empty_cache) {
+      if (*next_empty_cache == i) model.empty_cache();
+    }
+    switch (event.action) {
+      case trace_action::alloc:
+      case trace_action::oom: {
+        // A recorded oom is a request the recording could not serve: ask the model too, on a
+        // device no larger than what the recording had (its reserved bytes plus CUDA's free).
+        if (event.action == trace_action::oom) model.set_device_bytes(static_cast<std::uint64_t>(model.reserved_bytes()) + event.addr);
+        model_block* block = model.allocate(event.size, snap.streams[snap.tag_of(event).stream]);
+        if (block == nullptr) {
+          result.oom = simulated_oom{i, round_request(event.size, settings), model.allocated_bytes(), model.reserved_bytes()};
+          break;
+        }
+        if (event.action == trace_action::alloc) {
+          live[event.addr] = block;
+          allocated = block;
+        } else {
+          result.served_a_recorded_oom = true;
+          model.free_completed(block);
+        }
+        break;
+      }
+      case trace_action::free_requested:
+        if (auto found = live.find(event.addr); found != live.end()) model.free_requested(found->second);
+        break;
+      case trace_action::free_completed:
+        if (auto found = live.find(event.addr); found != live.end()) {
+          model.free_completed(found->second);
+          live.erase(found);
+        }
+        break;
+      case trace_action::segment_free:
+      case trace_action::segment_unmap:
+        if ((i == 0 || !is_segment_release(events[i - 1].action)) && releases_by_empty_cache(events, i)) model.empty_cache();
+        break;
+      default:
+        break;
+    }
+    if (result.oom) break;
+    ++result.events_applied;
+    if (observe) {
+      std::span<const model_segment_event> made(model.segment_events());
+      observe(simulation_step{result.events_applied, model, allocated, made.subspan(segment_events_before)});
+    }
+    result.peak_allocated_bytes = std::max(result.peak_allocated_bytes, model.allocated_bytes());
+    result.peak_reserved_bytes = std::max(result.peak_reserved_bytes, model.reserved_bytes());
+  }
+  if (settings.expandable_segments != expandable_trace && start.mapped().size() > 0) {
+    result.notes.push_back("memory allocated before recording began stays in the " + std::string(expandable_trace ? "expandable" : "cudaMalloc") +
+                           " segments it was recorded in; a run made with these settings from the start would place it differently");
+  }
+  result.segments = model.segments();
+  result.alloc_retries = model.alloc_retries();
+  result.segment_events = model.segment_events();
+  return result;
+}
+
+}  // namespace rlmem
