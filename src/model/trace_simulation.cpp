@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <iterator>
 #include <memory_resource>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -21,13 +22,30 @@ bool is_segment_release(trace_action action) {
   return action == trace_action::segment_free || action == trace_action::segment_unmap;
 }
 
-// Recorded segment_free events that no allocation asked for are a torch.cuda.empty_cache() call;
-// those of a malloc's slow path come right before its segment_alloc or oom.
-bool releases_by_empty_cache(std::span<const trace_event> events, std::size_t first) {
+// Whether a frame of the event names torch.cuda.empty_cache (Python) or emptyCache (C++).
+bool framed_by_empty_cache(const snapshot& snap, const trace_event& event) {
+  for (frame_id id : snap.stack(event.stack)) {
+    std::string_view name = snap.str(snap.frames[id].name);
+    if (name == "empty_cache" || name.find("emptyCache") != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// Whether the run of segment releases starting at `first` is a torch.cuda.empty_cache() call
+// rather than a malloc's slow path (release_cached_blocks after alloc_block failed). Recorded
+// frames decide where the trace has them. Without frames: releases no request follows are an
+// empty_cache(), releases before a recorded oom the slow path of the failing request (the device
+// was full), and releases before a request's segment_alloc or map an empty_cache() when the
+// model runs without a limit, since alloc_block cannot fail then and the slow path never
+// releases anything.
+bool releases_by_empty_cache(const snapshot& snap, std::span<const trace_event> events, std::size_t first, bool limited) {
+  if (!snap.stack(events[first].stack).empty()) return framed_by_empty_cache(snap, events[first]);
   std::size_t next = first;
   while (next < events.size() && is_segment_release(events[next].action)) ++next;
-  return next == events.size() || (events[next].action != trace_action::segment_alloc &&
-                                    events[next].action != trace_action::segment_map && events[next].action != trace_action::oom);
+  if (next == events.size()) return true;
+  if (events[next].action == trace_action::oom) return false;
+  bool grows = events[next].action == trace_action::segment_alloc || events[next].action == trace_action::segment_map;
+  return !grows || !limited;
 }
 
 // The dump's segments of one device by address: the pool of each reserved range in log time
@@ -143,6 +161,7 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
   }
   model.close_existing_reservations();
   if (observe) observe(simulation_step{0, model, nullptr, {}});
+  bool limited = options.capacity_bytes > 0;
 
   result.peak_allocated_bytes = model.allocated_bytes();
   result.peak_reserved_bytes = model.reserved_bytes();
@@ -181,7 +200,9 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
         break;
       case trace_action::segment_free:
       case trace_action::segment_unmap:
-        if ((i == 0 || !is_segment_release(events[i - 1].action)) && releases_by_empty_cache(events, i)) model.empty_cache();
+        if ((i == 0 || !is_segment_release(events[i - 1].action)) && releases_by_empty_cache(snap, events, i, limited)) {
+          model.empty_cache();
+        }
         break;
       default:
         break;

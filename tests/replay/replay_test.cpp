@@ -5,6 +5,7 @@
 #include "fixtures.hpp"
 
 #include <rlmem/replay.hpp>
+#include <rlmem/trace_simulation.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -153,6 +154,66 @@ TEST(replay, comparison_covers_the_settings) {
   for (std::size_t i = 1; i < rows.size(); ++i) {
     EXPECT_TRUE(rows[i].result.completed) << rows[i].label;
     EXPECT_GE(rows[i].min_capacity_bytes, static_cast<std::uint64_t>(rows[0].result.peak_allocated_bytes)) << "nothing beats the floor";
+  }
+}
+
+}  // namespace rlmem
+
+namespace rlmem {
+
+namespace {
+
+struct expected_fidelity {
+  const char* name;
+  std::uint64_t capacity_bytes;  // 0: replay as the CLI does by default
+  std::uint64_t segment_events;  // recorded, and every one reproduced
+};
+
+// The fidelity recordings of docs/replay-fidelity-findings.md, each under its recorded settings:
+// side streams with record_stream, empty_cache between steps, a communication stream.
+constexpr expected_fidelity fidelity_recordings[] = {
+    {"fidelity_prefetch_record_stream.pickle.zst", 0, 39},
+    {"fidelity_prefetch_record_stream_expandable.pickle.zst", 0, 27},
+    {"fidelity_comm_stream.pickle.zst", 0, 42},
+    {"fidelity_train_empty_cache.pickle.zst", 0, 274},
+    {"fidelity_train_empty_cache_expandable.pickle.zst", 0, 157},
+    {"fidelity_capacity_uncapped.pickle.zst", 0, 68},
+};
+
+}  // namespace
+
+TEST(replay, fidelity_recordings_reproduce_every_segment_event) {
+  for (const expected_fidelity& expected : fidelity_recordings) {
+    replay_options options;
+    options.capacity_bytes = expected.capacity_bytes;
+    replay_result result = replay(fixture(expected.name), options);
+    ASSERT_EQ(result.unsupported, "") << expected.name;
+    EXPECT_EQ(result.fidelity.segment_events_expected, expected.segment_events) << expected.name;
+    EXPECT_EQ(result.fidelity.segment_events_matched, expected.segment_events)
+        << expected.name << ": expected every recorded segment event reproduced, saw the first divergence at "
+        << result.fidelity.first_mismatch;
+  }
+}
+
+// Issue 11: empty_cache() followed by the next malloc's segment_alloc reads like a slow path;
+// the frames naming empty_cache decide. The unmaps of an expandable reservation that does not
+// start on the page grid count pages from the reservation's start, and the side stream's
+// reservation starts where the recording put it.
+TEST(replay, expandable_empty_cache_unmaps_the_recorded_pages_at_the_recorded_addresses) {
+  const snapshot& snap = fixture("fidelity_prefetch_record_stream_expandable.pickle.zst");
+  trace_simulation simulated = simulate_trace(snap, {});
+  ASSERT_EQ(simulated.unsupported, "");
+  std::vector<model_segment_event> recorded;
+  for (const trace_event& event : snap.events_of(*snap.trace_for(simulated.device))) {
+    bool maps = event.action == trace_action::segment_map;
+    if (maps || event.action == trace_action::segment_unmap) recorded.push_back({maps, event.addr, event.size});
+  }
+  ASSERT_EQ(simulated.segment_events.size(), recorded.size());
+  for (std::size_t i = 0; i < recorded.size(); ++i) {
+    EXPECT_EQ(simulated.segment_events[i].alloc, recorded[i].alloc) << "segment event " << i;
+    EXPECT_EQ(simulated.segment_events[i].address, recorded[i].address)
+        << "segment event " << i << ": expected the recording's address, saw the model's";
+    EXPECT_EQ(simulated.segment_events[i].size, recorded[i].size) << "segment event " << i;
   }
 }
 
