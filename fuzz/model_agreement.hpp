@@ -88,7 +88,9 @@ inline model_agreement check_model_agreement(const snapshot& snap) {
   trace_simulation replayed = simulate_trace(snap, {}, compare);
   outcome.replayed = replayed.unsupported.empty();
   if (!outcome.replayed) outcome.stopped = "replay refused the trace: " + replayed.unsupported;
-  if (following && replayed.oom) outcome.stopped = "the model ran out of memory at event " + std::to_string(replayed.oom->event);
+  if (following && !replayed.ooms.empty() && !replayed.ooms.back().recorded) {
+    outcome.stopped = "the model ran out of memory at event " + std::to_string(replayed.ooms.back().event);
+  }
   return outcome;
 }
 

@@ -23,12 +23,13 @@ struct replay_options {
   std::uint64_t capacity_bytes = 0;     ///< set_per_process_memory_fraction as bytes; 0 = unlimited
 };
 
-/// The first allocation the model could not serve.
+/// The first request the model could not serve.
 struct replay_oom {
   std::uint64_t event = 0;              ///< index of the alloc in the trace
   std::uint64_t requested_bytes = 0;    ///< rounded
   std::int64_t allocated_bytes = 0;
   std::int64_t reserved_bytes = 0;
+  bool recorded = false;                ///< the recording failed it too and went on: so did the replay
 };
 
 /// How well the replay reproduced what the recording did, under the recording's settings.
@@ -40,7 +41,7 @@ struct replay_fidelity {
 };
 
 struct replay_result {
-  bool completed = false;               ///< every allocation of the trace was served
+  bool completed = false;               ///< every request of the trace was served
   std::optional<replay_oom> oom;
   std::string unsupported;              ///< set when the trace cannot be replayed faithfully, and why
   std::int64_t peak_allocated_bytes = 0;
@@ -48,7 +49,7 @@ struct replay_result {
   std::uint64_t segments = 0;           ///< segments at the end
   std::uint64_t num_alloc_retries = 0;
   std::uint64_t events_replayed = 0;
-  bool recording_ended_in_oom = false;  ///< the recorded run stopped at an oom the replay got past
+  bool recording_ended_in_oom = false;  ///< the model served a request the recording failed (a recorded oom)
   replay_fidelity fidelity;
   std::vector<std::string> notes;       ///< what the reader should know about this replay
 };

@@ -34,6 +34,7 @@ struct simulated_oom {
   std::uint64_t requested_bytes = 0;  ///< rounded under the simulated settings
   std::int64_t allocated_bytes = 0;   ///< the model's, after its failed attempts
   std::int64_t reserved_bytes = 0;
+  bool recorded = false;              ///< a recorded oom: the recording could not serve it either
 };
 
 /// The model after one step of the simulation, as an observer sees it.
@@ -56,10 +57,12 @@ struct trace_simulation {
   std::int64_t device = 0;
   allocator_settings settings;  ///< what the model ran under
   bool expandable_trace = false;  ///< the recording used expandable segments
-  /// Events applied; short of the trace's size when the simulation ended at `oom`.
+  /// Events applied; short of the trace's size when the simulation ended at an OOM.
   std::uint64_t events_applied = 0;
-  /// The request that ended the simulation: the first the model could not serve.
-  std::optional<simulated_oom> oom;
+  /// Every request the model could not serve, in trace order. A recorded oom the model fails too
+  /// is applied and the simulation goes on, as the recording did (the program caught the
+  /// error); a request the recording served ends the simulation and is the last entry.
+  std::vector<simulated_oom> ooms;
   /// The model served a request the recording failed (a recorded oom event).
   bool served_a_recorded_oom = false;
   std::int64_t peak_allocated_bytes = 0;

@@ -168,6 +168,7 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
   for (std::size_t i = 0; i < events.size(); ++i) {
     const trace_event& event = events[i];
     const model_block* allocated = nullptr;
+    bool ended = false;
     std::size_t segment_events_before = model.segment_events().size();
     switch (event.action) {
       case trace_action::alloc:
@@ -177,7 +178,9 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
         if (event.action == trace_action::oom) model.set_device_bytes(static_cast<std::uint64_t>(model.reserved_bytes()) + event.addr);
         model_block* block = model.allocate(event.size, snap.streams[snap.tag_of(event).stream]);
         if (block == nullptr) {
-          result.oom = simulated_oom{i, round_request(event.size, settings), model.allocated_bytes(), model.reserved_bytes()};
+          bool recorded_oom = event.action == trace_action::oom;
+          result.ooms.push_back({i, round_request(event.size, settings), model.allocated_bytes(), model.reserved_bytes(), recorded_oom});
+          ended = !recorded_oom;
           break;
         }
         if (event.action == trace_action::alloc) {
@@ -207,7 +210,7 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
       default:
         break;
     }
-    if (result.oom) break;
+    if (ended) break;
     ++result.events_applied;
     if (observe) {
       std::span<const model_segment_event> made(model.segment_events());

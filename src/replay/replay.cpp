@@ -57,9 +57,9 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
   replay_result result;
   result.unsupported = std::move(simulated.unsupported);
   if (!result.unsupported.empty()) return result;
-  if (simulated.oom) {
-    const simulated_oom& oom = *simulated.oom;
-    result.oom = replay_oom{oom.event, oom.requested_bytes, oom.allocated_bytes, oom.reserved_bytes};
+  if (!simulated.ooms.empty()) {
+    const simulated_oom& oom = simulated.ooms.front();
+    result.oom = replay_oom{oom.event, oom.requested_bytes, oom.allocated_bytes, oom.reserved_bytes, oom.recorded};
   }
   result.completed = !result.oom.has_value();
   result.peak_allocated_bytes = simulated.peak_allocated_bytes;

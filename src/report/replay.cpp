@@ -27,7 +27,8 @@ json result_json(const replay_result& result) {
   out["oom"] = result.oom ? json{{"event_index", result.oom->event},
                                  {"requested_bytes", result.oom->requested_bytes},
                                  {"allocated_bytes", result.oom->allocated_bytes},
-                                 {"reserved_bytes", result.oom->reserved_bytes}}
+                                 {"reserved_bytes", result.oom->reserved_bytes},
+                                 {"recorded", result.oom->recorded}}
                           : json(nullptr);
   out["peak_allocated_bytes"] = result.peak_allocated_bytes;
   out["peak_reserved_bytes"] = result.peak_reserved_bytes;
@@ -53,9 +54,13 @@ std::string render_replay_text(const replay_report& report) {
     out += fmt::format("  {:<16} ", name) + wrapped.substr(std::min<std::size_t>(19, wrapped.size()));
   };
   if (result.oom) {
-    row("result", fmt::format("OOM at event {} asking for {} (allocated {}, reserved {})", format_count(result.oom->event),
-                              format_bytes(static_cast<std::int64_t>(result.oom->requested_bytes)),
-                              format_bytes(result.oom->allocated_bytes), format_bytes(result.oom->reserved_bytes)));
+    std::string failed = fmt::format("OOM at event {} asking for {} (allocated {}, reserved {})", format_count(result.oom->event),
+                                     format_bytes(static_cast<std::int64_t>(result.oom->requested_bytes)),
+                                     format_bytes(result.oom->allocated_bytes), format_bytes(result.oom->reserved_bytes));
+    if (result.oom->recorded) {
+      failed += fmt::format(", as the recording did; the program went on and so did the replay, {} events", format_count(result.events_replayed));
+    }
+    row("result", failed);
   } else {
     row("result", fmt::format("completed, {} events", format_count(result.events_replayed)));
   }
@@ -63,7 +68,7 @@ std::string render_replay_text(const replay_report& report) {
   row("peak reserved", format_bytes(result.peak_reserved_bytes));
   row("segments", format_count(result.segments) + " at the end");
   row("alloc retries", format_count(result.num_alloc_retries) + " (num_alloc_retries: cache flushed to make room)");
-  if (result.recording_ended_in_oom) row("note", "the recording stopped at an OOM here that this replay got past");
+  if (result.recording_ended_in_oom) row("note", "the recording ran out of memory where this replay did not");
   if (result.fidelity.applicable) {
     std::string fidelity = fmt::format("{} of {} recorded segment events reproduced", format_count(result.fidelity.segment_events_matched),
                                        format_count(result.fidelity.segment_events_expected));

@@ -46,6 +46,8 @@ TEST(replay, the_capped_recording_ooms_where_it_did_when_given_its_cap) {
   ASSERT_TRUE(result.oom.has_value());
   EXPECT_EQ(snap.events[result.oom->event].action, trace_action::oom) << "the model fails at the recorded oom";
   EXPECT_EQ(result.oom->requested_bytes, 490'880'000u);
+  EXPECT_TRUE(result.oom->recorded);
+  EXPECT_EQ(result.events_replayed, snap.events.size()) << "expected the replay to go on past the recorded OOM, as the recording did";
   EXPECT_EQ(result.fidelity.segment_events_matched, result.fidelity.segment_events_expected) << result.fidelity.first_mismatch;
   // Without the cap the model cannot know why the recording failed, and says where it diverged.
   replay_result uncapped = replay(snap);
@@ -178,6 +180,13 @@ constexpr expected_fidelity fidelity_recordings[] = {
     {"fidelity_train_empty_cache.pickle.zst", 0, 274},
     {"fidelity_train_empty_cache_expandable.pickle.zst", 0, 157},
     {"fidelity_capacity_uncapped.pickle.zst", 0, 68},
+    // Runs at a 3,600,809,984-byte cap that OOMed once, caught the error and trained on: the
+    // replay goes on past the recorded OOM it reproduces.
+    {"fidelity_capacity_default.pickle.zst", 3'600'809'984, 94},
+    {"fidelity_capacity_expandable.pickle.zst", 3'600'809'984, 47},
+    {"fidelity_capacity_max_split.pickle.zst", 3'600'809'984, 254},
+    {"fidelity_capacity_gc.pickle.zst", 3'600'809'984, 95},
+    {"frag_default_oom.pickle.zst", 2'805'590'497, 87},
 };
 
 }  // namespace
