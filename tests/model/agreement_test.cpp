@@ -15,11 +15,11 @@ namespace rlmem {
 namespace {
 
 // Where replay is known to part from the recording (issue 11, item 3; docs/replay-fidelity-
-// findings.md): runs at the device's capacity replayed without their limit, and a truncated
-// expandable trace replay refuses. Each fix removes its files from here.
+// findings.md): runs at the device's capacity replayed without their limit. Each fix removes
+// its files from here.
 bool known_divergence(const std::string& name) {
   return name == "frag_default_oom.pickle.zst" || name.starts_with("tiny_oom_expandable_compile") ||
-         name.starts_with("fidelity_capacity_") || name.starts_with("fidelity_train_empty_cache_expandable_last1546");
+         name.starts_with("fidelity_capacity_");
 }
 
 }  // namespace

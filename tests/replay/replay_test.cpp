@@ -179,6 +179,8 @@ constexpr expected_fidelity fidelity_recordings[] = {
     {"fidelity_comm_stream.pickle.zst", 0, 42},
     {"fidelity_train_empty_cache.pickle.zst", 0, 274},
     {"fidelity_train_empty_cache_expandable.pickle.zst", 0, 157},
+    // The last 1,546 entries of the one above: blocks live across pages mapped later.
+    {"fidelity_train_empty_cache_expandable_last1546.pickle.zst", 0, 35},
     {"fidelity_capacity_uncapped.pickle.zst", 0, 68},
     // Runs at a 3,600,809,984-byte cap that OOMed once, caught the error and trained on: the
     // replay goes on past the recorded OOM it reproduces.
