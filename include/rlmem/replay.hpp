@@ -8,6 +8,7 @@
 
 #include <rlmem/allocator_settings.hpp>
 #include <rlmem/snapshot.hpp>
+#include <rlmem/trace_simulation.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +22,9 @@ struct replay_options {
   std::int64_t device = -1;             ///< -1: the device with the longest trace
   std::optional<allocator_settings> settings;  ///< none: the snapshot's own
   std::uint64_t capacity_bytes = 0;     ///< set_per_process_memory_fraction as bytes; 0 = unlimited
+  /// With capacity_bytes 0: replay under the limit the trace proves it ran at
+  /// (infer_recorded_limit), if any, else without one.
+  bool infer_capacity = true;
 };
 
 /// The first request the model could not serve.
@@ -49,6 +53,8 @@ struct replay_result {
   std::uint64_t segments = 0;           ///< segments at the end
   std::uint64_t num_alloc_retries = 0;
   std::uint64_t events_replayed = 0;
+  std::uint64_t capacity_bytes = 0;     ///< the limit it ran under; 0 = none
+  std::optional<recorded_limit> inferred_limit;  ///< set when that limit is the one the trace proves
   bool recording_ended_in_oom = false;  ///< the model served a request the recording failed (a recorded oom)
   replay_fidelity fidelity;
   std::vector<std::string> notes;       ///< what the reader should know about this replay

@@ -73,6 +73,29 @@ struct trace_simulation {
   std::vector<std::string> notes;    ///< what a reader of the result should know
 };
 
+/// The per-process memory limit (set_per_process_memory_fraction) a recording ran under, as far
+/// as its trace proves it: the allocator refused to grow (it released cached segments inside a
+/// malloc, frames not naming empty_cache, before taking a new one), or a recorded oom left CUDA
+/// free memory the request would have fit in.
+struct recorded_limit {
+  /// The limit is at least this: the recording's peak reserved, or reserved plus the allocation
+  /// size alloc_block let through to map expandable pages, when larger.
+  std::uint64_t low_bytes = 0;
+  std::uint64_t high_bytes = 0;  ///< reserved plus what a refused request needed: the limit is below this
+  std::uint64_t first_evidence_event = 0;  ///< the first refusal in the trace
+  /// Under garbage_collection_threshold a release run is the collector's, which starts at the
+  /// threshold x the limit: `high_bytes` is then reserved / threshold.
+  bool garbage_collection = false;
+  /// The limit to replay under: the low end reproduces every refusal the trace shows (the
+  /// recording never reserved more, and refused at least this); under the collector, the high end
+  /// less one byte, as the collector's releases start at a share of the limit.
+  std::uint64_t replay_bytes() const noexcept { return garbage_collection ? high_bytes - 1 : low_bytes; }
+};
+
+/// The limit `device`'s trace proves it ran under, none when it shows no refusal or its bracket
+/// is empty (the trace contradicts a single limit). O(events).
+std::optional<recorded_limit> infer_recorded_limit(const snapshot& snap, std::int64_t device);
+
 /// Simulates one device's trace; O(events log blocks). Never guesses: a trace it cannot model
 /// (recorded with expandable segments but simulated without, inconsistent with its segments)
 /// comes back with `unsupported` set. `observe`, when given, sees the trace start and every

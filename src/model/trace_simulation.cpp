@@ -5,6 +5,7 @@
 #include <rlmem/allocator_rules.hpp>
 #include <rlmem/caching_allocator.hpp>
 #include <rlmem/live_set.hpp>
+#include <rlmem/saturating.hpp>
 #include <rlmem/trace_simulation.hpp>
 
 #include <algorithm>
@@ -79,6 +80,58 @@ class dump_segment_pools {
 };
 
 }  // namespace
+
+std::optional<recorded_limit> infer_recorded_limit(const snapshot& snap, std::int64_t device) {
+  const device_trace* trace = snap.trace_for(device);
+  if (trace == nullptr) return std::nullopt;
+  std::span<const trace_event> events = snap.events_of(*trace);
+  allocator_settings recorded = settings_of(snap);
+  recorded_limit limit;
+  limit.garbage_collection = recorded.garbage_collection_threshold > 0;
+  limit.high_bytes = UINT64_MAX;
+  bool refused = false;
+  auto refusal = [&](std::size_t event, std::uint64_t bound) {
+    if (!refused) limit.first_evidence_event = event;
+    refused = true;
+    limit.high_bytes = std::min(limit.high_bytes, bound);
+  };
+  std::int64_t reserved = reserved_at_trace_start(snap, device, events);
+  std::int64_t peak = reserved;
+  std::uint64_t allowed = 0;  // reserved plus an allocation size that alloc_block let through
+  std::optional<std::uint64_t> reserved_before_maps;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const trace_event& event = events[i];
+    auto reserved_now = static_cast<std::uint64_t>(std::max<std::int64_t>(reserved, 0));
+    bool run_starts = is_segment_release(event.action) && (i == 0 || !is_segment_release(events[i - 1].action));
+    if (run_starts && !snap.stack(event.stack).empty() && !framed_by_empty_cache(snap, event)) {
+      std::size_t next = i;
+      while (next < events.size() && is_segment_release(events[next].action)) ++next;
+      bool grows = next < events.size() && (events[next].action == trace_action::segment_alloc || events[next].action == trace_action::segment_map);
+      if (limit.garbage_collection) {
+        refusal(i, static_cast<std::uint64_t>(static_cast<double>(reserved_now) / recorded.garbage_collection_threshold));
+      } else if (grows) {
+        refusal(i, reserved_now + events[next].size);
+      }
+    }
+    // event.addr of an oom is CUDA's free memory: room on the device means the limit refused.
+    std::uint64_t needed = segment_size_for(round_request(event.size, recorded));
+    if (event.action == trace_action::oom && event.addr >= needed) refusal(i, reserved_now + needed);
+    // alloc_block checks reserved plus the whole allocation size against the limit, though an
+    // expandable segment maps only what its free tail lacks: a map proves that much room.
+    if (event.action == trace_action::segment_map && (i == 0 || events[i - 1].action != trace_action::segment_map)) {
+      reserved_before_maps = reserved_now;
+    }
+    if (event.action == trace_action::alloc && reserved_before_maps) {
+      allowed = std::max(allowed, *reserved_before_maps + needed);
+      reserved_before_maps.reset();
+    }
+    reserved = saturating_add(reserved, reserved_delta(event));
+    peak = std::max(peak, reserved);
+  }
+  limit.low_bytes = std::max(static_cast<std::uint64_t>(std::max<std::int64_t>(peak, 0)), allowed);
+  if (!refused || limit.low_bytes >= limit.high_bytes) return std::nullopt;
+  return limit;
+}
 
 trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_options& options, const simulation_observer& observe) {
   trace_simulation result;

@@ -53,8 +53,13 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
   run.device = options.device;
   run.settings = options.settings;
   run.capacity_bytes = options.capacity_bytes;
-  trace_simulation simulated = simulate_trace(snap, run);
   replay_result result;
+  if (run.capacity_bytes == 0 && options.infer_capacity) {
+    result.inferred_limit = infer_recorded_limit(snap, options.device >= 0 ? options.device : default_device(snap));
+    if (result.inferred_limit) run.capacity_bytes = result.inferred_limit->replay_bytes();
+  }
+  result.capacity_bytes = run.capacity_bytes;
+  trace_simulation simulated = simulate_trace(snap, run);
   result.unsupported = std::move(simulated.unsupported);
   if (!result.unsupported.empty()) return result;
   if (!simulated.ooms.empty()) {
@@ -81,6 +86,7 @@ std::uint64_t min_capacity(const snapshot& snap, const replay_options& options) 
   constexpr std::uint64_t step = std::uint64_t{2} << 20;
   replay_options unlimited = options;
   unlimited.capacity_bytes = 0;
+  unlimited.infer_capacity = false;
   replay_result free_run = replay(snap, unlimited);
   if (!free_run.completed) return 0;
   // The answer lies between the live data's peak and what the unlimited run reserved.

@@ -35,6 +35,12 @@ json result_json(const replay_result& result) {
   out["segments"] = result.segments;
   out["num_alloc_retries"] = result.num_alloc_retries;
   out["events_replayed"] = result.events_replayed;
+  out["inferred_limit"] = result.inferred_limit ? json{{"low_bytes", result.inferred_limit->low_bytes},
+                                                      {"high_bytes", result.inferred_limit->high_bytes},
+                                                      {"first_evidence_event", result.inferred_limit->first_evidence_event},
+                                                      {"garbage_collection", result.inferred_limit->garbage_collection},
+                                                      {"replayed_under_bytes", result.inferred_limit->replay_bytes()}}
+                                                : json(nullptr);
   out["recording_ended_in_oom"] = result.recording_ended_in_oom;
   out["notes"] = result.notes;
   return out;
@@ -53,6 +59,15 @@ std::string render_replay_text(const replay_report& report) {
     std::string wrapped = detail::wrap(text, 19, 100);
     out += fmt::format("  {:<16} ", name) + wrapped.substr(std::min<std::size_t>(19, wrapped.size()));
   };
+  if (result.inferred_limit) {
+    const recorded_limit& limit = *result.inferred_limit;
+    row("limit", fmt::format("{} inferred: the recording ran at a limit in [{}, {}) (it refused to grow at event {}{}); "
+                             "replayed under {}; --capacity overrides",
+                             format_bytes(static_cast<std::int64_t>(limit.replay_bytes())),
+                             format_bytes(static_cast<std::int64_t>(limit.low_bytes)), format_bytes(static_cast<std::int64_t>(limit.high_bytes)),
+                             format_count(limit.first_evidence_event), limit.garbage_collection ? ", the garbage collector's releases" : "",
+                             limit.garbage_collection ? "the top of that range" : "its peak reserved"));
+  }
   if (result.oom) {
     std::string failed = fmt::format("OOM at event {} asking for {} (allocated {}, reserved {})", format_count(result.oom->event),
                                      format_bytes(static_cast<std::int64_t>(result.oom->requested_bytes)),

@@ -49,8 +49,16 @@ TEST(replay, the_capped_recording_ooms_where_it_did_when_given_its_cap) {
   EXPECT_TRUE(result.oom->recorded);
   EXPECT_EQ(result.events_replayed, snap.events.size()) << "expected the replay to go on past the recorded OOM, as the recording did";
   EXPECT_EQ(result.fidelity.segment_events_matched, result.fidelity.segment_events_expected) << result.fidelity.first_mismatch;
-  // Without the cap the model cannot know why the recording failed, and says where it diverged.
-  replay_result uncapped = replay(snap);
+  // Without --capacity the replay runs under the limit the trace proves, and follows it too.
+  replay_result inferred = replay(snap);
+  ASSERT_TRUE(inferred.inferred_limit.has_value());
+  EXPECT_LE(inferred.inferred_limit->low_bytes, 2'805'590'497u);
+  EXPECT_GT(inferred.inferred_limit->high_bytes, 2'805'590'497u);
+  EXPECT_EQ(inferred.fidelity.segment_events_matched, 87u) << inferred.fidelity.first_mismatch;
+  // Without any limit the model cannot know why the recording failed, and says where it diverged.
+  replay_options unlimited;
+  unlimited.infer_capacity = false;
+  replay_result uncapped = replay(snap, unlimited);
   EXPECT_TRUE(uncapped.completed);
   EXPECT_TRUE(uncapped.recording_ended_in_oom);
   EXPECT_FALSE(uncapped.fidelity.first_mismatch.empty());
@@ -189,6 +197,12 @@ constexpr expected_fidelity fidelity_recordings[] = {
     {"fidelity_capacity_max_split.pickle.zst", 3'600'809'984, 254},
     {"fidelity_capacity_gc.pickle.zst", 3'600'809'984, 95},
     {"frag_default_oom.pickle.zst", 2'805'590'497, 87},
+    // The same, under the limit each trace proves (no --capacity).
+    {"fidelity_capacity_default.pickle.zst", 0, 94},
+    {"fidelity_capacity_expandable.pickle.zst", 0, 47},
+    {"fidelity_capacity_max_split.pickle.zst", 0, 254},
+    {"fidelity_capacity_gc.pickle.zst", 0, 95},
+    {"frag_default_oom.pickle.zst", 0, 87},
 };
 
 }  // namespace
@@ -225,6 +239,27 @@ TEST(replay, expandable_empty_cache_unmaps_the_recorded_pages_at_the_recorded_ad
     EXPECT_EQ(simulated.segment_events[i].address, recorded[i].address)
         << "segment event " << i << ": expected the recording's address, saw the model's";
     EXPECT_EQ(simulated.segment_events[i].size, recorded[i].size) << "segment event " << i;
+  }
+}
+
+}  // namespace rlmem
+
+namespace rlmem {
+
+// Issue 11: runs at a cap were replayed without it and diverged at their first refusal.
+TEST(replay, the_inferred_limit_brackets_the_cap_each_capped_recording_ran_at) {
+  for (const char* name : {"fidelity_capacity_default.pickle.zst", "fidelity_capacity_expandable.pickle.zst",
+                           "fidelity_capacity_max_split.pickle.zst", "fidelity_capacity_gc.pickle.zst"}) {
+    const snapshot& snap = fixture(name);
+    std::optional<recorded_limit> limit = infer_recorded_limit(snap, default_device(snap));
+    ASSERT_TRUE(limit.has_value()) << name << ": expected a limit inferred, saw none";
+    EXPECT_LE(limit->low_bytes, 3'600'809'984u) << name;
+    EXPECT_GT(limit->high_bytes, 3'600'809'984u) << name;
+    EXPECT_EQ(limit->garbage_collection, std::string(name) == "fidelity_capacity_gc.pickle.zst") << name;
+  }
+  for (const char* name : {"fidelity_capacity_uncapped.pickle.zst", "fidelity_train_empty_cache.pickle.zst", "frag_default.pickle.zst"}) {
+    const snapshot& snap = fixture(name);
+    EXPECT_FALSE(infer_recorded_limit(snap, default_device(snap)).has_value()) << name << ": expected no limit, saw one";
   }
 }
 
