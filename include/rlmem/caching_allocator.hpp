@@ -69,7 +69,7 @@ class caching_allocator_model final : public allocator_policy {
 
   std::int64_t allocated_bytes() const noexcept override { return allocated_bytes_; }
   std::int64_t reserved_bytes() const noexcept override { return reserved_bytes_; }
-  std::uint64_t segments() const noexcept override { return segments_; }
+  std::uint64_t segments() const noexcept override;
   std::uint64_t alloc_retries() const noexcept override { return retries_; }
   const std::vector<model_segment_event>& segment_events() const noexcept override { return events_; }
 

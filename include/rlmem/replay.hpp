@@ -74,6 +74,9 @@ struct settings_comparison {
   allocator_settings settings;
   replay_result result;        ///< under options.capacity_bytes
   std::uint64_t min_capacity_bytes = 0;
+  /// Peak allocated over the whole trace, replayed without a limit: what no setting can go below
+  /// (`result`'s peak stops at an OOM under a capacity).
+  std::int64_t floor_bytes = 0;
 };
 
 /// The recorded settings, expandable segments, several max_split_size values, and the floor

@@ -388,6 +388,24 @@ bool caching_allocator_model::release_cached_segments() {
 
 void caching_allocator_model::empty_cache() { release_cached_segments(); }
 
+// A mapped run ends at an unmapped block after it or at its reservation's end. O(unmapped
+// blocks + reservations x log blocks), for the end of a replay.
+std::uint64_t caching_allocator_model::segments() const noexcept {
+  std::uint64_t runs = 0;
+  for (const unmapped_pool* unmapped : {&small_unmapped_, &large_unmapped_}) {
+    for (const model_block* block : *unmapped) runs += block->prev != nullptr ? 1 : 0;
+  }
+  for (const auto& [start, held] : reservations_) {
+    const unmapped_pool& unmapped = held.small ? small_unmapped_ : large_unmapped_;
+    model_block key{held.end - 1, 0, held.stream};
+    auto after = unmapped.upper_bound(&key);
+    bool ends_unmapped = after != unmapped.begin() && (*std::prev(after))->stream == held.stream &&
+                         (*std::prev(after))->ptr + (*std::prev(after))->size == held.end;
+    if (!ends_unmapped) ++runs;
+  }
+  return segments_ + runs;
+}
+
 model_block* caching_allocator_model::allocate(std::uint64_t requested_bytes, std::uint64_t stream) {  // malloc
   std::uint64_t size = round_request(requested_bytes, settings_);
   bool small = small_pool_request(size);

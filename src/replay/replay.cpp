@@ -111,8 +111,14 @@ std::vector<settings_comparison> compare_settings(const snapshot& snap, const re
   auto add = [&](std::string label, const allocator_settings& settings) {
     replay_options run = options;
     run.settings = settings;
-    settings_comparison row{std::move(label), settings, replay(snap, run), 0};
-    if (row.result.unsupported.empty()) row.min_capacity_bytes = min_capacity(snap, run);
+    settings_comparison row{std::move(label), settings, replay(snap, run), 0, 0};
+    if (row.result.unsupported.empty()) {
+      row.min_capacity_bytes = min_capacity(snap, run);
+      replay_options unlimited = run;
+      unlimited.capacity_bytes = 0;
+      unlimited.infer_capacity = false;
+      row.floor_bytes = replay(snap, unlimited).peak_allocated_bytes;
+    }
     rows.push_back(std::move(row));
   };
   add("recorded", recorded);

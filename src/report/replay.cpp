@@ -100,22 +100,30 @@ std::string render_replay_text(const replay_report& report) {
                                                                " (smallest limit, to 2 MiB, under which it completes)");
   }
   if (!report.comparison.empty()) {
-    out += fmt::format("\n  {:<30} {:>13} {:>13} {:>13}\n", "settings", "peak reserved", "min capacity",
+    // The label column fits the longest label, up to what leaves the three figures within 100
+    // columns (2 + 56 + 3 x 14); a longer label is cut with "..." at its end.
+    constexpr std::size_t widest_label = 56;
+    auto label_of = [](const settings_comparison& compared) {
+      return printable_text(compared.label == "recorded" ? "recorded: " + settings_text(compared.settings) : compared.label);
+    };
+    std::size_t width = 30;
+    for (const settings_comparison& compared : report.comparison) width = std::max(width, std::min(label_of(compared).size(), widest_label));
+    auto fitted = [&](std::string label) {
+      return label.size() <= width ? label : label.substr(0, width - 3) + "...";
+    };
+    out += fmt::format("\n  {:<{}} {:>13} {:>13} {:>13}\n", "settings", width, "peak reserved", "min capacity",
                        report.capacity_bytes ? "at capacity" : "");
     for (const settings_comparison& compared : report.comparison) {
-      std::string label = compared.label == "recorded" ? "recorded: " + settings_text(compared.settings) : compared.label;
+      std::string label = fitted(label_of(compared));
       if (!compared.result.unsupported.empty()) {
-        out += fmt::format("  {:<30} {}\n", label.substr(0, 30), "not modelled yet");
+        out += fmt::format("  {:<{}} {}\n", label, width, "not modelled yet");
         continue;
       }
-      out += fmt::format("  {:<30} {:>13} {:>13} {:>13}\n", label.substr(0, 30), format_bytes(compared.result.peak_reserved_bytes),
+      out += fmt::format("  {:<{}} {:>13} {:>13} {:>13}\n", label, width, format_bytes(compared.result.peak_reserved_bytes),
                          format_bytes(static_cast<std::int64_t>(compared.min_capacity_bytes)),
                          report.capacity_bytes ? (compared.result.completed ? "completes" : "OOM") : "");
     }
-    if (!report.comparison.empty()) {
-      out += fmt::format("  {:<30} {:>13} {:>13}\n", "floor (peak allocated)", "",
-                         format_bytes(report.comparison.front().result.peak_allocated_bytes));
-    }
+    out += fmt::format("  {:<{}} {:>13} {:>13}\n", "floor (peak allocated)", width, "", format_bytes(report.comparison.front().floor_bytes));
   }
   return out;
 }
@@ -151,7 +159,7 @@ std::string render_replay_json(const replay_report& report) {
       rows.push_back(std::move(row));
     }
     out["compare"] = rows;
-    out["floor_bytes"] = report.comparison.front().result.peak_allocated_bytes;
+    out["floor_bytes"] = report.comparison.front().floor_bytes;
   }
   return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

@@ -264,3 +264,26 @@ TEST(replay, the_inferred_limit_brackets_the_cap_each_capped_recording_ran_at) {
 }
 
 }  // namespace rlmem
+
+namespace rlmem {
+
+// Issue 11: "segments 0 at the end" was printed while expandable memory stayed mapped.
+TEST(replay, expandable_mapped_runs_count_as_the_snapshot_lists_segments) {
+  EXPECT_EQ(replay(fixture("fidelity_prefetch_record_stream_expandable.pickle.zst")).segments, 4u) << "segments_at_dump";
+  EXPECT_EQ(replay(fixture("fidelity_train_empty_cache_expandable.pickle.zst")).segments, 5u) << "segments_at_dump";
+  EXPECT_EQ(replay(fixture("fidelity_prefetch_record_stream.pickle.zst")).segments, 18u) << "segments_at_dump";
+}
+
+// Issue 11: under a capacity that OOMs, the floor was the peak before the OOM.
+TEST(replay, the_comparison_floor_is_the_whole_traces_peak_allocated) {
+  const snapshot& snap = fixture("frag_default.pickle.zst");
+  replay_options capped;
+  capped.capacity_bytes = 2'805'590'497;
+  auto rows = compare_settings(snap, capped);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_FALSE(rows[0].result.completed);
+  EXPECT_EQ(rows[0].floor_bytes, 2'646'783'488) << "expected frag_default's whole-trace peak allocated";
+  EXPECT_LT(rows[0].result.peak_allocated_bytes, rows[0].floor_bytes) << "the capped run stops before the peak";
+}
+
+}  // namespace rlmem
