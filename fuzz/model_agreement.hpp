@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -85,10 +86,16 @@ inline model_agreement check_model_agreement(const snapshot& snap) {
       following = false;
     }
   };
-  trace_simulation replayed = simulate_trace(snap, {}, compare);
+  // Under the limit the trace proves, as replay runs it by default: without it the model parts
+  // from a capped recording at its first refusal.
+  trace_simulation_options options;
+  if (std::optional<recorded_limit> limit = infer_recorded_limit(snap, default_device(snap))) options.capacity_bytes = limit->replay_bytes();
+  trace_simulation replayed = simulate_trace(snap, options, compare);
   outcome.replayed = replayed.unsupported.empty();
   if (!outcome.replayed) outcome.stopped = "replay refused the trace: " + replayed.unsupported;
-  if (following && replayed.oom) outcome.stopped = "the model ran out of memory at event " + std::to_string(replayed.oom->event);
+  if (following && !replayed.ooms.empty() && !replayed.ooms.back().recorded) {
+    outcome.stopped = "the model ran out of memory at event " + std::to_string(replayed.ooms.back().event);
+  }
   return outcome;
 }
 

@@ -43,7 +43,8 @@ class allocator_policy {
   virtual std::int64_t allocated_bytes() const noexcept = 0;
   /// Bytes taken from the device: segments, or mapped pages of expandable ones.
   virtual std::int64_t reserved_bytes() const noexcept = 0;
-  /// cudaMalloc'd segments held now (expandable reservations not counted).
+  /// Segments held now as a snapshot lists them: cudaMalloc'd segments, and each contiguous
+  /// mapped run of an expandable segment (torch's `segment` stat counts only the former).
   virtual std::uint64_t segments() const noexcept = 0;
   /// Mallocs that freed the cache and tried again (num_alloc_retries).
   virtual std::uint64_t alloc_retries() const noexcept = 0;

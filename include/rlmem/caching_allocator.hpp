@@ -69,7 +69,7 @@ class caching_allocator_model final : public allocator_policy {
 
   std::int64_t allocated_bytes() const noexcept override { return allocated_bytes_; }
   std::int64_t reserved_bytes() const noexcept override { return reserved_bytes_; }
-  std::uint64_t segments() const noexcept override { return segments_; }
+  std::uint64_t segments() const noexcept override;
   std::uint64_t alloc_retries() const noexcept override { return retries_; }
   const std::vector<model_segment_event>& segment_events() const noexcept override { return events_; }
 
@@ -103,9 +103,10 @@ class caching_allocator_model final : public allocator_policy {
   model_block* find_expandable_block(std::uint64_t size, std::uint64_t stream, bool small);
   bool map_block(model_block* block, std::uint64_t size);
   void unmap_block(model_block* block);
-  void reserve_range(std::uint64_t base, std::uint64_t bytes);
-  bool inside_reservation(std::uint64_t address) const;
-  std::uint64_t new_reservation_base(std::uint64_t bytes);
+  std::uint64_t reservation_end_for(std::uint64_t base) const;
+  std::uint64_t page_origin(std::uint64_t address) const;
+  bool cut_reservation_at(std::uint64_t address);
+  std::uint64_t new_reservation_base();
   void merge_free_neighbours(model_block* block, pool& free);
   model_block* take_free_block(pool& free, std::uint64_t size, std::uint64_t stream);
   model_block* new_segment(std::uint64_t size, std::uint64_t alloc_size, std::uint64_t stream, bool small, bool retry);
@@ -125,12 +126,17 @@ class caching_allocator_model final : public allocator_policy {
   pool large_free_{&nodes_};
   unmapped_pool small_unmapped_{&nodes_};
   unmapped_pool large_unmapped_{&nodes_};
-  // The reserved address ranges as their union, start -> end, so that a recorded map address is
-  // checked in log time (a scan of every reservation per address was quadratic).
-  std::map<std::uint64_t, std::uint64_t> reserved_;
+  // An expandable segment's reserved address range, by its start, so that a recorded map address
+  // is checked in log time (a scan of every reservation per address was quadratic).
+  struct reservation {
+    std::uint64_t end = 0;
+    std::uint64_t stream = 0;
+    bool small = false;
+  };
+  std::map<std::uint64_t, reservation> reservations_;
   std::vector<model_block*> existing_runs_;  // first blocks of expandable runs, until closed
   std::vector<std::uint64_t> recorded_maps_;
-  std::size_t next_recorded_map_ = 0;
+  std::uint64_t maps_made_ = 0;
   std::uint64_t synthetic_base_ = std::uint64_t{1} << 57;
   std::int64_t allocated_bytes_ = 0;
   std::int64_t reserved_bytes_ = 0;

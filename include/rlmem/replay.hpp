@@ -8,6 +8,7 @@
 
 #include <rlmem/allocator_settings.hpp>
 #include <rlmem/snapshot.hpp>
+#include <rlmem/trace_simulation.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -21,14 +22,18 @@ struct replay_options {
   std::int64_t device = -1;             ///< -1: the device with the longest trace
   std::optional<allocator_settings> settings;  ///< none: the snapshot's own
   std::uint64_t capacity_bytes = 0;     ///< set_per_process_memory_fraction as bytes; 0 = unlimited
+  /// With capacity_bytes 0: replay under the limit the trace proves it ran at
+  /// (infer_recorded_limit), if any, else without one.
+  bool infer_capacity = true;
 };
 
-/// The first allocation the model could not serve.
+/// The first request the model could not serve.
 struct replay_oom {
   std::uint64_t event = 0;              ///< index of the alloc in the trace
   std::uint64_t requested_bytes = 0;    ///< rounded
   std::int64_t allocated_bytes = 0;
   std::int64_t reserved_bytes = 0;
+  bool recorded = false;                ///< the recording failed it too and went on: so did the replay
 };
 
 /// How well the replay reproduced what the recording did, under the recording's settings.
@@ -40,7 +45,7 @@ struct replay_fidelity {
 };
 
 struct replay_result {
-  bool completed = false;               ///< every allocation of the trace was served
+  bool completed = false;               ///< every request of the trace was served
   std::optional<replay_oom> oom;
   std::string unsupported;              ///< set when the trace cannot be replayed faithfully, and why
   std::int64_t peak_allocated_bytes = 0;
@@ -48,7 +53,9 @@ struct replay_result {
   std::uint64_t segments = 0;           ///< segments at the end
   std::uint64_t num_alloc_retries = 0;
   std::uint64_t events_replayed = 0;
-  bool recording_ended_in_oom = false;  ///< the recorded run stopped at an oom the replay got past
+  std::uint64_t capacity_bytes = 0;     ///< the limit it ran under; 0 = none
+  std::optional<recorded_limit> inferred_limit;  ///< set when that limit is the one the trace proves
+  bool recording_ended_in_oom = false;  ///< the model served a request the recording failed (a recorded oom)
   replay_fidelity fidelity;
   std::vector<std::string> notes;       ///< what the reader should know about this replay
 };
@@ -67,6 +74,9 @@ struct settings_comparison {
   allocator_settings settings;
   replay_result result;        ///< under options.capacity_bytes
   std::uint64_t min_capacity_bytes = 0;
+  /// Peak allocated over the whole trace, replayed without a limit: what no setting can go below
+  /// (`result`'s peak stops at an OOM under a capacity).
+  std::int64_t floor_bytes = 0;
 };
 
 /// The recorded settings, expandable segments, several max_split_size values, and the floor

@@ -37,6 +37,7 @@ struct simulated_oom {
   std::uint64_t requested_bytes = 0;  ///< rounded under the simulated settings
   std::int64_t allocated_bytes = 0;   ///< the model's, after its failed attempts
   std::int64_t reserved_bytes = 0;
+  bool recorded = false;              ///< a recorded oom: the recording could not serve it either
 };
 
 /// The model after one step of the simulation, as an observer sees it.
@@ -59,10 +60,12 @@ struct trace_simulation {
   std::int64_t device = 0;
   allocator_settings settings;  ///< what the model ran under
   bool expandable_trace = false;  ///< the recording used expandable segments
-  /// Events applied; short of the trace's size when the simulation ended at `oom`.
+  /// Events applied; short of the trace's size when the simulation ended at an OOM.
   std::uint64_t events_applied = 0;
-  /// The request that ended the simulation: the first the model could not serve.
-  std::optional<simulated_oom> oom;
+  /// Every request the model could not serve, in trace order. A recorded oom the model fails too
+  /// is applied and the simulation goes on, as the recording did (the program caught the
+  /// error); a request the recording served ends the simulation and is the last entry.
+  std::vector<simulated_oom> ooms;
   /// The model served a request the recording failed (a recorded oom event).
   bool served_a_recorded_oom = false;
   std::int64_t peak_allocated_bytes = 0;
@@ -72,6 +75,29 @@ struct trace_simulation {
   std::vector<model_segment_event> segment_events;  ///< every one the model made, in order
   std::vector<std::string> notes;    ///< what a reader of the result should know
 };
+
+/// The per-process memory limit (set_per_process_memory_fraction) a recording ran under, as far
+/// as its trace proves it: the allocator refused to grow (it released cached segments inside a
+/// malloc, frames not naming empty_cache, before taking a new one), or a recorded oom left CUDA
+/// free memory the request would have fit in.
+struct recorded_limit {
+  /// The limit is at least this: the recording's peak reserved, or reserved plus the allocation
+  /// size alloc_block let through to map expandable pages, when larger.
+  std::uint64_t low_bytes = 0;
+  std::uint64_t high_bytes = 0;  ///< reserved plus what a refused request needed: the limit is below this
+  std::uint64_t first_evidence_event = 0;  ///< the first refusal in the trace
+  /// Under garbage_collection_threshold a release run is the collector's, which starts at the
+  /// threshold x the limit: `high_bytes` is then reserved / threshold.
+  bool garbage_collection = false;
+  /// The limit to replay under: the low end reproduces every refusal the trace shows (the
+  /// recording never reserved more, and refused at least this); under the collector, the high end
+  /// less one byte, as the collector's releases start at a share of the limit.
+  std::uint64_t replay_bytes() const noexcept { return garbage_collection ? high_bytes - 1 : low_bytes; }
+};
+
+/// The limit `device`'s trace proves it ran under, none when it shows no refusal or its bracket
+/// is empty (the trace contradicts a single limit). O(events).
+std::optional<recorded_limit> infer_recorded_limit(const snapshot& snap, std::int64_t device);
 
 /// Simulates one device's trace; O(events log blocks). Never guesses: a trace it cannot model
 /// (recorded with expandable segments but simulated without, inconsistent with its segments)

@@ -56,8 +56,8 @@ int run_replay(const replay_arguments& args) {
   report.device = options.device >= 0 ? options.device : default_device(snap);
   report.settings = options.settings.value_or(settings_of(snap));
   report.settings_recorded = report.settings == settings_of(snap);
-  report.capacity_bytes = options.capacity_bytes;
   report.result = replay(snap, options);
+  report.capacity_bytes = report.result.capacity_bytes;
   if (!report.result.unsupported.empty()) {
     print_error(args.file + ": cannot replay: " + report.result.unsupported);
     return exit_bad_input;

@@ -13,9 +13,10 @@
 namespace rlmem {
 
 namespace {
-// An expandable segment reserves 1.125 x the device's memory; snapshots do not record the
-// device, so take a 141 GiB card (the reservation only has to be larger than what maps).
-constexpr std::uint64_t reservation_bytes = std::uint64_t{141} * 1125 / 1000 << 30;
+// An expandable segment reserves 1.125 x the device's memory. Snapshots do not record the device,
+// so a reservation is at most that of a 141 GiB card and ends where the recording placed the next
+// one (its trace-start runs and segment_map addresses), which bounds it to the recorded device.
+constexpr std::uint64_t largest_reservation_bytes = std::uint64_t{141} * 1125 / 1000 << 30;
 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t step) { return (value + step - 1) / step * step; }
 }  // namespace
@@ -128,11 +129,11 @@ std::vector<model_block*> caching_allocator_model::add_existing_segment(std::uin
 }
 
 void caching_allocator_model::close_existing_reservations() {
-  // Mapped runs by pool, stream and address: a run that starts within the reservation of the
-  // run before it (same pool and stream) continues that reservation after an unmapped gap.
-  std::sort(existing_runs_.begin(), existing_runs_.end(), [](const model_block* a, const model_block* b) {
-    return std::tie(a->small_pool, a->stream, a->ptr) < std::tie(b->small_pool, b->stream, b->ptr);
-  });
+  // Mapped runs by address: a run continues the reservation of the run before it when both are
+  // of one pool and stream (torch reserves per pool and stream), with an unmapped gap between;
+  // a run of another pool or stream between them means another reservation, as reservations do
+  // not interleave.
+  std::sort(existing_runs_.begin(), existing_runs_.end(), [](const model_block* a, const model_block* b) { return a->ptr < b->ptr; });
   auto last_of = [](model_block* block) {
     while (block->next != nullptr) block = block->next;
     return block;
@@ -143,18 +144,24 @@ void caching_allocator_model::close_existing_reservations() {
     if (after != nullptr) after->prev = gap;
     unmapped_of(gap->small_pool).insert(gap);
   };
-  for (std::size_t i = 0; i < existing_runs_.size(); ++i) {
-    model_block* head = existing_runs_[i];
-    reserve_range(head->ptr, reservation_bytes);
-    std::uint64_t reservation_end = head->ptr + reservation_bytes;
-    model_block* tail = last_of(head);
-    while (i + 1 < existing_runs_.size() && existing_runs_[i + 1]->small_pool == head->small_pool &&
-           existing_runs_[i + 1]->stream == head->stream && existing_runs_[i + 1]->ptr < reservation_end) {
-      model_block* following = existing_runs_[++i];
-      add_unmapped(tail->ptr + tail->size, following->ptr, tail, following);
-      tail = last_of(following);
+  std::vector<std::pair<model_block*, model_block*>> heads_and_tails;
+  for (model_block* run : existing_runs_) {
+    if (!heads_and_tails.empty()) {
+      auto& [head, tail] = heads_and_tails.back();
+      if (head->small_pool == run->small_pool && head->stream == run->stream && run->ptr - head->ptr < largest_reservation_bytes) {
+        add_unmapped(tail->ptr + tail->size, run->ptr, tail, run);
+        tail = last_of(run);
+        continue;
+      }
     }
-    if (tail->ptr + tail->size < reservation_end) add_unmapped(tail->ptr + tail->size, reservation_end, tail, nullptr);
+    heads_and_tails.emplace_back(run, last_of(run));
+  }
+  for (std::size_t i = 0; i < heads_and_tails.size(); ++i) {
+    auto [head, tail] = heads_and_tails[i];
+    std::uint64_t end = reservation_end_for(head->ptr);
+    if (i + 1 < heads_and_tails.size()) end = std::min(end, heads_and_tails[i + 1].first->ptr);
+    if (tail->ptr + tail->size < end) add_unmapped(tail->ptr + tail->size, end, tail, nullptr);
+    reservations_.emplace(head->ptr, reservation{end, head->stream, head->small_pool});
   }
   existing_runs_.clear();
 }
@@ -178,34 +185,49 @@ model_block* caching_allocator_model::take_free_block(pool& free, std::uint64_t 
   return block;
 }
 
-void caching_allocator_model::reserve_range(std::uint64_t base, std::uint64_t bytes) {
-  std::uint64_t end = base + std::min(bytes, std::numeric_limits<std::uint64_t>::max() - base);  // saturates at the top
-  auto next = reserved_.upper_bound(base);
-  if (next != reserved_.begin() && std::prev(next)->second >= base) {
-    auto before = std::prev(next);
-    base = before->first;
-    end = std::max(end, before->second);
-    next = reserved_.erase(before);
-  }
-  while (next != reserved_.end() && next->first <= end) {
-    end = std::max(end, next->second);
-    next = reserved_.erase(next);
-  }
-  reserved_.emplace(base, end);
+std::uint64_t caching_allocator_model::reservation_end_for(std::uint64_t base) const {
+  std::uint64_t end = base + std::min(largest_reservation_bytes, std::numeric_limits<std::uint64_t>::max() - base);
+  auto next = reservations_.upper_bound(base);
+  return next == reservations_.end() ? end : std::min(end, next->first);
 }
 
-bool caching_allocator_model::inside_reservation(std::uint64_t address) const {
-  auto after = reserved_.upper_bound(address);
-  return after != reserved_.begin() && address < std::prev(after)->second;
+// Pages of an expandable segment are numbered from its reservation's start (ExpandableSegment's
+// ptr_), which need not be a multiple of the page size.
+std::uint64_t caching_allocator_model::page_origin(std::uint64_t address) const {
+  auto after = reservations_.upper_bound(address);
+  return after == reservations_.begin() ? 0 : std::prev(after)->first;
 }
 
-std::uint64_t caching_allocator_model::new_reservation_base(std::uint64_t bytes) {
-  while (next_recorded_map_ < recorded_maps_.size()) {
-    std::uint64_t address = recorded_maps_[next_recorded_map_++];
-    if (!inside_reservation(address)) return address;
+// The recorded reservation at `address` ends the reservation holding it there, where the model's
+// reservation was larger than the recording's: only its unmapped tail may be cut.
+bool caching_allocator_model::cut_reservation_at(std::uint64_t address) {
+  auto after = reservations_.upper_bound(address);
+  if (after == reservations_.begin() || address >= std::prev(after)->second.end) return true;  // none holds it
+  auto holder = std::prev(after);
+  unmapped_pool& unmapped = unmapped_of(holder->second.small);
+  model_block key{address, 0, holder->second.stream};
+  auto gap_after = unmapped.upper_bound(&key);
+  if (gap_after == unmapped.begin()) return false;
+  model_block* gap = *std::prev(gap_after);
+  if (gap->stream != holder->second.stream || gap->next != nullptr || address < gap->ptr || address - gap->ptr >= gap->size) return false;
+  holder->second.end = address;
+  if (gap->ptr < address) {
+    gap->size = address - gap->ptr;
+    return true;
   }
+  unmapped.erase(std::prev(gap_after));
+  if (gap->prev != nullptr) gap->prev->next = nullptr;
+  delete_block(gap);
+  if (holder->first == address) reservations_.erase(holder);  // nothing of it was left
+  return true;
+}
+
+// A new reservation starts where the recording's did when the model maps as the recording did:
+// the model's next map is the recording's next one.
+std::uint64_t caching_allocator_model::new_reservation_base() {
+  if (maps_made_ < recorded_maps_.size() && cut_reservation_at(recorded_maps_[maps_made_])) return recorded_maps_[maps_made_];
   std::uint64_t address = synthetic_base_;
-  synthetic_base_ += bytes;
+  synthetic_base_ += largest_reservation_bytes;
   return address;
 }
 
@@ -221,9 +243,10 @@ model_block* caching_allocator_model::find_expandable_block(std::uint64_t size, 
     for (model_block* block = candidate; block != nullptr && !block->in_use && room < size; block = block->next) room += block->size;
     if (room >= size) return candidate;
   }
-  std::uint64_t base = new_reservation_base(reservation_bytes);
-  reserve_range(base, reservation_bytes);
-  model_block* whole = new_block({base, reservation_bytes, stream, small, false, false, false, true, nullptr, nullptr});
+  std::uint64_t base = new_reservation_base();
+  std::uint64_t end = reservation_end_for(base);
+  reservations_.emplace(base, reservation{end, stream, small});
+  model_block* whole = new_block({base, end - base, stream, small, false, false, false, true, nullptr, nullptr});
   unmapped.insert(whole);
   return whole;
 }
@@ -242,6 +265,7 @@ bool caching_allocator_model::map_block(model_block* block, std::uint64_t size) 
   block->size = bytes;
   block->mapped = true;
   reserved_bytes_ += static_cast<std::int64_t>(bytes);
+  ++maps_made_;
   events_.push_back({true, block->ptr, bytes});
   merge_free_neighbours(block, pool_of(block->small_pool));
   return true;
@@ -286,8 +310,9 @@ void caching_allocator_model::release_segment(model_block* block) {  // release_
 // unmap_block: give back the whole pages inside a free block of an expandable segment.
 void caching_allocator_model::unmap_block(model_block* block) {
   std::uint64_t page = page_of(block->small_pool);
-  std::uint64_t begin = round_up(block->ptr, page);
-  std::uint64_t end = (block->ptr + block->size) / page * page;
+  std::uint64_t origin = page_origin(block->ptr);
+  std::uint64_t begin = origin + round_up(block->ptr - origin, page);
+  std::uint64_t end = origin + (block->ptr + block->size - origin) / page * page;
   if (end <= begin) return;
   pool& free = pool_of(block->small_pool);
   free.erase(block);
@@ -362,6 +387,24 @@ bool caching_allocator_model::release_cached_segments() {
 }
 
 void caching_allocator_model::empty_cache() { release_cached_segments(); }
+
+// A mapped run ends at an unmapped block after it or at its reservation's end. O(unmapped
+// blocks + reservations x log blocks), for the end of a replay.
+std::uint64_t caching_allocator_model::segments() const noexcept {
+  std::uint64_t runs = 0;
+  for (const unmapped_pool* unmapped : {&small_unmapped_, &large_unmapped_}) {
+    for (const model_block* block : *unmapped) runs += block->prev != nullptr ? 1 : 0;
+  }
+  for (const auto& [start, held] : reservations_) {
+    const unmapped_pool& unmapped = held.small ? small_unmapped_ : large_unmapped_;
+    model_block key{held.end - 1, 0, held.stream};
+    auto after = unmapped.upper_bound(&key);
+    bool ends_unmapped = after != unmapped.begin() && (*std::prev(after))->stream == held.stream &&
+                         (*std::prev(after))->ptr + (*std::prev(after))->size == held.end;
+    if (!ends_unmapped) ++runs;
+  }
+  return segments_ + runs;
+}
 
 model_block* caching_allocator_model::allocate(std::uint64_t requested_bytes, std::uint64_t stream) {  // malloc
   std::uint64_t size = round_request(requested_bytes, settings_);

@@ -32,9 +32,26 @@ std::int64_t reserved_at_trace_start(const snapshot& snap, std::int64_t device, 
 
 void live_set::map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream) {
   if (size == 0) return;
-  mapped_range& range = mapped_[address];
-  range.bytes = std::max(range.bytes, size);
-  range.stream = stream;
+  auto range = mapped_.try_emplace(address, mapped_range{0, stream}).first;
+  range->second.bytes = std::max(range->second.bytes, size);
+  range->second.stream = stream;
+  if (!settings_.expandable_segments) return;
+  // Under expandable segments a run of mapped pages of one stream is one segment, however its
+  // pages were mapped: join the run with the ranges it touches, so that a block that was live
+  // across a page mapped later (the trace undone from the dump) lies in one range.
+  if (range != mapped_.begin()) {
+    auto before = std::prev(range);
+    if (before->second.stream == stream && before->first + before->second.bytes == address) {
+      before->second.bytes += range->second.bytes;
+      mapped_.erase(range);
+      range = before;
+    }
+  }
+  for (auto after = std::next(range); after != mapped_.end() && after->second.stream == stream &&
+                                      after->first == range->first + range->second.bytes;
+       after = mapped_.erase(after)) {
+    range->second.bytes += after->second.bytes;
+  }
 }
 
 void live_set::unmap_range(std::uint64_t address, std::uint64_t size) {

@@ -5,11 +5,13 @@
 #include <rlmem/allocator_rules.hpp>
 #include <rlmem/caching_allocator.hpp>
 #include <rlmem/live_set.hpp>
+#include <rlmem/saturating.hpp>
 #include <rlmem/trace_simulation.hpp>
 
 #include <algorithm>
 #include <iterator>
 #include <memory_resource>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -21,13 +23,30 @@ bool is_segment_release(trace_action action) {
   return action == trace_action::segment_free || action == trace_action::segment_unmap;
 }
 
-// Recorded segment_free events that no allocation asked for are a torch.cuda.empty_cache() call;
-// those of a malloc's slow path come right before its segment_alloc or oom.
-bool releases_by_empty_cache(std::span<const trace_event> events, std::size_t first) {
+// Whether a frame of the event names torch.cuda.empty_cache (Python) or emptyCache (C++).
+bool framed_by_empty_cache(const snapshot& snap, const trace_event& event) {
+  for (frame_id id : snap.stack(event.stack)) {
+    std::string_view name = snap.str(snap.frames[id].name);
+    if (name == "empty_cache" || name.find("emptyCache") != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// Whether the run of segment releases starting at `first` is a torch.cuda.empty_cache() call
+// rather than a malloc's slow path (release_cached_blocks after alloc_block failed). Recorded
+// frames decide where the trace has them. Without frames: releases no request follows are an
+// empty_cache(), releases before a recorded oom the slow path of the failing request (the device
+// was full), and releases before a request's segment_alloc or map an empty_cache() when the
+// model runs without a limit, since alloc_block cannot fail then and the slow path never
+// releases anything.
+bool releases_by_empty_cache(const snapshot& snap, std::span<const trace_event> events, std::size_t first, bool limited) {
+  if (!snap.stack(events[first].stack).empty()) return framed_by_empty_cache(snap, events[first]);
   std::size_t next = first;
   while (next < events.size() && is_segment_release(events[next].action)) ++next;
-  return next == events.size() || (events[next].action != trace_action::segment_alloc &&
-                                    events[next].action != trace_action::segment_map && events[next].action != trace_action::oom);
+  if (next == events.size()) return true;
+  if (events[next].action == trace_action::oom) return false;
+  bool grows = events[next].action == trace_action::segment_alloc || events[next].action == trace_action::segment_map;
+  return !grows || !limited;
 }
 
 // The dump's segments of one device by address: the pool of each reserved range in log time
@@ -61,6 +80,58 @@ class dump_segment_pools {
 };
 
 }  // namespace
+
+std::optional<recorded_limit> infer_recorded_limit(const snapshot& snap, std::int64_t device) {
+  const device_trace* trace = snap.trace_for(device);
+  if (trace == nullptr) return std::nullopt;
+  std::span<const trace_event> events = snap.events_of(*trace);
+  allocator_settings recorded = settings_of(snap);
+  recorded_limit limit;
+  limit.garbage_collection = recorded.garbage_collection_threshold > 0;
+  limit.high_bytes = UINT64_MAX;
+  bool refused = false;
+  auto refusal = [&](std::size_t event, std::uint64_t bound) {
+    if (!refused) limit.first_evidence_event = event;
+    refused = true;
+    limit.high_bytes = std::min(limit.high_bytes, bound);
+  };
+  std::int64_t reserved = reserved_at_trace_start(snap, device, events);
+  std::int64_t peak = reserved;
+  std::uint64_t allowed = 0;  // reserved plus an allocation size that alloc_block let through
+  std::optional<std::uint64_t> reserved_before_maps;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const trace_event& event = events[i];
+    auto reserved_now = static_cast<std::uint64_t>(std::max<std::int64_t>(reserved, 0));
+    bool run_starts = is_segment_release(event.action) && (i == 0 || !is_segment_release(events[i - 1].action));
+    if (run_starts && !snap.stack(event.stack).empty() && !framed_by_empty_cache(snap, event)) {
+      std::size_t next = i;
+      while (next < events.size() && is_segment_release(events[next].action)) ++next;
+      bool grows = next < events.size() && (events[next].action == trace_action::segment_alloc || events[next].action == trace_action::segment_map);
+      if (limit.garbage_collection) {
+        refusal(i, static_cast<std::uint64_t>(static_cast<double>(reserved_now) / recorded.garbage_collection_threshold));
+      } else if (grows) {
+        refusal(i, reserved_now + events[next].size);
+      }
+    }
+    // event.addr of an oom is CUDA's free memory: room on the device means the limit refused.
+    std::uint64_t needed = segment_size_for(round_request(event.size, recorded));
+    if (event.action == trace_action::oom && event.addr >= needed) refusal(i, reserved_now + needed);
+    // alloc_block checks reserved plus the whole allocation size against the limit, though an
+    // expandable segment maps only what its free tail lacks: a map proves that much room.
+    if (event.action == trace_action::segment_map && (i == 0 || events[i - 1].action != trace_action::segment_map)) {
+      reserved_before_maps = reserved_now;
+    }
+    if (event.action == trace_action::alloc && reserved_before_maps) {
+      allowed = std::max(allowed, *reserved_before_maps + needed);
+      reserved_before_maps.reset();
+    }
+    reserved = saturating_add(reserved, reserved_delta(event));
+    peak = std::max(peak, reserved);
+  }
+  limit.low_bytes = std::max(static_cast<std::uint64_t>(std::max<std::int64_t>(peak, 0)), allowed);
+  if (!refused || limit.low_bytes >= limit.high_bytes) return std::nullopt;
+  return limit;
+}
 
 trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_options& options, const simulation_observer& observe) {
   trace_simulation result;
@@ -143,6 +214,7 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
   }
   model.close_existing_reservations();
   if (observe) observe(simulation_step{0, model, nullptr, {}});
+  bool limited = options.capacity_bytes > 0;
 
   result.peak_allocated_bytes = model.allocated_bytes();
   result.peak_reserved_bytes = model.reserved_bytes();
@@ -150,6 +222,7 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
   for (std::size_t i = 0; i < events.size(); ++i) {
     const trace_event& event = events[i];
     const model_block* allocated = nullptr;
+    bool ended = false;
     std::size_t segment_events_before = model.segment_events().size();
     for (; next_empty_cache != options.empty_cache_before.end() && *next_empty_cache <= i; ++next_empty_cache) {
       if (*next_empty_cache == i) model.empty_cache();
@@ -162,7 +235,9 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
         if (event.action == trace_action::oom) model.set_device_bytes(static_cast<std::uint64_t>(model.reserved_bytes()) + event.addr);
         model_block* block = model.allocate(event.size, snap.streams[snap.tag_of(event).stream]);
         if (block == nullptr) {
-          result.oom = simulated_oom{i, round_request(event.size, settings), model.allocated_bytes(), model.reserved_bytes()};
+          bool recorded_oom = event.action == trace_action::oom;
+          result.ooms.push_back({i, round_request(event.size, settings), model.allocated_bytes(), model.reserved_bytes(), recorded_oom});
+          ended = !recorded_oom;
           break;
         }
         if (event.action == trace_action::alloc) {
@@ -185,12 +260,14 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
         break;
       case trace_action::segment_free:
       case trace_action::segment_unmap:
-        if ((i == 0 || !is_segment_release(events[i - 1].action)) && releases_by_empty_cache(events, i)) model.empty_cache();
+        if ((i == 0 || !is_segment_release(events[i - 1].action)) && releases_by_empty_cache(snap, events, i, limited)) {
+          model.empty_cache();
+        }
         break;
       default:
         break;
     }
-    if (result.oom) break;
+    if (ended) break;
     ++result.events_applied;
     if (observe) {
       std::span<const model_segment_event> made(model.segment_events());

@@ -53,13 +53,18 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
   run.device = options.device;
   run.settings = options.settings;
   run.capacity_bytes = options.capacity_bytes;
-  trace_simulation simulated = simulate_trace(snap, run);
   replay_result result;
+  if (run.capacity_bytes == 0 && options.infer_capacity) {
+    result.inferred_limit = infer_recorded_limit(snap, options.device >= 0 ? options.device : default_device(snap));
+    if (result.inferred_limit) run.capacity_bytes = result.inferred_limit->replay_bytes();
+  }
+  result.capacity_bytes = run.capacity_bytes;
+  trace_simulation simulated = simulate_trace(snap, run);
   result.unsupported = std::move(simulated.unsupported);
   if (!result.unsupported.empty()) return result;
-  if (simulated.oom) {
-    const simulated_oom& oom = *simulated.oom;
-    result.oom = replay_oom{oom.event, oom.requested_bytes, oom.allocated_bytes, oom.reserved_bytes};
+  if (!simulated.ooms.empty()) {
+    const simulated_oom& oom = simulated.ooms.front();
+    result.oom = replay_oom{oom.event, oom.requested_bytes, oom.allocated_bytes, oom.reserved_bytes, oom.recorded};
   }
   result.completed = !result.oom.has_value();
   result.peak_allocated_bytes = simulated.peak_allocated_bytes;
@@ -81,6 +86,7 @@ std::uint64_t min_capacity(const snapshot& snap, const replay_options& options) 
   constexpr std::uint64_t step = std::uint64_t{2} << 20;
   replay_options unlimited = options;
   unlimited.capacity_bytes = 0;
+  unlimited.infer_capacity = false;
   replay_result free_run = replay(snap, unlimited);
   if (!free_run.completed) return 0;
   // The answer lies between the live data's peak and what the unlimited run reserved.
@@ -105,8 +111,14 @@ std::vector<settings_comparison> compare_settings(const snapshot& snap, const re
   auto add = [&](std::string label, const allocator_settings& settings) {
     replay_options run = options;
     run.settings = settings;
-    settings_comparison row{std::move(label), settings, replay(snap, run), 0};
-    if (row.result.unsupported.empty()) row.min_capacity_bytes = min_capacity(snap, run);
+    settings_comparison row{std::move(label), settings, replay(snap, run), 0, 0};
+    if (row.result.unsupported.empty()) {
+      row.min_capacity_bytes = min_capacity(snap, run);
+      replay_options unlimited = run;
+      unlimited.capacity_bytes = 0;
+      unlimited.infer_capacity = false;
+      row.floor_bytes = replay(snap, unlimited).peak_allocated_bytes;
+    }
     rows.push_back(std::move(row));
   };
   add("recorded", recorded);

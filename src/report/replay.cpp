@@ -27,13 +27,20 @@ json result_json(const replay_result& result) {
   out["oom"] = result.oom ? json{{"event_index", result.oom->event},
                                  {"requested_bytes", result.oom->requested_bytes},
                                  {"allocated_bytes", result.oom->allocated_bytes},
-                                 {"reserved_bytes", result.oom->reserved_bytes}}
+                                 {"reserved_bytes", result.oom->reserved_bytes},
+                                 {"recorded", result.oom->recorded}}
                           : json(nullptr);
   out["peak_allocated_bytes"] = result.peak_allocated_bytes;
   out["peak_reserved_bytes"] = result.peak_reserved_bytes;
   out["segments"] = result.segments;
   out["num_alloc_retries"] = result.num_alloc_retries;
   out["events_replayed"] = result.events_replayed;
+  out["inferred_limit"] = result.inferred_limit ? json{{"low_bytes", result.inferred_limit->low_bytes},
+                                                      {"high_bytes", result.inferred_limit->high_bytes},
+                                                      {"first_evidence_event", result.inferred_limit->first_evidence_event},
+                                                      {"garbage_collection", result.inferred_limit->garbage_collection},
+                                                      {"replayed_under_bytes", result.inferred_limit->replay_bytes()}}
+                                                : json(nullptr);
   out["recording_ended_in_oom"] = result.recording_ended_in_oom;
   out["notes"] = result.notes;
   return out;
@@ -52,10 +59,23 @@ std::string render_replay_text(const replay_report& report) {
     std::string wrapped = detail::wrap(text, 19, 100);
     out += fmt::format("  {:<16} ", name) + wrapped.substr(std::min<std::size_t>(19, wrapped.size()));
   };
+  if (result.inferred_limit) {
+    const recorded_limit& limit = *result.inferred_limit;
+    row("limit", fmt::format("{} inferred: the recording ran at a limit in [{}, {}) (it refused to grow at event {}{}); "
+                             "replayed under {}; --capacity overrides",
+                             format_bytes(static_cast<std::int64_t>(limit.replay_bytes())),
+                             format_bytes(static_cast<std::int64_t>(limit.low_bytes)), format_bytes(static_cast<std::int64_t>(limit.high_bytes)),
+                             format_count(limit.first_evidence_event), limit.garbage_collection ? ", the garbage collector's releases" : "",
+                             limit.garbage_collection ? "the top of that range" : "its peak reserved"));
+  }
   if (result.oom) {
-    row("result", fmt::format("OOM at event {} asking for {} (allocated {}, reserved {})", format_count(result.oom->event),
-                              format_bytes(static_cast<std::int64_t>(result.oom->requested_bytes)),
-                              format_bytes(result.oom->allocated_bytes), format_bytes(result.oom->reserved_bytes)));
+    std::string failed = fmt::format("OOM at event {} asking for {} (allocated {}, reserved {})", format_count(result.oom->event),
+                                     format_bytes(static_cast<std::int64_t>(result.oom->requested_bytes)),
+                                     format_bytes(result.oom->allocated_bytes), format_bytes(result.oom->reserved_bytes));
+    if (result.oom->recorded) {
+      failed += fmt::format(", as the recording did; the program went on and so did the replay, {} events", format_count(result.events_replayed));
+    }
+    row("result", failed);
   } else {
     row("result", fmt::format("completed, {} events", format_count(result.events_replayed)));
   }
@@ -63,7 +83,7 @@ std::string render_replay_text(const replay_report& report) {
   row("peak reserved", format_bytes(result.peak_reserved_bytes));
   row("segments", format_count(result.segments) + " at the end");
   row("alloc retries", format_count(result.num_alloc_retries) + " (num_alloc_retries: cache flushed to make room)");
-  if (result.recording_ended_in_oom) row("note", "the recording stopped at an OOM here that this replay got past");
+  if (result.recording_ended_in_oom) row("note", "the recording ran out of memory where this replay did not");
   if (result.fidelity.applicable) {
     std::string fidelity = fmt::format("{} of {} recorded segment events reproduced", format_count(result.fidelity.segment_events_matched),
                                        format_count(result.fidelity.segment_events_expected));
@@ -80,22 +100,30 @@ std::string render_replay_text(const replay_report& report) {
                                                                " (smallest limit, to 2 MiB, under which it completes)");
   }
   if (!report.comparison.empty()) {
-    out += fmt::format("\n  {:<30} {:>13} {:>13} {:>13}\n", "settings", "peak reserved", "min capacity",
+    // The label column fits the longest label, up to what leaves the three figures within 100
+    // columns (2 + 56 + 3 x 14); a longer label is cut with "..." at its end.
+    constexpr std::size_t widest_label = 56;
+    auto label_of = [](const settings_comparison& compared) {
+      return printable_text(compared.label == "recorded" ? "recorded: " + settings_text(compared.settings) : compared.label);
+    };
+    std::size_t width = 30;
+    for (const settings_comparison& compared : report.comparison) width = std::max(width, std::min(label_of(compared).size(), widest_label));
+    auto fitted = [&](std::string label) {
+      return label.size() <= width ? label : label.substr(0, width - 3) + "...";
+    };
+    out += fmt::format("\n  {:<{}} {:>13} {:>13} {:>13}\n", "settings", width, "peak reserved", "min capacity",
                        report.capacity_bytes ? "at capacity" : "");
     for (const settings_comparison& compared : report.comparison) {
-      std::string label = compared.label == "recorded" ? "recorded: " + settings_text(compared.settings) : compared.label;
+      std::string label = fitted(label_of(compared));
       if (!compared.result.unsupported.empty()) {
-        out += fmt::format("  {:<30} {}\n", label.substr(0, 30), "not modelled yet");
+        out += fmt::format("  {:<{}} {}\n", label, width, "not modelled yet");
         continue;
       }
-      out += fmt::format("  {:<30} {:>13} {:>13} {:>13}\n", label.substr(0, 30), format_bytes(compared.result.peak_reserved_bytes),
+      out += fmt::format("  {:<{}} {:>13} {:>13} {:>13}\n", label, width, format_bytes(compared.result.peak_reserved_bytes),
                          format_bytes(static_cast<std::int64_t>(compared.min_capacity_bytes)),
                          report.capacity_bytes ? (compared.result.completed ? "completes" : "OOM") : "");
     }
-    if (!report.comparison.empty()) {
-      out += fmt::format("  {:<30} {:>13} {:>13}\n", "floor (peak allocated)", "",
-                         format_bytes(report.comparison.front().result.peak_allocated_bytes));
-    }
+    out += fmt::format("  {:<{}} {:>13} {:>13}\n", "floor (peak allocated)", width, "", format_bytes(report.comparison.front().floor_bytes));
   }
   return out;
 }
@@ -131,7 +159,7 @@ std::string render_replay_json(const replay_report& report) {
       rows.push_back(std::move(row));
     }
     out["compare"] = rows;
-    out["floor_bytes"] = report.comparison.front().result.peak_allocated_bytes;
+    out["floor_bytes"] = report.comparison.front().floor_bytes;
   }
   return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

@@ -27,4 +27,9 @@ replayed=$("$rlmem" replay "$testdata/snapshots/frag_default.pickle.zst" --capac
 echo "$replayed" | grep -q '"requested_bytes": 490880000' || { echo "FAIL: replay under the cap does not OOM asking 490880000"; exit 1; }
 "$rlmem" replay "$testdata/snapshots/frag_default.pickle.zst" | grep -q "fidelity         78 of 78 recorded segment events reproduced" ||
   { echo "FAIL: replay fidelity line"; exit 1; }
+# Issue 11: the --compare label is the whole setting, every line within 100 columns.
+compared=$("$rlmem" replay --compare "$testdata/snapshots/fidelity_train_empty_cache_expandable.pickle.zst")
+echo "$compared" | grep -q "recorded: expandable_segments:True " ||
+  { echo "FAIL: expected the label 'recorded: expandable_segments:True' whole, saw:"; echo "$compared"; exit 1; }
+echo "$compared" | awk 'length > 100 { exit 1 }' || { echo "FAIL: expected lines within 100 columns, saw:"; echo "$compared"; exit 1; }
 echo "inspect and replay CLI ok"

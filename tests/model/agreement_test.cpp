@@ -8,50 +8,22 @@
 #include "model/fixture_files.hpp"
 #include "model_agreement.hpp"
 
-#include <rlmem/replay.hpp>
-
 #include <gtest/gtest.h>
 
 namespace rlmem {
-
-namespace {
-
-// Where replay is known to part from the recording (issue 11, item 3; docs/replay-fidelity-
-// findings.md): runs at the device's capacity replayed without their limit, expandable
-// reservations placed apart from the recording's (the model reserves for a 141 GiB card), and
-// a truncated expandable trace replay refuses. Each fix removes its files from here.
-bool known_divergence(const std::string& name) {
-  return name == "frag_default_oom.pickle.zst" || name.starts_with("tiny_oom_expandable_compile") ||
-         name.starts_with("fidelity_capacity_") || name.starts_with("fidelity_prefetch_record_stream_expandable") ||
-         name.starts_with("fidelity_train_empty_cache_expandable_last1546");
-}
-
-}  // namespace
 
 TEST(model_agreement, live_set_and_model_agree_on_every_bundled_recording) {
   for (const std::string& name : testing::snapshot_fixture_names()) {
     SCOPED_TRACE(name);
     const snapshot& snap = testing::fixture(name);
     testing::model_agreement outcome = testing::check_model_agreement(snap);
-    if (!outcome.replayed && known_divergence(name)) continue;
+    // Every recording is followed to its end (issue 11, item 3; docs/replay-fidelity-findings.md),
+    // capped ones under the limit their trace proves.
     ASSERT_TRUE(outcome.replayed) << outcome.stopped;
     EXPECT_EQ(outcome.disagreement, "") << "after " << outcome.states_compared << " states that agreed";
-    if (outcome.stopped.empty()) {
-      EXPECT_EQ(outcome.states_compared, outcome.events + 1)
-          << "expected the trace start and all " << outcome.events << " events compared, saw " << outcome.states_compared;
-      continue;
-    }
-    // The comparison may end early only where the model stops following the recording: at the
-    // OOM the recording had too (the replay ends there), or where it parts from the recording.
-    replay_result replayed = replay(snap);
-    const device_trace* trace = snap.trace_for(default_device(snap));
-    ASSERT_NE(trace, nullptr);
-    if (replayed.oom && outcome.states_compared == replayed.oom->event + 1) {
-      EXPECT_EQ(snap.events_of(*trace)[replayed.oom->event].action, trace_action::oom)
-          << "expected the model to run out of memory only where the recording did: " << outcome.stopped;
-      continue;
-    }
-    EXPECT_TRUE(known_divergence(name)) << "expected the comparison to cover the whole trace, saw it stop " << outcome.stopped;
+    EXPECT_EQ(outcome.stopped, "") << "expected the comparison to cover the whole trace";
+    EXPECT_EQ(outcome.states_compared, outcome.events + 1)
+        << "expected the trace start and all " << outcome.events << " events compared, saw " << outcome.states_compared;
   }
 }
 

@@ -5,6 +5,7 @@
 #include "fixtures.hpp"
 
 #include <rlmem/replay.hpp>
+#include <rlmem/trace_simulation.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -45,9 +46,19 @@ TEST(replay, the_capped_recording_ooms_where_it_did_when_given_its_cap) {
   ASSERT_TRUE(result.oom.has_value());
   EXPECT_EQ(snap.events[result.oom->event].action, trace_action::oom) << "the model fails at the recorded oom";
   EXPECT_EQ(result.oom->requested_bytes, 490'880'000u);
+  EXPECT_TRUE(result.oom->recorded);
+  EXPECT_EQ(result.events_replayed, snap.events.size()) << "expected the replay to go on past the recorded OOM, as the recording did";
   EXPECT_EQ(result.fidelity.segment_events_matched, result.fidelity.segment_events_expected) << result.fidelity.first_mismatch;
-  // Without the cap the model cannot know why the recording failed, and says where it diverged.
-  replay_result uncapped = replay(snap);
+  // Without --capacity the replay runs under the limit the trace proves, and follows it too.
+  replay_result inferred = replay(snap);
+  ASSERT_TRUE(inferred.inferred_limit.has_value());
+  EXPECT_LE(inferred.inferred_limit->low_bytes, 2'805'590'497u);
+  EXPECT_GT(inferred.inferred_limit->high_bytes, 2'805'590'497u);
+  EXPECT_EQ(inferred.fidelity.segment_events_matched, 87u) << inferred.fidelity.first_mismatch;
+  // Without any limit the model cannot know why the recording failed, and says where it diverged.
+  replay_options unlimited;
+  unlimited.infer_capacity = false;
+  replay_result uncapped = replay(snap, unlimited);
   EXPECT_TRUE(uncapped.completed);
   EXPECT_TRUE(uncapped.recording_ended_in_oom);
   EXPECT_FALSE(uncapped.fidelity.first_mismatch.empty());
@@ -154,6 +165,125 @@ TEST(replay, comparison_covers_the_settings) {
     EXPECT_TRUE(rows[i].result.completed) << rows[i].label;
     EXPECT_GE(rows[i].min_capacity_bytes, static_cast<std::uint64_t>(rows[0].result.peak_allocated_bytes)) << "nothing beats the floor";
   }
+}
+
+}  // namespace rlmem
+
+namespace rlmem {
+
+namespace {
+
+struct expected_fidelity {
+  const char* name;
+  std::uint64_t capacity_bytes;  // 0: replay as the CLI does by default
+  std::uint64_t segment_events;  // recorded, and every one reproduced
+};
+
+// The fidelity recordings of docs/replay-fidelity-findings.md, each under its recorded settings:
+// side streams with record_stream, empty_cache between steps, a communication stream.
+constexpr expected_fidelity fidelity_recordings[] = {
+    {"fidelity_prefetch_record_stream.pickle.zst", 0, 39},
+    {"fidelity_prefetch_record_stream_expandable.pickle.zst", 0, 27},
+    {"fidelity_comm_stream.pickle.zst", 0, 42},
+    {"fidelity_train_empty_cache.pickle.zst", 0, 274},
+    {"fidelity_train_empty_cache_expandable.pickle.zst", 0, 157},
+    // The last 1,546 entries of the one above: blocks live across pages mapped later.
+    {"fidelity_train_empty_cache_expandable_last1546.pickle.zst", 0, 35},
+    {"fidelity_capacity_uncapped.pickle.zst", 0, 68},
+    // Runs at a 3,600,809,984-byte cap that OOMed once, caught the error and trained on: the
+    // replay goes on past the recorded OOM it reproduces.
+    {"fidelity_capacity_default.pickle.zst", 3'600'809'984, 94},
+    {"fidelity_capacity_expandable.pickle.zst", 3'600'809'984, 47},
+    {"fidelity_capacity_max_split.pickle.zst", 3'600'809'984, 254},
+    {"fidelity_capacity_gc.pickle.zst", 3'600'809'984, 95},
+    {"frag_default_oom.pickle.zst", 2'805'590'497, 87},
+    // The same, under the limit each trace proves (no --capacity).
+    {"fidelity_capacity_default.pickle.zst", 0, 94},
+    {"fidelity_capacity_expandable.pickle.zst", 0, 47},
+    {"fidelity_capacity_max_split.pickle.zst", 0, 254},
+    {"fidelity_capacity_gc.pickle.zst", 0, 95},
+    {"frag_default_oom.pickle.zst", 0, 87},
+};
+
+}  // namespace
+
+TEST(replay, fidelity_recordings_reproduce_every_segment_event) {
+  for (const expected_fidelity& expected : fidelity_recordings) {
+    replay_options options;
+    options.capacity_bytes = expected.capacity_bytes;
+    replay_result result = replay(fixture(expected.name), options);
+    ASSERT_EQ(result.unsupported, "") << expected.name;
+    EXPECT_EQ(result.fidelity.segment_events_expected, expected.segment_events) << expected.name;
+    EXPECT_EQ(result.fidelity.segment_events_matched, expected.segment_events)
+        << expected.name << ": expected every recorded segment event reproduced, saw the first divergence at "
+        << result.fidelity.first_mismatch;
+  }
+}
+
+// Issue 11: empty_cache() followed by the next malloc's segment_alloc reads like a slow path;
+// the frames naming empty_cache decide. The unmaps of an expandable reservation that does not
+// start on the page grid count pages from the reservation's start, and the side stream's
+// reservation starts where the recording put it.
+TEST(replay, expandable_empty_cache_unmaps_the_recorded_pages_at_the_recorded_addresses) {
+  const snapshot& snap = fixture("fidelity_prefetch_record_stream_expandable.pickle.zst");
+  trace_simulation simulated = simulate_trace(snap, {});
+  ASSERT_EQ(simulated.unsupported, "");
+  std::vector<model_segment_event> recorded;
+  for (const trace_event& event : snap.events_of(*snap.trace_for(simulated.device))) {
+    bool maps = event.action == trace_action::segment_map;
+    if (maps || event.action == trace_action::segment_unmap) recorded.push_back({maps, event.addr, event.size});
+  }
+  ASSERT_EQ(simulated.segment_events.size(), recorded.size());
+  for (std::size_t i = 0; i < recorded.size(); ++i) {
+    EXPECT_EQ(simulated.segment_events[i].alloc, recorded[i].alloc) << "segment event " << i;
+    EXPECT_EQ(simulated.segment_events[i].address, recorded[i].address)
+        << "segment event " << i << ": expected the recording's address, saw the model's";
+    EXPECT_EQ(simulated.segment_events[i].size, recorded[i].size) << "segment event " << i;
+  }
+}
+
+}  // namespace rlmem
+
+namespace rlmem {
+
+// Issue 11: runs at a cap were replayed without it and diverged at their first refusal.
+TEST(replay, the_inferred_limit_brackets_the_cap_each_capped_recording_ran_at) {
+  for (const char* name : {"fidelity_capacity_default.pickle.zst", "fidelity_capacity_expandable.pickle.zst",
+                           "fidelity_capacity_max_split.pickle.zst", "fidelity_capacity_gc.pickle.zst"}) {
+    const snapshot& snap = fixture(name);
+    std::optional<recorded_limit> limit = infer_recorded_limit(snap, default_device(snap));
+    ASSERT_TRUE(limit.has_value()) << name << ": expected a limit inferred, saw none";
+    EXPECT_LE(limit->low_bytes, 3'600'809'984u) << name;
+    EXPECT_GT(limit->high_bytes, 3'600'809'984u) << name;
+    EXPECT_EQ(limit->garbage_collection, std::string(name) == "fidelity_capacity_gc.pickle.zst") << name;
+  }
+  for (const char* name : {"fidelity_capacity_uncapped.pickle.zst", "fidelity_train_empty_cache.pickle.zst", "frag_default.pickle.zst"}) {
+    const snapshot& snap = fixture(name);
+    EXPECT_FALSE(infer_recorded_limit(snap, default_device(snap)).has_value()) << name << ": expected no limit, saw one";
+  }
+}
+
+}  // namespace rlmem
+
+namespace rlmem {
+
+// Issue 11: "segments 0 at the end" was printed while expandable memory stayed mapped.
+TEST(replay, expandable_mapped_runs_count_as_the_snapshot_lists_segments) {
+  EXPECT_EQ(replay(fixture("fidelity_prefetch_record_stream_expandable.pickle.zst")).segments, 4u) << "segments_at_dump";
+  EXPECT_EQ(replay(fixture("fidelity_train_empty_cache_expandable.pickle.zst")).segments, 5u) << "segments_at_dump";
+  EXPECT_EQ(replay(fixture("fidelity_prefetch_record_stream.pickle.zst")).segments, 18u) << "segments_at_dump";
+}
+
+// Issue 11: under a capacity that OOMs, the floor was the peak before the OOM.
+TEST(replay, the_comparison_floor_is_the_whole_traces_peak_allocated) {
+  const snapshot& snap = fixture("frag_default.pickle.zst");
+  replay_options capped;
+  capped.capacity_bytes = 2'805'590'497;
+  auto rows = compare_settings(snap, capped);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_FALSE(rows[0].result.completed);
+  EXPECT_EQ(rows[0].floor_bytes, 2'646'783'488) << "expected frag_default's whole-trace peak allocated";
+  EXPECT_LT(rows[0].result.peak_allocated_bytes, rows[0].floor_bytes) << "the capped run stops before the peak";
 }
 
 }  // namespace rlmem
