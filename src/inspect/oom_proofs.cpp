@@ -72,7 +72,7 @@ pass run_pass(const snapshot& snap, std::int64_t device, oom_remedy remedy, std:
   return one;
 }
 
-oom_proof proof_of(const pass& one, std::span<const trace_event> events, std::uint64_t oom_event, std::uint64_t window_end,
+oom_proof proof_of(const pass& one, std::uint64_t oom_event, std::uint64_t window_end,
                    std::size_t window_boundary, std::int64_t limit_bytes) {
   oom_proof proof;
   proof.remedy = one.remedy;
@@ -82,17 +82,22 @@ oom_proof proof_of(const pass& one, std::span<const trace_event> events, std::ui
     proof.not_tried = one.not_tried;
     return proof;
   }
-  const std::optional<simulated_oom>& failed = one.result.oom;
-  if (failed && failed->event < oom_event && events[failed->event].action == trace_action::oom) {
-    // The recording failed there too, and the simulation ends at its first failure.
-    proof.not_tried = "its simulation ended at the earlier OOM at event " + format_count(failed->event) + ", which it could not serve either";
-    return proof;
+  // The simulation goes on past a recorded OOM it fails too (the program caught the error) and
+  // ends at the first request the recording served that it cannot: that one is its last entry.
+  const std::vector<simulated_oom>& ooms = one.result.ooms;
+  const simulated_oom* failed = nullptr;
+  auto at_or_after = std::lower_bound(ooms.begin(), ooms.end(), oom_event,
+                                      [](const simulated_oom& oom, std::uint64_t event) { return oom.event < event; });
+  if (!ooms.empty() && !ooms.back().recorded && ooms.back().event < oom_event) {
+    failed = &ooms.back();
+  } else if (at_or_after != ooms.end() && at_or_after->event < window_end) {
+    failed = &*at_or_after;
   }
   proof.tried = true;
-  if (failed && failed->event < window_end) {
+  if (failed != nullptr) {
     proof.failed_event = failed->event;
     proof.failed_requested_bytes = failed->requested_bytes;
-    proof.reserved_reached_bytes = one.result.peak_reserved_bytes;
+    proof.reserved_reached_bytes = failed->reserved_bytes;
     if (failed->event == oom_event) {
       std::uint64_t more = new_memory_for(failed->requested_bytes, one.result.settings);
       proof.reserved_needed_bytes = saturating_add(failed->reserved_bytes, signed_bytes(more));
@@ -157,7 +162,7 @@ std::vector<std::vector<oom_proof>> prove_ooms(const snapshot& snap, std::int64_
   for (std::size_t k = 0; k < plan.oom_events.size(); ++k) {
     if (!plan.reported[k]) continue;
     for (const pass& one : passes) {
-      oom_proof proof = proof_of(one, events, plan.oom_events[k], boundaries[k + 1], k + 1, plan.limit_bytes);
+      oom_proof proof = proof_of(one, plan.oom_events[k], boundaries[k + 1], k + 1, plan.limit_bytes);
       if (one.remedy == oom_remedy::empty_cache) proof.setting = empty_cache_settings[k];
       proofs[k].push_back(std::move(proof));
     }
