@@ -61,12 +61,13 @@ pass run_pass(const snapshot& snap, std::int64_t device, oom_remedy remedy, std:
   std::size_t next = 0;
   one.reserved_before.reserve(boundaries.size());
   one.result = simulate_trace(snap, options, [&](const simulation_step& step) {
-    // The state after `events_applied` events is the state before event `events_applied`.
+    // The state after `events_applied` events is the state before event `events_applied`: the
+    // last state a boundary there counts (the end of the trace counts the final state).
+    most = std::max(most, step.model.reserved_bytes());
     while (next < boundaries.size() && boundaries[next] == step.events_applied) {
       one.reserved_before.push_back(most);
       ++next;
     }
-    most = std::max(most, step.model.reserved_bytes());
   });
   if (!one.result.unsupported.empty()) one.not_tried = "the trace cannot be simulated: " + one.result.unsupported;
   return one;

@@ -3,6 +3,7 @@
 // the recorded addresses for new segments, and feeds the trace's events to the model.
 
 #include <rlmem/allocator_rules.hpp>
+#include <rlmem/format.hpp>
 #include <rlmem/caching_allocator.hpp>
 #include <rlmem/live_set.hpp>
 #include <rlmem/saturating.hpp>
@@ -181,14 +182,21 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
   std::pmr::unsynchronized_pool_resource live_nodes;
   std::pmr::unordered_map<std::uint64_t, model_block*> live(&live_nodes);
   live.reserve(1u << 12);
+  // A what-if from cudaMalloc segments to expandable ones: a run made with expandable segments
+  // from the start would have packed the memory allocated before recording into its
+  // reservations, not kept it in the recording's segments with their free gaps.
+  const bool repack = settings.expandable_segments && !expandable_trace;
   auto held = start.blocks().begin();
   const dump_segment_pools pools(snap, device);
+  std::uint64_t repacked_bytes = 0;
+  std::uint64_t dropped_cache_bytes = 0;
   for (const auto& [address, range] : start.mapped()) {
     if (range.bytes == 0 || address + range.bytes < address) {
       result.unsupported = "a segment's size runs past the end of the address space";
       return result;
     }
     std::vector<model_block> blocks;
+    std::uint64_t held_bytes = 0;
     for (; held != start.blocks().end() && held->first < address + range.bytes; ++held) {
       if (held->first < address || held->first + held->second.bytes > address + range.bytes) {
         result.unsupported = "the trace contradicts the dump-time segments (a block outside its segment)";
@@ -199,6 +207,22 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
       block.size = held->second.bytes;
       block.allocated = !held->second.pending_free;
       blocks.push_back(block);
+      held_bytes += block.size;
+    }
+    if (repack) {
+      // Asked for again in address order, the order a bump allocator would have given them.
+      for (const model_block& block : blocks) {
+        model_block* placed = model.allocate(block.size, range.stream);
+        if (placed == nullptr) {
+          result.unsupported = "the memory allocated before recording does not fit under the limit with these settings";
+          return result;
+        }
+        if (!block.allocated) model.free_requested(placed);
+        live[block.ptr] = placed;
+      }
+      repacked_bytes += held_bytes;
+      dropped_cache_bytes += range.bytes - held_bytes;
+      continue;
     }
     // The pool: as the dump names the segment, else by size.
     bool small = pools.small_pool_at(address, small_pool_segment(range.bytes));
@@ -213,6 +237,14 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
     return result;
   }
   model.close_existing_reservations();
+  // The maps that placed it are the trace-start state, not events of the trace.
+  const std::size_t setup_segment_events = model.segment_events().size();
+  if (repack && !start.mapped().empty()) {
+    result.notes.push_back("memory allocated before recording (" + format_bytes(static_cast<std::int64_t>(repacked_bytes)) +
+                           ") is packed into expandable segments in address order, as a run with them from the start would "
+                           "place it; the recording's cached free space at trace start (" +
+                           format_bytes(static_cast<std::int64_t>(dropped_cache_bytes)) + ") is not carried over");
+  }
   if (observe) observe(simulation_step{0, model, nullptr, {}});
   bool limited = options.capacity_bytes > 0;
 
@@ -276,13 +308,9 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
     result.peak_allocated_bytes = std::max(result.peak_allocated_bytes, model.allocated_bytes());
     result.peak_reserved_bytes = std::max(result.peak_reserved_bytes, model.reserved_bytes());
   }
-  if (settings.expandable_segments != expandable_trace && start.mapped().size() > 0) {
-    result.notes.push_back("memory allocated before recording began stays in the " + std::string(expandable_trace ? "expandable" : "cudaMalloc") +
-                           " segments it was recorded in; a run made with these settings from the start would place it differently");
-  }
   result.segments = model.segments();
   result.alloc_retries = model.alloc_retries();
-  result.segment_events = model.segment_events();
+  result.segment_events.assign(model.segment_events().begin() + static_cast<std::ptrdiff_t>(setup_segment_events), model.segment_events().end());
   return result;
 }
 

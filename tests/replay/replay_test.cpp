@@ -286,4 +286,32 @@ TEST(replay, the_comparison_floor_is_the_whole_traces_peak_allocated) {
   EXPECT_LT(rows[0].result.peak_allocated_bytes, rows[0].floor_bytes) << "the capped run stops before the peak";
 }
 
+// Issue 11: the what-if from a default recording to expandable segments kept the memory from
+// before recording in its cudaMalloc segments; a run with expandable segments from the start
+// packs it. Each default recording, replayed with expandable segments, must peak where torch's
+// own expandable run of the same workload did.
+TEST(replay, a_what_if_to_expandable_segments_packs_the_memory_from_before_recording) {
+  allocator_settings expandable;
+  expandable.expandable_segments = true;
+  replay_options what_if;
+  what_if.settings = expandable;
+  for (const char* workload : {"fidelity_train_empty_cache", "fidelity_prefetch_record_stream"}) {
+    std::ifstream input(testing::testdata(std::string("snapshots/") + workload + "_expandable.json"));
+    auto torch_expandable = nlohmann::json::parse(input);
+    replay_result result = replay(fixture(std::string(workload) + ".pickle.zst"), what_if);
+    ASSERT_TRUE(result.unsupported.empty()) << workload << ": " << result.unsupported;
+    EXPECT_EQ(result.peak_reserved_bytes, torch_expandable["max_memory_reserved"].get<std::int64_t>())
+        << workload << ": expected the peak reserved of torch's own expandable run";
+    ASSERT_FALSE(result.notes.empty()) << workload;
+    EXPECT_NE(result.notes.front().find("packed into expandable segments"), std::string::npos) << result.notes.front();
+  }
+  // The frag_capacity rows torch measured with expandable segments, from the default trace.
+  const snapshot& snap = fixture("frag_default.pickle.zst");
+  for (const auto& row : capacity_rows()) {
+    if (row["conf"] != "expandable") continue;
+    replay_result result = replay_row(snap, row);
+    EXPECT_EQ(result.peak_reserved_bytes, row["peak_reserved"].get<std::int64_t>()) << label_of(row);
+  }
+}
+
 }  // namespace rlmem
