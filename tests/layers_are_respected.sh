@@ -20,9 +20,14 @@ forbid model "$public_above_model" "a header of a higher layer"
 forbid inspect "rlmem/(replay|plan|report|watch)\.hpp" "a header of replay, plan or a higher layer"
 forbid replay "$public_of_inspect|rlmem/(plan|report|watch)\.hpp" "a header of inspect, plan or a higher layer"
 forbid report "rlmem/(cli)\.hpp" "a header of the CLI"
+# The device seam is the lowest part: it includes no other part's headers.
+found=$(grep -rnE '^#include [<"]rlmem/' "$root/src/device" | grep -vE 'rlmem/(device|fake_device|cuda_device)\.hpp')
+if [ -n "$found" ]; then
+  echo "FAIL src/device includes a header of another part:"; echo "$found"; status=1
+fi
 for part in "$root"/src/*/; do
   part=$(basename "$part")
-  forbid "$part" "(snapshot|model|inspect|replay|plan|report|watch|capi|cli)/" "another part's private header"
+  forbid "$part" "(device|snapshot|model|inspect|replay|plan|report|watch|capi|cli)/" "another part's private header"
 done
 # The model's public headers include only the layers below them.
 found=$(grep -nE "^#include <($public_above_model)" "$root"/include/rlmem/{model,allocator_settings,allocator_rules,allocator_policy,live_set,caching_allocator,saturating,trace_simulation}.hpp)

@@ -106,6 +106,9 @@ struct steplog_sample {
   std::size_t alerts;
 };
 
+// ctest names a parameterized test by its printed parameter: the file, not the struct's bytes.
+void PrintTo(const steplog_sample& sample, std::ostream* out) { *out << sample.file; }
+
 class watch_steplog_samples : public ::testing::TestWithParam<steplog_sample> {};
 
 // The contract with the Python writer: every line of its logs (one recorded by StepMonitor on an

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The device seam: every call an allocator policy makes to a GPU's virtual memory, as a few
+// primitives with stated preconditions (mimalloc's prim.h). Two devices implement it: a fake one
+// (tests, replay) and CUDA's virtual-memory driver API loaded at run time (the runtime). Nothing
+// above this seam names the driver.
+
+#include <cstdint>
+#include <string_view>
+
+namespace rlmem {
+
+/// What a primitive returned. A call that returns anything but `ok` changed nothing.
+enum class device_errc : int {
+  ok = 0,
+  out_of_memory,     ///< physical memory or address space is exhausted
+  invalid_argument,  ///< a stated precondition does not hold
+  not_supported,     ///< the device cannot do this (a fake without host-backed pages copying)
+  unavailable,       ///< no driver, no device, or the driver is not initialised
+  driver_error,      ///< the driver failed otherwise
+  count_
+};
+
+/// "out_of_memory" etc.; "unknown" for a value outside the enum.
+std::string_view device_error_name(device_errc code) noexcept;
+
+/// A physical allocation made by `create`; 0 is never a handle.
+using physical_handle = std::uint64_t;
+
+/// Filled once when the device is opened.
+struct device_config {
+  int ordinal = 0;
+  /// Every size and address given to reserve, create, map, set_access and unmap is a multiple of it.
+  std::uint64_t granularity = 0;
+  std::uint64_t total_bytes = 0;
+};
+
+/// A GPU's virtual memory. Not thread-safe: a policy serialises its calls. A call whose
+/// preconditions do not hold returns invalid_argument and changes nothing (the fake checks every
+/// one; the driver most).
+class device {
+ public:
+  virtual ~device() = default;
+
+  virtual const device_config& config() const noexcept = 0;
+
+  /// Reserves `size` bytes of address space with no memory behind them; `address` is aligned to
+  /// the granularity. Pre: size > 0, a multiple of the granularity.
+  virtual device_errc reserve(std::uint64_t size, std::uint64_t& address) noexcept = 0;
+  /// Gives a reservation back. Pre: [address, address + size) is exactly one reservation and
+  /// nothing in it is mapped.
+  virtual device_errc free_reservation(std::uint64_t address, std::uint64_t size) noexcept = 0;
+
+  /// Creates `size` bytes of physical memory, unmapped; its contents are unspecified. Pre: size >
+  /// 0, a multiple of the granularity.
+  virtual device_errc create(std::uint64_t size, physical_handle& handle) noexcept = 0;
+  /// Gives a handle up; its memory returns to the device once its mapping is unmapped too. Pre:
+  /// the handle was created and not yet released.
+  virtual device_errc release(physical_handle handle) noexcept = 0;
+
+  /// Maps a whole handle at `address`. Pre: size is the handle's size; the range lies inside one
+  /// reservation and none of it is mapped; the handle is not mapped elsewhere.
+  virtual device_errc map(std::uint64_t address, std::uint64_t size, physical_handle handle) noexcept = 0;
+  /// Gives this device read and write access: a new mapping has none. Pre: the range is covered
+  /// by mappings.
+  virtual device_errc set_access(std::uint64_t address, std::uint64_t size) noexcept = 0;
+  /// Unmaps one mapping. Pre: the range is exactly one mapping (the driver cannot unmap part of
+  /// one), and the caller has fenced every stream that may still use it.
+  virtual device_errc unmap(std::uint64_t address, std::uint64_t size) noexcept = 0;
+
+  /// Free and total memory of the device as the driver reports them.
+  virtual device_errc memory_info(std::uint64_t& free_bytes, std::uint64_t& total_bytes) noexcept = 0;
+
+  /// Synchronous copies between host memory and mapped device memory. Pre: the device range is
+  /// covered by mappings with access set; size > 0.
+  virtual device_errc copy_to_host(void* destination, std::uint64_t source, std::uint64_t size) noexcept = 0;
+  virtual device_errc copy_from_host(std::uint64_t destination, const void* source, std::uint64_t size) noexcept = 0;
+};
+
+}  // namespace rlmem

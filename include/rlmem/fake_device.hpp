@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// A device in host memory: deterministic addresses, a capacity, every precondition checked, a
+// failure injected at the Nth call, a log of every call, and optionally host-backed pages so that
+// what a policy copies in and out can be checked on a CPU.
+
+#include <rlmem/device.hpp>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace rlmem {
+
+struct fake_device_options {
+  std::uint64_t total_bytes = std::uint64_t{80} << 30;
+  std::uint64_t granularity = std::uint64_t{2} << 20;
+  /// Addresses are handed out upward from here, never reused: a run gives the same addresses
+  /// every time.
+  std::uint64_t address_base = std::uint64_t{0x7f00} << 32;
+  std::uint64_t address_space_bytes = std::uint64_t{1} << 46;
+  /// The Nth primitive call (counting from 1, memory_info and config excepted) fails with
+  /// out_of_memory and changes nothing; 0 for never.
+  std::uint64_t fail_call = 0;
+  /// Keep every handle's bytes in host memory so copies round-trip. Off for replay, whose memory
+  /// must stay proportional to the trace, not to the simulated GPU.
+  bool host_backed = false;
+  /// Keep a log of every call (for tests of a policy's order of calls).
+  bool keep_log = false;
+};
+
+enum class device_op : std::uint8_t { reserve, free_reservation, create, release, map, set_access, unmap, copy_to_host, copy_from_host };
+std::string_view device_op_name(device_op op) noexcept;
+
+/// One call as the fake saw it.
+struct device_call {
+  device_op op = device_op::reserve;
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;
+  physical_handle handle = 0;
+  device_errc result = device_errc::ok;
+  bool operator==(const device_call&) const = default;
+};
+
+class fake_device final : public device {
+ public:
+  /// Bytes a new handle's pages hold when host-backed: not zero, so a policy that hands out
+  /// memory it never wrote is caught.
+  static constexpr std::byte fresh_page_byte{0xA5};
+
+  /// Pre: granularity is a power of two; total_bytes and address_base are multiples of it.
+  explicit fake_device(fake_device_options options = {});
+
+  const device_config& config() const noexcept override { return config_; }
+  device_errc reserve(std::uint64_t size, std::uint64_t& address) noexcept override;
+  device_errc free_reservation(std::uint64_t address, std::uint64_t size) noexcept override;
+  device_errc create(std::uint64_t size, physical_handle& handle) noexcept override;
+  device_errc release(physical_handle handle) noexcept override;
+  device_errc map(std::uint64_t address, std::uint64_t size, physical_handle handle) noexcept override;
+  device_errc set_access(std::uint64_t address, std::uint64_t size) noexcept override;
+  device_errc unmap(std::uint64_t address, std::uint64_t size) noexcept override;
+  device_errc memory_info(std::uint64_t& free_bytes, std::uint64_t& total_bytes) noexcept override;
+  device_errc copy_to_host(void* destination, std::uint64_t source, std::uint64_t size) noexcept override;
+  device_errc copy_from_host(std::uint64_t destination, const void* source, std::uint64_t size) noexcept override;
+
+  /// Physical bytes held: handles not yet both released and unmapped.
+  std::uint64_t used_bytes() const noexcept { return used_bytes_; }
+  std::uint64_t mapped_bytes() const noexcept { return mapped_bytes_; }
+  std::size_t reservations() const noexcept { return reservations_.size(); }
+  std::size_t live_handles() const noexcept { return handles_.size(); }
+  std::uint64_t calls() const noexcept { return calls_; }
+  const std::vector<device_call>& log() const noexcept { return log_; }
+
+ private:
+  struct handle_state {
+    std::uint64_t size = 0;
+    bool released = false;
+    bool mapped = false;
+    std::unique_ptr<std::byte[]> bytes;  // host_backed only
+  };
+  struct mapping {
+    std::uint64_t size = 0;
+    physical_handle handle = 0;
+    bool accessible = false;
+  };
+
+  bool aligned(std::uint64_t value) const noexcept { return (value & (config_.granularity - 1)) == 0; }
+  bool sized(std::uint64_t size) const noexcept { return size > 0 && aligned(size); }
+  /// Counts the call and says whether it is the one to fail.
+  bool injected_failure() noexcept;
+  device_errc logged(device_op op, std::uint64_t address, std::uint64_t size, physical_handle handle, device_errc result) noexcept;
+  /// The reservation holding all of [address, address + size), or end().
+  std::map<std::uint64_t, std::uint64_t>::const_iterator reservation_holding(std::uint64_t address, std::uint64_t size) const;
+  /// Calls `each(mapping start, mapping&)` over mappings covering [address, address + size) in
+  /// order; false when a byte of the range is not mapped or `accessible_only` and one is not.
+  template <typename Each>
+  bool for_each_mapping(std::uint64_t address, std::uint64_t size, bool accessible_only, Each each);
+  void drop_if_gone(std::unordered_map<physical_handle, handle_state>::iterator found) noexcept;
+
+  fake_device_options options_;
+  device_config config_;
+  std::uint64_t next_address_ = 0;
+  physical_handle next_handle_ = 1;
+  std::uint64_t used_bytes_ = 0;
+  std::uint64_t mapped_bytes_ = 0;
+  std::uint64_t calls_ = 0;
+  std::map<std::uint64_t, std::uint64_t> reservations_;  // start -> size
+  std::map<std::uint64_t, mapping> mappings_;            // start -> mapping
+  std::unordered_map<physical_handle, handle_state> handles_;
+  std::vector<device_call> log_;
+};
+
+}  // namespace rlmem

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: MIT
+// The fake device: the driver's bookkeeping in host memory, strict about every precondition so
+// that a policy tested on it keeps them on the real driver too.
+
+#include <rlmem/fake_device.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <new>
+
+namespace rlmem {
+
+std::string_view device_op_name(device_op op) noexcept {
+  switch (op) {
+    case device_op::reserve: return "reserve";
+    case device_op::free_reservation: return "free_reservation";
+    case device_op::create: return "create";
+    case device_op::release: return "release";
+    case device_op::map: return "map";
+    case device_op::set_access: return "set_access";
+    case device_op::unmap: return "unmap";
+    case device_op::copy_to_host: return "copy_to_host";
+    case device_op::copy_from_host: return "copy_from_host";
+  }
+  return "unknown";
+}
+
+fake_device::fake_device(fake_device_options options) : options_(options) {
+  config_.ordinal = 0;
+  config_.granularity = options.granularity;
+  config_.total_bytes = options.total_bytes;
+  next_address_ = options.address_base;
+}
+
+bool fake_device::injected_failure() noexcept {
+  ++calls_;
+  return calls_ == options_.fail_call;
+}
+
+device_errc fake_device::logged(device_op op, std::uint64_t address, std::uint64_t size, physical_handle handle,
+                                device_errc result) noexcept {
+  if (options_.keep_log) {
+    try {
+      log_.push_back({op, address, size, handle, result});
+    } catch (const std::bad_alloc&) {
+      // The log is for tests; a call's outcome does not depend on it.
+    }
+  }
+  return result;
+}
+
+device_errc fake_device::reserve(std::uint64_t size, std::uint64_t& address) noexcept {
+  if (injected_failure()) return logged(device_op::reserve, 0, size, 0, device_errc::out_of_memory);
+  if (!sized(size)) return logged(device_op::reserve, 0, size, 0, device_errc::invalid_argument);
+  std::uint64_t end = options_.address_base + options_.address_space_bytes;
+  if (size > end - next_address_) return logged(device_op::reserve, 0, size, 0, device_errc::out_of_memory);
+  try {
+    reservations_.emplace(next_address_, size);
+  } catch (const std::bad_alloc&) {
+    return logged(device_op::reserve, 0, size, 0, device_errc::out_of_memory);
+  }
+  address = next_address_;
+  next_address_ += size;
+  return logged(device_op::reserve, address, size, 0, device_errc::ok);
+}
+
+device_errc fake_device::free_reservation(std::uint64_t address, std::uint64_t size) noexcept {
+  if (injected_failure()) return logged(device_op::free_reservation, address, size, 0, device_errc::out_of_memory);
+  auto found = reservations_.find(address);
+  if (found == reservations_.end() || found->second != size) {
+    return logged(device_op::free_reservation, address, size, 0, device_errc::invalid_argument);
+  }
+  auto inside = mappings_.lower_bound(address);
+  if (inside != mappings_.end() && inside->first < address + size) {
+    return logged(device_op::free_reservation, address, size, 0, device_errc::invalid_argument);
+  }
+  reservations_.erase(found);
+  return logged(device_op::free_reservation, address, size, 0, device_errc::ok);
+}
+
+device_errc fake_device::create(std::uint64_t size, physical_handle& handle) noexcept {
+  if (injected_failure()) return logged(device_op::create, 0, size, 0, device_errc::out_of_memory);
+  if (!sized(size)) return logged(device_op::create, 0, size, 0, device_errc::invalid_argument);
+  if (size > config_.total_bytes - used_bytes_) return logged(device_op::create, 0, size, 0, device_errc::out_of_memory);
+  handle_state state;
+  state.size = size;
+  try {
+    if (options_.host_backed) {
+      state.bytes.reset(new std::byte[size]);
+      std::fill_n(state.bytes.get(), size, fresh_page_byte);
+    }
+    handles_.emplace(next_handle_, std::move(state));
+  } catch (const std::bad_alloc&) {
+    return logged(device_op::create, 0, size, 0, device_errc::out_of_memory);
+  }
+  handle = next_handle_++;
+  used_bytes_ += size;
+  return logged(device_op::create, 0, size, handle, device_errc::ok);
+}
+
+void fake_device::drop_if_gone(std::unordered_map<physical_handle, handle_state>::iterator found) noexcept {
+  if (!found->second.released || found->second.mapped) return;
+  used_bytes_ -= found->second.size;
+  handles_.erase(found);
+}
+
+device_errc fake_device::release(physical_handle handle) noexcept {
+  if (injected_failure()) return logged(device_op::release, 0, 0, handle, device_errc::out_of_memory);
+  auto found = handles_.find(handle);
+  if (found == handles_.end() || found->second.released) return logged(device_op::release, 0, 0, handle, device_errc::invalid_argument);
+  found->second.released = true;
+  std::uint64_t size = found->second.size;
+  drop_if_gone(found);
+  return logged(device_op::release, 0, size, handle, device_errc::ok);
+}
+
+std::map<std::uint64_t, std::uint64_t>::const_iterator fake_device::reservation_holding(std::uint64_t address, std::uint64_t size) const {
+  auto after = reservations_.upper_bound(address);
+  if (after == reservations_.begin()) return reservations_.end();
+  auto holder = std::prev(after);
+  bool inside = address - holder->first < holder->second && size <= holder->second - (address - holder->first);
+  return inside ? holder : reservations_.end();
+}
+
+device_errc fake_device::map(std::uint64_t address, std::uint64_t size, physical_handle handle) noexcept {
+  if (injected_failure()) return logged(device_op::map, address, size, handle, device_errc::out_of_memory);
+  auto found = handles_.find(handle);
+  bool usable = found != handles_.end() && !found->second.released && !found->second.mapped && found->second.size == size;
+  if (!usable || !aligned(address) || reservation_holding(address, size) == reservations_.end()) {
+    return logged(device_op::map, address, size, handle, device_errc::invalid_argument);
+  }
+  // No mapping may overlap: the one starting below `address` must end by it, the next must
+  // start at or after the end.
+  auto next = mappings_.lower_bound(address);
+  if (next != mappings_.end() && next->first < address + size) return logged(device_op::map, address, size, handle, device_errc::invalid_argument);
+  if (next != mappings_.begin()) {
+    auto before = std::prev(next);
+    if (before->first + before->second.size > address) return logged(device_op::map, address, size, handle, device_errc::invalid_argument);
+  }
+  try {
+    mappings_.emplace_hint(next, address, mapping{size, handle, false});
+  } catch (const std::bad_alloc&) {
+    return logged(device_op::map, address, size, handle, device_errc::out_of_memory);
+  }
+  found->second.mapped = true;
+  mapped_bytes_ += size;
+  return logged(device_op::map, address, size, handle, device_errc::ok);
+}
+
+template <typename Each>
+bool fake_device::for_each_mapping(std::uint64_t address, std::uint64_t size, bool accessible_only, Each each) {
+  if (size == 0 || address + size < address) return false;
+  auto at = mappings_.upper_bound(address);
+  if (at == mappings_.begin()) return false;
+  at = std::prev(at);
+  // First check the whole range, so that nothing is done to a range that is not all mapped.
+  std::uint64_t cursor = address;
+  for (auto it = at; cursor < address + size; ++it) {
+    if (it == mappings_.end() || it->first > cursor || it->first + it->second.size <= cursor) return false;
+    if (accessible_only && !it->second.accessible) return false;
+    cursor = it->first + it->second.size;
+  }
+  for (auto it = at; it != mappings_.end() && it->first < address + size; ++it) each(it->first, it->second);
+  return true;
+}
+
+device_errc fake_device::set_access(std::uint64_t address, std::uint64_t size) noexcept {
+  if (injected_failure()) return logged(device_op::set_access, address, size, 0, device_errc::out_of_memory);
+  if (!aligned(address) || !sized(size)) return logged(device_op::set_access, address, size, 0, device_errc::invalid_argument);
+  bool covered = for_each_mapping(address, size, false, [](std::uint64_t, mapping& each) { each.accessible = true; });
+  return logged(device_op::set_access, address, size, 0, covered ? device_errc::ok : device_errc::invalid_argument);
+}
+
+device_errc fake_device::unmap(std::uint64_t address, std::uint64_t size) noexcept {
+  if (injected_failure()) return logged(device_op::unmap, address, size, 0, device_errc::out_of_memory);
+  auto found = mappings_.find(address);
+  if (found == mappings_.end() || found->second.size != size) return logged(device_op::unmap, address, size, 0, device_errc::invalid_argument);
+  physical_handle handle = found->second.handle;
+  mappings_.erase(found);
+  mapped_bytes_ -= size;
+  auto state = handles_.find(handle);
+  state->second.mapped = false;
+  drop_if_gone(state);
+  return logged(device_op::unmap, address, size, handle, device_errc::ok);
+}
+
+device_errc fake_device::memory_info(std::uint64_t& free_bytes, std::uint64_t& total_bytes) noexcept {
+  free_bytes = config_.total_bytes - used_bytes_;
+  total_bytes = config_.total_bytes;
+  return device_errc::ok;
+}
+
+device_errc fake_device::copy_to_host(void* destination, std::uint64_t source, std::uint64_t size) noexcept {
+  if (injected_failure()) return logged(device_op::copy_to_host, source, size, 0, device_errc::out_of_memory);
+  if (!options_.host_backed) return logged(device_op::copy_to_host, source, size, 0, device_errc::not_supported);
+  if (destination == nullptr) return logged(device_op::copy_to_host, source, size, 0, device_errc::invalid_argument);
+  auto* out = static_cast<std::byte*>(destination);
+  bool covered = for_each_mapping(source, size, true, [&](std::uint64_t start, mapping& each) {
+    std::uint64_t from = std::max(start, source);
+    std::uint64_t to = std::min(start + each.size, source + size);
+    std::memcpy(out + (from - source), handles_.at(each.handle).bytes.get() + (from - start), to - from);
+  });
+  return logged(device_op::copy_to_host, source, size, 0, covered ? device_errc::ok : device_errc::invalid_argument);
+}
+
+device_errc fake_device::copy_from_host(std::uint64_t destination, const void* source, std::uint64_t size) noexcept {
+  if (injected_failure()) return logged(device_op::copy_from_host, destination, size, 0, device_errc::out_of_memory);
+  if (!options_.host_backed) return logged(device_op::copy_from_host, destination, size, 0, device_errc::not_supported);
+  if (source == nullptr) return logged(device_op::copy_from_host, destination, size, 0, device_errc::invalid_argument);
+  const auto* in = static_cast<const std::byte*>(source);
+  bool covered = for_each_mapping(destination, size, true, [&](std::uint64_t start, mapping& each) {
+    std::uint64_t from = std::max(start, destination);
+    std::uint64_t to = std::min(start + each.size, destination + size);
+    std::memcpy(handles_.at(each.handle).bytes.get() + (from - start), in + (from - destination), to - from);
+  });
+  return logged(device_op::copy_from_host, destination, size, 0, covered ? device_errc::ok : device_errc::invalid_argument);
+}
+
+}  // namespace rlmem

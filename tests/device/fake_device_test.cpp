@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+// What only the fake device does: a capacity, deterministic addresses, failure at the Nth call,
+// a log, fresh pages that are not zero, and every precondition the driver leaves undefined.
+
+#include <rlmem/fake_device.hpp>
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace rlmem {
+namespace {
+
+constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+
+fake_device_options small_device() {
+  fake_device_options options;
+  options.total_bytes = 8 * mib;
+  options.granularity = 2 * mib;
+  options.address_base = 0x10000000;
+  return options;
+}
+
+TEST(fake_device, physical_memory_is_bounded_by_its_capacity_and_comes_back_on_release_and_unmap) {
+  fake_device gpu(small_device());
+  physical_handle a = 0;
+  physical_handle b = 0;
+  ASSERT_EQ(gpu.create(6 * mib, a), device_errc::ok);
+  EXPECT_EQ(gpu.create(4 * mib, b), device_errc::out_of_memory) << "6 + 4 MiB on an 8 MiB device";
+  std::uint64_t free_bytes = 0;
+  std::uint64_t total_bytes = 0;
+  ASSERT_EQ(gpu.memory_info(free_bytes, total_bytes), device_errc::ok);
+  EXPECT_EQ(free_bytes, 2 * mib);
+  EXPECT_EQ(total_bytes, 8 * mib);
+
+  std::uint64_t base = 0;
+  ASSERT_EQ(gpu.reserve(6 * mib, base), device_errc::ok);
+  ASSERT_EQ(gpu.map(base, 6 * mib, a), device_errc::ok);
+  ASSERT_EQ(gpu.release(a), device_errc::ok);
+  EXPECT_EQ(gpu.used_bytes(), 6 * mib) << "released but mapped: the memory is still held";
+  EXPECT_EQ(gpu.release(a), device_errc::invalid_argument) << "a second release";
+  ASSERT_EQ(gpu.unmap(base, 6 * mib), device_errc::ok);
+  EXPECT_EQ(gpu.used_bytes(), 0u);
+  EXPECT_EQ(gpu.live_handles(), 0u);
+  EXPECT_EQ(gpu.create(8 * mib, b), device_errc::ok);
+}
+
+TEST(fake_device, addresses_are_deterministic_and_never_reused) {
+  fake_device gpu(small_device());
+  std::uint64_t first = 0;
+  std::uint64_t second = 0;
+  std::uint64_t third = 0;
+  ASSERT_EQ(gpu.reserve(4 * mib, first), device_errc::ok);
+  ASSERT_EQ(gpu.reserve(2 * mib, second), device_errc::ok);
+  EXPECT_EQ(first, 0x10000000u);
+  EXPECT_EQ(second, 0x10000000u + 4 * mib);
+  ASSERT_EQ(gpu.free_reservation(first, 4 * mib), device_errc::ok);
+  ASSERT_EQ(gpu.reserve(4 * mib, third), device_errc::ok);
+  EXPECT_EQ(third, second + 2 * mib) << "a freed range is not handed out again";
+  EXPECT_EQ(gpu.free_reservation(first, 4 * mib), device_errc::invalid_argument) << "freed twice";
+  EXPECT_EQ(gpu.free_reservation(third, 2 * mib), device_errc::invalid_argument) << "not the reserved size";
+}
+
+TEST(fake_device, the_nth_call_fails_with_out_of_memory_and_changes_nothing) {
+  fake_device_options options = small_device();
+  options.fail_call = 3;
+  options.keep_log = true;
+  fake_device gpu(options);
+  std::uint64_t base = 0;
+  physical_handle handle = 0;
+  ASSERT_EQ(gpu.reserve(2 * mib, base), device_errc::ok);                  // call 1
+  ASSERT_EQ(gpu.create(2 * mib, handle), device_errc::ok);                 // call 2
+  EXPECT_EQ(gpu.map(base, 2 * mib, handle), device_errc::out_of_memory);  // call 3
+  EXPECT_EQ(gpu.mapped_bytes(), 0u);
+  EXPECT_EQ(gpu.map(base, 2 * mib, handle), device_errc::ok) << "the failed map left nothing behind";
+  const std::vector<device_call> expected{
+      {device_op::reserve, base, 2 * mib, 0, device_errc::ok},
+      {device_op::create, 0, 2 * mib, handle, device_errc::ok},
+      {device_op::map, base, 2 * mib, handle, device_errc::out_of_memory},
+      {device_op::map, base, 2 * mib, handle, device_errc::ok},
+  };
+  EXPECT_EQ(gpu.log(), expected);
+  EXPECT_EQ(gpu.calls(), 4u);
+}
+
+TEST(fake_device, new_pages_hold_a_pattern_and_need_access_before_use) {
+  fake_device_options options = small_device();
+  options.host_backed = true;
+  fake_device gpu(options);
+  std::uint64_t base = 0;
+  physical_handle handle = 0;
+  ASSERT_EQ(gpu.reserve(4 * mib, base), device_errc::ok);
+  ASSERT_EQ(gpu.create(2 * mib, handle), device_errc::ok);
+  ASSERT_EQ(gpu.map(base, 2 * mib, handle), device_errc::ok);
+  std::vector<std::byte> read(16);
+  EXPECT_EQ(gpu.copy_to_host(read.data(), base, read.size()), device_errc::invalid_argument) << "no access set yet";
+  ASSERT_EQ(gpu.set_access(base, 2 * mib), device_errc::ok);
+  ASSERT_EQ(gpu.copy_to_host(read.data(), base, read.size()), device_errc::ok);
+  EXPECT_EQ(read, std::vector<std::byte>(16, fake_device::fresh_page_byte)) << "fresh pages are not zero";
+  EXPECT_EQ(gpu.copy_to_host(read.data(), base + 2 * mib - 8, read.size()), device_errc::invalid_argument) << "runs past the mapping";
+  EXPECT_EQ(gpu.set_access(base, 4 * mib), device_errc::invalid_argument) << "half of it is not mapped";
+  EXPECT_EQ(gpu.free_reservation(base, 4 * mib), device_errc::invalid_argument) << "a page is still mapped";
+}
+
+TEST(fake_device, copies_need_host_backed_pages) {
+  fake_device gpu(small_device());
+  std::uint64_t base = 0;
+  physical_handle handle = 0;
+  ASSERT_EQ(gpu.reserve(2 * mib, base), device_errc::ok);
+  ASSERT_EQ(gpu.create(2 * mib, handle), device_errc::ok);
+  ASSERT_EQ(gpu.map(base, 2 * mib, handle), device_errc::ok);
+  ASSERT_EQ(gpu.set_access(base, 2 * mib), device_errc::ok);
+  std::vector<std::byte> bytes(8);
+  EXPECT_EQ(gpu.copy_to_host(bytes.data(), base, bytes.size()), device_errc::not_supported);
+  EXPECT_EQ(gpu.copy_from_host(base, bytes.data(), bytes.size()), device_errc::not_supported);
+}
+
+TEST(fake_device, a_handle_maps_once_and_only_at_its_size_inside_a_reservation) {
+  fake_device gpu(small_device());
+  std::uint64_t base = 0;
+  physical_handle handle = 0;
+  ASSERT_EQ(gpu.reserve(4 * mib, base), device_errc::ok);
+  ASSERT_EQ(gpu.create(2 * mib, handle), device_errc::ok);
+  EXPECT_EQ(gpu.map(base, 4 * mib, handle), device_errc::invalid_argument) << "not the handle's size";
+  EXPECT_EQ(gpu.map(base + 4 * mib, 2 * mib, handle), device_errc::invalid_argument) << "outside the reservation";
+  EXPECT_EQ(gpu.map(base + 2 * mib, 2 * mib, 12345), device_errc::invalid_argument) << "no such handle";
+  ASSERT_EQ(gpu.map(base, 2 * mib, handle), device_errc::ok);
+  EXPECT_EQ(gpu.map(base + 2 * mib, 2 * mib, handle), device_errc::invalid_argument) << "already mapped";
+}
+
+TEST(device_errc, every_code_has_its_name) {
+  EXPECT_EQ(device_error_name(device_errc::ok), "ok");
+  EXPECT_EQ(device_error_name(device_errc::out_of_memory), "out_of_memory");
+  EXPECT_EQ(device_error_name(device_errc::invalid_argument), "invalid_argument");
+  EXPECT_EQ(device_error_name(device_errc::not_supported), "not_supported");
+  EXPECT_EQ(device_error_name(device_errc::unavailable), "unavailable");
+  EXPECT_EQ(device_error_name(device_errc::driver_error), "driver_error");
+  EXPECT_EQ(device_error_name(device_errc::count_), "unknown");
+}
+
+}  // namespace
+}  // namespace rlmem
