@@ -21,6 +21,16 @@ fake_device_options small_device() {
   return options;
 }
 
+// A reservation of `reserved_mib` with one 2 MiB handle mapped at its start; returns its address.
+std::uint64_t one_page_mapped(fake_device& gpu, std::uint64_t reserved_mib) {
+  std::uint64_t base = 0;
+  physical_handle handle = 0;
+  EXPECT_EQ(gpu.reserve(reserved_mib * mib, base), device_errc::ok);
+  EXPECT_EQ(gpu.create(2 * mib, handle), device_errc::ok);
+  EXPECT_EQ(gpu.map(base, 2 * mib, handle), device_errc::ok);
+  return base;
+}
+
 TEST(fake_device, physical_memory_is_bounded_by_its_capacity_and_comes_back_on_release_and_unmap) {
   fake_device gpu(small_device());
   physical_handle a = 0;
@@ -87,11 +97,7 @@ TEST(fake_device, new_pages_hold_a_pattern_and_need_access_before_use) {
   fake_device_options options = small_device();
   options.host_backed = true;
   fake_device gpu(options);
-  std::uint64_t base = 0;
-  physical_handle handle = 0;
-  ASSERT_EQ(gpu.reserve(4 * mib, base), device_errc::ok);
-  ASSERT_EQ(gpu.create(2 * mib, handle), device_errc::ok);
-  ASSERT_EQ(gpu.map(base, 2 * mib, handle), device_errc::ok);
+  std::uint64_t base = one_page_mapped(gpu, 4);
   std::vector<std::byte> read(16);
   EXPECT_EQ(gpu.copy_to_host(read.data(), base, read.size()), device_errc::invalid_argument) << "no access set yet";
   ASSERT_EQ(gpu.set_access(base, 2 * mib), device_errc::ok);
@@ -104,11 +110,7 @@ TEST(fake_device, new_pages_hold_a_pattern_and_need_access_before_use) {
 
 TEST(fake_device, copies_need_host_backed_pages) {
   fake_device gpu(small_device());
-  std::uint64_t base = 0;
-  physical_handle handle = 0;
-  ASSERT_EQ(gpu.reserve(2 * mib, base), device_errc::ok);
-  ASSERT_EQ(gpu.create(2 * mib, handle), device_errc::ok);
-  ASSERT_EQ(gpu.map(base, 2 * mib, handle), device_errc::ok);
+  std::uint64_t base = one_page_mapped(gpu, 2);
   ASSERT_EQ(gpu.set_access(base, 2 * mib), device_errc::ok);
   std::vector<std::byte> bytes(8);
   EXPECT_EQ(gpu.copy_to_host(bytes.data(), base, bytes.size()), device_errc::not_supported);
