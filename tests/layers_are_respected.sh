@@ -15,7 +15,7 @@ forbid() {
 }
 public_of_inspect='rlmem/(inspect|compare)\.hpp'
 public_above_model="$public_of_inspect|rlmem/(replay|plan|report|watch)\.hpp"
-forbid snapshot "rlmem/(model|allocator_[a-z]+|live_set|caching_allocator|saturating|trace_simulation)\.hpp|$public_above_model" "a header of a higher layer"
+forbid snapshot "rlmem/(model|allocator_[a-z]+|live_set|caching_allocator|rlmem_policy|saturating|trace_simulation|device|fake_device|cuda_device)\.hpp|$public_above_model" "a header of a higher layer"
 forbid model "$public_above_model" "a header of a higher layer"
 forbid inspect "rlmem/(replay|plan|report|watch)\.hpp" "a header of replay, plan or a higher layer"
 forbid replay "$public_of_inspect|rlmem/(plan|report|watch)\.hpp" "a header of inspect, plan or a higher layer"
@@ -30,7 +30,7 @@ for part in "$root"/src/*/; do
   forbid "$part" "(device|snapshot|model|inspect|replay|plan|report|watch|capi|cli)/" "another part's private header"
 done
 # The model's public headers include only the layers below them.
-found=$(grep -nE "^#include <($public_above_model)" "$root"/include/rlmem/{model,allocator_settings,allocator_rules,allocator_policy,live_set,caching_allocator,saturating,trace_simulation}.hpp)
+found=$(grep -nE "^#include <($public_above_model)" "$root"/include/rlmem/{model,allocator_settings,allocator_rules,allocator_policy,live_set,caching_allocator,rlmem_policy,saturating,trace_simulation}.hpp)
 if [ -n "$found" ]; then
   echo "FAIL the model's public headers include a higher layer:"; echo "$found"; status=1
 fi

@@ -9,6 +9,7 @@
 
 #include <rlmem/allocator_policy.hpp>
 #include <rlmem/allocator_settings.hpp>
+#include <rlmem/rlmem_policy.hpp>
 #include <rlmem/caching_allocator.hpp>
 #include <rlmem/snapshot.hpp>
 
@@ -29,6 +30,9 @@ struct trace_simulation_options {
   /// A what-if: torch.cuda.empty_cache() is called right before each of these events (indices
   /// into the device's trace, ascending), besides the calls the recording made.
   std::vector<std::uint64_t> empty_cache_before;
+  /// Set: the rlmem policy decides, over a fake device, instead of torch's allocator (`settings`
+  /// then only round requests for the OOM list); its capacity is `capacity_bytes`.
+  std::optional<rlmem_policy_options> rlmem;
 };
 
 /// A request the model could not serve.

@@ -24,6 +24,8 @@ struct replay_arguments {
   std::int64_t device = -1;
   bool min_capacity = false;
   bool compare = false;
+  std::string allocator = "torch";
+  bool release_free_pages = false;
   bool json = false;
   bool quiet = false;
 };
@@ -49,6 +51,15 @@ int run_replay(const replay_arguments& args) {
     }
     options.settings = settings;
   }
+  if (args.release_free_pages && args.allocator != "rlmem") {
+    print_error("--release-free-pages applies to --allocator rlmem only");
+    return exit_bad_input;
+  }
+  if (args.allocator == "rlmem") {
+    rlmem_policy_options policy;
+    policy.release_free_pages = args.release_free_pages;
+    options.rlmem = policy;
+  }
   snapshot snap;
   if (!load_snapshot(args.file, args.quiet, snap)) return exit_bad_input;
   replay_report report;
@@ -56,6 +67,7 @@ int run_replay(const replay_arguments& args) {
   report.device = options.device >= 0 ? options.device : default_device(snap);
   report.settings = options.settings.value_or(settings_of(snap));
   report.settings_recorded = report.settings == settings_of(snap);
+  report.rlmem = options.rlmem;
   report.result = replay(snap, options);
   report.capacity_bytes = report.result.capacity_bytes;
   if (!report.result.unsupported.empty()) {
@@ -80,10 +92,17 @@ void add_replay_command(CLI::App& app, command_body& run) {
   command->add_option("--capacity", args->capacity,
                       "Memory limit (set_per_process_memory_fraction), e.g. 2805590497 or 40GiB (default: none)");
   command->add_option("--device", args->device, "CUDA device (default: the one with the longest trace)")->check(whole_number_in(0, max_device_index));
+  command->add_option("--allocator", args->allocator,
+                      "torch: PyTorch's caching allocator under --alloc-conf (default); rlmem: the rlmem\n"
+                      "runtime's policy (pages mapped under blocks in per-stream address space)")
+      ->check(CLI::IsMember({"torch", "rlmem"}));
+  command->add_flag("--release-free-pages", args->release_free_pages,
+                    "With --allocator rlmem: unmap a page as soon as no block uses it (default: keep it\n"
+                    "until memory runs short or empty_cache())");
   command->add_flag("--min-capacity", args->min_capacity, "Also find the smallest capacity (to 2 MiB) under which the trace completes");
   command->add_flag("--compare", args->compare,
-                    "Also compare the recorded settings, expandable segments and max_split_size_mb 64..512:\n"
-                    "peak reserved and smallest capacity of each, and the floor (peak allocated)");
+                    "Also compare the recorded settings, expandable segments, max_split_size_mb 64..512 and\n"
+                    "the rlmem policy: peak reserved and smallest capacity of each, and the floor (peak allocated)");
   command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/replay.schema.json)");
   command->add_flag("--quiet", args->quiet, "No progress line on stderr");
   command->footer("The trace's allocation sequence does not depend on the allocator, so its decisions can be\n"
@@ -91,7 +110,8 @@ void add_replay_command(CLI::App& app, command_body& run) {
                   "segment events (cudaMalloc, cudaFree) the model reproduced. Examples:\n"
                   "  rlmem replay run.pickle --capacity 40GiB                # would it fit in 40 GiB?\n"
                   "  rlmem replay oom.pickle --capacity 2805590497 --compare\n"
-                  "  rlmem replay run.pickle --alloc-conf max_split_size_mb:256 --min-capacity");
+                  "  rlmem replay run.pickle --alloc-conf max_split_size_mb:256 --min-capacity\n"
+                  "  rlmem replay run.pickle --allocator rlmem --release-free-pages --min-capacity");
   command->callback([&run, args] { run = [args] { return run_replay(*args); }; });
 }
 

@@ -5,13 +5,16 @@
 #include <rlmem/allocator_rules.hpp>
 #include <rlmem/format.hpp>
 #include <rlmem/caching_allocator.hpp>
+#include <rlmem/fake_device.hpp>
 #include <rlmem/live_set.hpp>
+#include <rlmem/rlmem_policy.hpp>
 #include <rlmem/saturating.hpp>
 #include <rlmem/trace_simulation.hpp>
 
 #include <algorithm>
 #include <iterator>
 #include <memory_resource>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -148,7 +151,8 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
     return seg.device == device && seg.is_expandable;
   }) || std::any_of(events.begin(), events.end(), [](const trace_event& e) { return e.action == trace_action::segment_map; });
   result.expandable_trace = expandable_trace;
-  if (expandable_trace && !settings.expandable_segments) {
+  const bool rlmem = options.rlmem.has_value();
+  if (expandable_trace && !settings.expandable_segments && !rlmem) {
     result.unsupported = "the trace was recorded with expandable segments; its reserved ranges cannot be replayed as cudaMalloc segments";
     return result;
   }
@@ -174,7 +178,22 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
     synthetic_address += size;
     return address;
   };
-  caching_allocator_model model(settings, options.capacity_bytes, address_for, std::move(recorded_maps));
+  // The policy that decides: torch's native allocator, or the rlmem policy over a fake device
+  // (no host pages: the simulation's memory follows the trace, not the simulated GPU).
+  std::optional<caching_allocator_model> torch_allocator;
+  std::optional<fake_device> simulated_gpu;
+  std::optional<rlmem_policy> rlmem_allocator;
+  if (rlmem) {
+    fake_device_options gpu;
+    gpu.total_bytes = std::uint64_t{1} << 50;
+    simulated_gpu.emplace(gpu);
+    rlmem_policy_options chosen = *options.rlmem;
+    chosen.capacity_bytes = options.capacity_bytes;
+    rlmem_allocator.emplace(*simulated_gpu, chosen);
+  } else {
+    torch_allocator.emplace(settings, options.capacity_bytes, address_for, std::move(recorded_maps));
+  }
+  allocator_policy& model = rlmem ? static_cast<allocator_policy&>(*rlmem_allocator) : *torch_allocator;
 
   // The state at trace start, as the recording's settings made it: each reserved range with its
   // live blocks, gaps free.
@@ -185,7 +204,8 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
   // A what-if from cudaMalloc segments to expandable ones: a run made with expandable segments
   // from the start would have packed the memory allocated before recording into its
   // reservations, not kept it in the recording's segments with their free gaps.
-  const bool repack = settings.expandable_segments && !expandable_trace;
+  // The rlmem policy places it its own way, always.
+  const bool repack = rlmem || (settings.expandable_segments && !expandable_trace);
   auto held = start.blocks().begin();
   const dump_segment_pools pools(snap, device);
   std::uint64_t repacked_bytes = 0;
@@ -239,7 +259,11 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
   model.close_existing_reservations();
   // The maps that placed it are the trace-start state, not events of the trace.
   const std::size_t setup_segment_events = model.segment_events().size();
-  if (repack && !start.mapped().empty()) {
+  if (rlmem && !start.mapped().empty()) {
+    result.notes.push_back("memory allocated before recording (" + format_bytes(static_cast<std::int64_t>(repacked_bytes)) +
+                           ") is placed by the rlmem policy in address order; the recording's cached free space at trace start (" +
+                           format_bytes(static_cast<std::int64_t>(dropped_cache_bytes)) + ") is not carried over");
+  } else if (repack && !start.mapped().empty()) {
     result.notes.push_back("memory allocated before recording (" + format_bytes(static_cast<std::int64_t>(repacked_bytes)) +
                            ") is packed into expandable segments in address order, as a run with them from the start would "
                            "place it; the recording's cached free space at trace start (" +

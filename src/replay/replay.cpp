@@ -53,6 +53,7 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
   run.device = options.device;
   run.settings = options.settings;
   run.capacity_bytes = options.capacity_bytes;
+  run.rlmem = options.rlmem;
   replay_result result;
   if (run.capacity_bytes == 0 && options.infer_capacity) {
     result.inferred_limit = infer_recorded_limit(snap, options.device >= 0 ? options.device : default_device(snap));
@@ -74,7 +75,7 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
   result.events_replayed = simulated.events_applied;
   result.recording_ended_in_oom = simulated.served_a_recorded_oom;
   result.notes = std::move(simulated.notes);
-  if (simulated.settings == settings_of(snap)) {
+  if (!options.rlmem && simulated.settings == settings_of(snap)) {
     const device_trace* trace = snap.trace_for(simulated.device);
     std::span<const trace_event> events = snap.events_of(*trace);
     result.fidelity = compare_segment_events(events.first(result.events_replayed), simulated.segment_events);
@@ -108,9 +109,10 @@ std::uint64_t min_capacity(const snapshot& snap, const replay_options& options) 
 std::vector<settings_comparison> compare_settings(const snapshot& snap, const replay_options& options) {
   allocator_settings recorded = options.settings.value_or(settings_of(snap));
   std::vector<settings_comparison> rows;
-  auto add = [&](std::string label, const allocator_settings& settings) {
+  auto add = [&](std::string label, const allocator_settings& settings, std::optional<rlmem_policy_options> rlmem = std::nullopt) {
     replay_options run = options;
     run.settings = settings;
+    run.rlmem = rlmem;
     settings_comparison row{std::move(label), settings, replay(snap, run), 0, 0};
     if (row.result.unsupported.empty()) {
       row.min_capacity_bytes = min_capacity(snap, run);
@@ -131,6 +133,11 @@ std::vector<settings_comparison> compare_settings(const snapshot& snap, const re
     split.max_split_size = megabytes << 20;
     if (split != recorded) add("max_split_size_mb:" + std::to_string(megabytes), split);
   }
+  rlmem_policy_options caching;
+  add("rlmem policy", recorded, caching);
+  rlmem_policy_options releasing;
+  releasing.release_free_pages = true;
+  add("rlmem policy, free pages released", recorded, releasing);
   return rows;
 }
 

@@ -46,14 +46,26 @@ json result_json(const replay_result& result) {
   return out;
 }
 
+// The floor of a comparison: the smallest peak allocated of its rows. Torch counts a block
+// served whole (its remainder too small to split) as allocated; the rlmem policy counts each
+// request rounded to 512 bytes, which is the program's own demand.
+std::int64_t comparison_floor(const std::vector<settings_comparison>& rows) {
+  std::int64_t floor = rows.front().floor_bytes;
+  for (const settings_comparison& row : rows) {
+    if (row.result.unsupported.empty() && row.floor_bytes > 0) floor = std::min(floor, row.floor_bytes);
+  }
+  return floor;
+}
+
 }  // namespace
 
 std::string render_replay_text(const replay_report& report) {
   const replay_result& result = report.result;
   std::string out = fmt::format("{}  device {}\n", printable_text(report.file), report.device);
-  out += detail::wrap(fmt::format("replayed under {} ({}), capacity {}", settings_text(report.settings),
-                                  report.settings_recorded ? "as recorded" : "what-if", capacity_text(report.capacity_bytes)),
-                      2, 100) + "\n";
+  std::string under = report.rlmem ? fmt::format("the rlmem policy, free pages {} (what-if)",
+                                                  report.rlmem->release_free_pages ? "released at once" : "cached until needed")
+                                    : fmt::format("{} ({})", settings_text(report.settings), report.settings_recorded ? "as recorded" : "what-if");
+  out += detail::wrap(fmt::format("replayed under {}, capacity {}", under, capacity_text(report.capacity_bytes)), 2, 100) + "\n";
   // A labelled row; long values wrap under the value column (2 + 16 + 1 = 19).
   auto row = [&](std::string_view name, const std::string& text) {
     std::string wrapped = detail::wrap(text, 19, 100);
@@ -123,7 +135,7 @@ std::string render_replay_text(const replay_report& report) {
                          format_bytes(static_cast<std::int64_t>(compared.min_capacity_bytes)),
                          report.capacity_bytes ? (compared.result.completed ? "completes" : "OOM") : "");
     }
-    out += fmt::format("  {:<{}} {:>13} {:>13}\n", "floor (peak allocated)", width, "", format_bytes(report.comparison.front().floor_bytes));
+    out += fmt::format("  {:<{}} {:>13} {:>13}\n", "floor (peak allocated)", width, "", format_bytes(comparison_floor(report.comparison)));
   }
   return out;
 }
@@ -135,7 +147,9 @@ std::string render_replay_json(const replay_report& report) {
   out["file"] = report.file;
   out["device"] = report.device;
   out["alloc_conf"] = to_alloc_conf(report.settings);
-  out["settings_recorded"] = report.settings_recorded;
+  out["settings_recorded"] = report.settings_recorded && !report.rlmem;
+  out["allocator"] = report.rlmem ? "rlmem" : "torch";
+  if (report.rlmem) out["release_free_pages"] = report.rlmem->release_free_pages;
   out["capacity_bytes"] = report.capacity_bytes;
   json totals = result_json(report.result);  // a named json: items() must not outlive it
   for (auto& [key, item] : totals.items()) out[key] = item;
@@ -159,7 +173,7 @@ std::string render_replay_json(const replay_report& report) {
       rows.push_back(std::move(row));
     }
     out["compare"] = rows;
-    out["floor_bytes"] = report.comparison.front().floor_bytes;
+    out["floor_bytes"] = comparison_floor(report.comparison);
   }
   return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

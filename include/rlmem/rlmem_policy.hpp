@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The rlmem allocator policy over the device seam: one address-space reservation per stream,
+// blocks placed best fit inside it (or at its top), physical pages mapped under a block as it is
+// handed out and counted by the blocks that use them, and pages no block uses released when
+// memory runs short, at empty_cache(), or at once. Address space is cheap and never the limit;
+// only pages are memory, so free gaps cost at most the pages they share with live blocks.
+// The same code runs in replay over the fake device and, in the runtime, over CUDA.
+
+#include <rlmem/allocator_policy.hpp>
+#include <rlmem/caching_allocator.hpp>
+#include <rlmem/device.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace rlmem {
+
+struct rlmem_policy_options {
+  /// Unmap a page as soon as no block uses it: reserved stays closest to what is live, at the
+  /// cost of a map and an unmap per reuse. Otherwise free pages stay mapped until a request
+  /// finds no memory, or empty_cache().
+  bool release_free_pages = false;
+  /// set_per_process_memory_fraction as bytes; 0 for none.
+  std::uint64_t capacity_bytes = 0;
+  /// Address space reserved per stream (rounded up to the granularity): it bounds the bytes
+  /// one stream can have live, so make it no less than the device.
+  std::uint64_t reservation_bytes = std::uint64_t{256} << 30;
+};
+
+class rlmem_policy final : public allocator_policy {
+ public:
+  /// Pre: `gpu` outlives the policy and is used by nothing else.
+  rlmem_policy(device& gpu, rlmem_policy_options options);
+  rlmem_policy(const rlmem_policy&) = delete;
+  rlmem_policy& operator=(const rlmem_policy&) = delete;
+  ~rlmem_policy() override;
+
+  /// Memory from before the trace: each live block is asked for again, in the order given
+  /// (addresses are the policy's own; segments' pools and kinds do not apply).
+  std::vector<model_block*> add_existing_segment(std::uint64_t address, std::uint64_t size, std::uint64_t stream,
+                                                 const std::vector<model_block>& live, bool small_pool, bool expandable) override;
+  void close_existing_reservations() override {}
+  model_block* allocate(std::uint64_t requested_bytes, std::uint64_t stream) override;
+  void free_requested(model_block* block) override;
+  void free_completed(model_block* block) override;
+  void empty_cache() override { release_cached_pages(); }
+  void set_device_bytes(std::uint64_t bytes) override { device_bytes_ = bytes; }
+
+  std::int64_t allocated_bytes() const noexcept override { return allocated_bytes_; }
+  std::int64_t reserved_bytes() const noexcept override { return static_cast<std::int64_t>(pages_.size() * page_bytes_); }
+  /// Contiguous mapped runs, as a snapshot lists expandable segments. O(pages).
+  std::uint64_t segments() const noexcept override;
+  /// Requests that released cached pages and tried again.
+  std::uint64_t alloc_retries() const noexcept override { return retries_; }
+  /// Every page mapped and unmapped, in order.
+  const std::vector<model_segment_event>& segment_events() const noexcept override { return events_; }
+
+  /// A device call failed for a reason other than memory (a broken precondition): the policy's
+  /// bug, never the program's. Empty while all is well.
+  const std::string& fault() const noexcept { return fault_; }
+
+ private:
+  struct arena {
+    std::uint64_t base = 0;
+    std::uint64_t size = 0;
+    std::uint64_t top = 0;                                      // offset of the first never-used byte
+    std::map<std::uint64_t, std::uint64_t> free_by_address;     // address -> size, below top
+    std::set<std::pair<std::uint64_t, std::uint64_t>> free_by_size;  // (size, address)
+  };
+  struct page {
+    physical_handle handle = 0;
+    std::uint32_t users = 0;
+  };
+
+  arena* arena_of(std::uint64_t stream);
+  bool place(arena& where, std::uint64_t size, std::uint64_t& address);
+  void give_back(arena& where, std::uint64_t address, std::uint64_t size);
+  bool map_pages(std::uint64_t address, std::uint64_t size);
+  bool map_page(std::uint64_t address);
+  void leave_pages(std::uint64_t address, std::uint64_t size);
+  void unmap_page(std::uint64_t address);
+  bool release_cached_pages();
+  bool room_for_a_page() const noexcept;
+  model_block* new_block(std::uint64_t ptr, std::uint64_t size, std::uint64_t stream);
+
+  device& gpu_;
+  rlmem_policy_options options_;
+  std::uint64_t page_bytes_;
+  std::uint64_t device_bytes_ = 0;
+  std::int64_t allocated_bytes_ = 0;
+  std::uint64_t retries_ = 0;
+  std::unordered_map<std::uint64_t, arena> arenas_;   // by stream
+  std::map<std::uint64_t, page> pages_;               // mapped pages by address
+  std::set<std::uint64_t> cached_;                     // mapped pages no block uses
+  std::deque<model_block> storage_;
+  std::vector<model_block*> recycled_;
+  std::vector<model_segment_event> events_;
+  std::string fault_;
+};
+
+}  // namespace rlmem

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+// The rlmem policy: best fit in per-stream address space, pages mapped under blocks and counted
+// by the blocks that use them.
+
+#include <rlmem/allocator_rules.hpp>
+#include <rlmem/rlmem_policy.hpp>
+
+#include <algorithm>
+#include <iterator>
+#include <string>
+
+namespace rlmem {
+
+namespace {
+
+std::uint64_t round_up(std::uint64_t value, std::uint64_t unit) { return (value + unit - 1) / unit * unit; }
+
+}  // namespace
+
+rlmem_policy::rlmem_policy(device& gpu, rlmem_policy_options options)
+    : gpu_(gpu), options_(options), page_bytes_(gpu.config().granularity) {
+  options_.reservation_bytes = round_up(std::max(options_.reservation_bytes, page_bytes_), page_bytes_);
+}
+
+rlmem_policy::~rlmem_policy() {
+  // Everything back to the device, pages first (a reservation is freed with nothing mapped).
+  for (const auto& [address, mapped] : pages_) {
+    gpu_.unmap(address, page_bytes_);
+    gpu_.release(mapped.handle);
+  }
+  for (const auto& [stream, space] : arenas_) gpu_.free_reservation(space.base, space.size);
+}
+
+rlmem_policy::arena* rlmem_policy::arena_of(std::uint64_t stream) {
+  auto found = arenas_.find(stream);
+  if (found != arenas_.end()) return &found->second;
+  arena made;
+  if (device_errc code = gpu_.reserve(options_.reservation_bytes, made.base); code != device_errc::ok) {
+    if (code != device_errc::out_of_memory) fault_ = "reserve: " + std::string(device_error_name(code));
+    return nullptr;
+  }
+  made.size = options_.reservation_bytes;
+  return &arenas_.emplace(stream, std::move(made)).first->second;
+}
+
+// Best fit among the free gaps (the lowest address among equals), else the top of the arena.
+bool rlmem_policy::place(arena& where, std::uint64_t size, std::uint64_t& address) {
+  auto fit = where.free_by_size.lower_bound({size, 0});
+  if (fit != where.free_by_size.end()) {
+    auto [gap_size, gap] = *fit;
+    where.free_by_size.erase(fit);
+    where.free_by_address.erase(gap);
+    if (gap_size > size) {
+      where.free_by_address.emplace(gap + size, gap_size - size);
+      where.free_by_size.emplace(gap_size - size, gap + size);
+    }
+    address = gap;
+    return true;
+  }
+  if (size > where.size - where.top) return false;
+  address = where.base + where.top;
+  where.top += size;
+  return true;
+}
+
+// A range back to the arena's free gaps, joined with its neighbours; a gap reaching the top
+// lowers the top instead.
+void rlmem_policy::give_back(arena& where, std::uint64_t address, std::uint64_t size) {
+  auto after = where.free_by_address.lower_bound(address);
+  if (after != where.free_by_address.end() && after->first == address + size) {
+    size += after->second;
+    where.free_by_size.erase({after->second, after->first});
+    after = where.free_by_address.erase(after);
+  }
+  if (after != where.free_by_address.begin()) {
+    auto before = std::prev(after);
+    if (before->first + before->second == address) {
+      address = before->first;
+      size += before->second;
+      where.free_by_size.erase({before->second, before->first});
+      where.free_by_address.erase(before);
+    }
+  }
+  if (address + size == where.base + where.top) {
+    where.top = address - where.base;
+    return;
+  }
+  where.free_by_address.emplace(address, size);
+  where.free_by_size.emplace(size, address);
+}
+
+bool rlmem_policy::room_for_a_page() const noexcept {
+  std::uint64_t mapped = pages_.size() * page_bytes_;
+  if (options_.capacity_bytes > 0 && mapped + page_bytes_ > options_.capacity_bytes) return false;
+  if (device_bytes_ > 0 && mapped + page_bytes_ > device_bytes_) return false;
+  return true;
+}
+
+bool rlmem_policy::map_page(std::uint64_t address) {
+  if (!room_for_a_page()) return false;
+  physical_handle handle = 0;
+  device_errc code = gpu_.create(page_bytes_, handle);
+  if (code == device_errc::ok) {
+    code = gpu_.map(address, page_bytes_, handle);
+    if (code == device_errc::ok) {
+      code = gpu_.set_access(address, page_bytes_);
+      if (code != device_errc::ok) gpu_.unmap(address, page_bytes_);
+    }
+    if (code != device_errc::ok) gpu_.release(handle);
+  }
+  if (code != device_errc::ok) {
+    if (code != device_errc::out_of_memory) fault_ = "mapping a page: " + std::string(device_error_name(code));
+    return false;
+  }
+  pages_.emplace(address, page{handle, 1});
+  events_.push_back({true, address, page_bytes_});
+  return true;
+}
+
+// Every page under [address, address + size) gains a user, mapped when new. On failure the
+// pages taken so far are left again and those this call mapped go back to the device: nothing
+// changed.
+bool rlmem_policy::map_pages(std::uint64_t address, std::uint64_t size) {
+  std::uint64_t first = address / page_bytes_ * page_bytes_;
+  std::vector<std::uint64_t> mapped_here;
+  for (std::uint64_t at = first; at < address + size; at += page_bytes_) {
+    auto found = pages_.find(at);
+    if (found != pages_.end()) {
+      if (found->second.users++ == 0) cached_.erase(at);
+      continue;
+    }
+    if (!map_page(at)) {
+      if (at > first) leave_pages(first, at - first);
+      for (std::uint64_t page_address : mapped_here) {
+        if (cached_.erase(page_address) > 0) unmap_page(page_address);
+      }
+      return false;
+    }
+    mapped_here.push_back(at);
+  }
+  return true;
+}
+
+void rlmem_policy::unmap_page(std::uint64_t address) {
+  auto found = pages_.find(address);
+  gpu_.unmap(address, page_bytes_);
+  gpu_.release(found->second.handle);
+  pages_.erase(found);
+  events_.push_back({false, address, page_bytes_});
+}
+
+void rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size) {
+  std::uint64_t first = address / page_bytes_ * page_bytes_;
+  for (std::uint64_t at = first; at < address + size; at += page_bytes_) {
+    auto found = pages_.find(at);
+    if (--found->second.users > 0) continue;
+    if (options_.release_free_pages) {
+      unmap_page(at);
+    } else {
+      cached_.insert(at);
+    }
+  }
+}
+
+bool rlmem_policy::release_cached_pages() {
+  if (cached_.empty()) return false;
+  for (std::uint64_t address : cached_) unmap_page(address);
+  cached_.clear();
+  return true;
+}
+
+model_block* rlmem_policy::new_block(std::uint64_t ptr, std::uint64_t size, std::uint64_t stream) {
+  model_block* block = nullptr;
+  if (!recycled_.empty()) {
+    block = recycled_.back();
+    recycled_.pop_back();
+  } else {
+    block = &storage_.emplace_back();
+  }
+  *block = model_block{};
+  block->ptr = ptr;
+  block->size = size;
+  block->stream = stream;
+  block->allocated = true;
+  block->in_use = true;
+  block->expandable = true;
+  return block;
+}
+
+model_block* rlmem_policy::allocate(std::uint64_t requested_bytes, std::uint64_t stream) {
+  if (requested_bytes > options_.reservation_bytes) return nullptr;
+  std::uint64_t size = round_up(std::max<std::uint64_t>(requested_bytes, 1), min_block_bytes);
+  arena* where = arena_of(stream);
+  if (where == nullptr) return nullptr;
+  std::uint64_t address = 0;
+  if (!place(*where, size, address)) return nullptr;
+  if (!map_pages(address, size)) {
+    // Short of memory: the pages no block uses go back, once, and the request tries again.
+    bool released = release_cached_pages();
+    if (released) ++retries_;
+    if (!released || !map_pages(address, size)) {
+      give_back(*where, address, size);
+      return nullptr;
+    }
+  }
+  allocated_bytes_ += static_cast<std::int64_t>(size);
+  return new_block(address, size, stream);
+}
+
+void rlmem_policy::free_requested(model_block* block) {
+  if (!block->allocated) return;
+  block->allocated = false;
+  allocated_bytes_ -= static_cast<std::int64_t>(block->size);
+}
+
+void rlmem_policy::free_completed(model_block* block) {
+  free_requested(block);
+  leave_pages(block->ptr, block->size);
+  give_back(arenas_.at(block->stream), block->ptr, block->size);
+  block->in_use = false;
+  recycled_.push_back(block);
+}
+
+std::vector<model_block*> rlmem_policy::add_existing_segment(std::uint64_t, std::uint64_t, std::uint64_t stream,
+                                                             const std::vector<model_block>& live, bool, bool) {
+  std::vector<model_block*> made;
+  for (const model_block& held : live) {
+    model_block* block = allocate(held.size, stream);
+    if (block == nullptr) break;  // the caller sees fewer blocks than it gave
+    if (!held.allocated) free_requested(block);
+    made.push_back(block);
+  }
+  return made;
+}
+
+std::uint64_t rlmem_policy::segments() const noexcept {
+  std::uint64_t runs = 0;
+  std::uint64_t end = 0;
+  for (const auto& [address, mapped] : pages_) {
+    if (runs == 0 || address != end) ++runs;
+    end = address + page_bytes_;
+  }
+  return runs;
+}
+
+}  // namespace rlmem

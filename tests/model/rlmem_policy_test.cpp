@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+// The rlmem policy over the fake device: pages counted by the blocks that use them, best fit in
+// per-stream address space, cached pages released under pressure, and every page given back.
+
+#include <rlmem/fake_device.hpp>
+#include <rlmem/rlmem_policy.hpp>
+
+#include <gtest/gtest.h>
+
+namespace rlmem {
+namespace {
+
+constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+constexpr std::uint64_t stream = 7;
+
+fake_device_options two_mib_pages(std::uint64_t total_mib = 64) {
+  fake_device_options options;
+  options.total_bytes = total_mib * mib;
+  options.keep_log = true;
+  return options;
+}
+
+TEST(rlmem_policy, blocks_share_the_pages_they_overlap) {
+  fake_device gpu(two_mib_pages());
+  rlmem_policy policy(gpu, {});
+  model_block* three = policy.allocate(3 * mib, stream);
+  ASSERT_NE(three, nullptr);
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(4 * mib)) << "3 MiB on two 2 MiB pages";
+  model_block* one = policy.allocate(1 * mib, stream);
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(one->ptr, three->ptr + 3 * mib) << "placed right after, at the top";
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(4 * mib)) << "the second page had room";
+  EXPECT_EQ(policy.allocated_bytes(), static_cast<std::int64_t>(4 * mib));
+  policy.free_completed(three);
+  EXPECT_EQ(policy.allocated_bytes(), static_cast<std::int64_t>(1 * mib));
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(4 * mib)) << "the freed page stays cached";
+  policy.empty_cache();
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(2 * mib)) << "only the page the 1 MiB block uses";
+  EXPECT_EQ(gpu.used_bytes(), 2 * mib);
+  EXPECT_TRUE(policy.fault().empty()) << policy.fault();
+}
+
+TEST(rlmem_policy, a_freed_gap_is_reused_best_fit_and_the_top_comes_down) {
+  fake_device gpu(two_mib_pages());
+  rlmem_policy policy(gpu, {});
+  model_block* a = policy.allocate(4 * mib, stream);
+  model_block* b = policy.allocate(2 * mib, stream);
+  model_block* c = policy.allocate(6 * mib, stream);
+  model_block* d = policy.allocate(2 * mib, stream);
+  ASSERT_TRUE(a && b && c && d);
+  std::uint64_t base = a->ptr;
+  policy.free_completed(a);  // a 4 MiB gap at the base
+  policy.free_completed(c);  // a 6 MiB gap between b and d
+  model_block* fits = policy.allocate(4 * mib, stream);
+  ASSERT_NE(fits, nullptr);
+  EXPECT_EQ(fits->ptr, base) << "the 4 MiB gap fits exactly; the 6 MiB one would leave 2 MiB";
+  policy.free_completed(d);  // d was on top: the top comes down over c's gap too
+  model_block* large = policy.allocate(8 * mib, stream);
+  ASSERT_NE(large, nullptr);
+  EXPECT_EQ(large->ptr, base + 6 * mib) << "right after b, where c and d were";
+}
+
+TEST(rlmem_policy, under_a_capacity_cached_pages_go_back_before_a_request_fails) {
+  fake_device gpu(two_mib_pages());
+  rlmem_policy_options options;
+  options.capacity_bytes = 8 * mib;
+  rlmem_policy policy(gpu, options);
+  model_block* first = policy.allocate(6 * mib, stream);
+  ASSERT_NE(first, nullptr);
+  policy.free_completed(first);  // 6 MiB of cached pages
+  model_block* other_stream = policy.allocate(6 * mib, stream + 1);
+  ASSERT_NE(other_stream, nullptr) << "the cached pages were released to make room";
+  EXPECT_EQ(policy.alloc_retries(), 1u);
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(6 * mib));
+  EXPECT_EQ(policy.allocate(4 * mib, stream), nullptr) << "6 + 4 MiB over an 8 MiB capacity";
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(6 * mib)) << "a failed request leaves nothing mapped";
+  EXPECT_EQ(policy.allocated_bytes(), static_cast<std::int64_t>(6 * mib));
+  EXPECT_NE(policy.allocate(2 * mib, stream), nullptr) << "and its address space is free again";
+}
+
+TEST(rlmem_policy, released_free_pages_keep_reserved_at_the_pages_live_blocks_use) {
+  fake_device gpu(two_mib_pages());
+  rlmem_policy_options options;
+  options.release_free_pages = true;
+  rlmem_policy policy(gpu, options);
+  model_block* a = policy.allocate(5 * mib, stream);
+  model_block* b = policy.allocate(5 * mib, stream);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(10 * mib));
+  policy.free_completed(a);
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(6 * mib)) << "pages 0-1 unused; page 2 shared with b";
+  EXPECT_EQ(policy.segments(), 1u);
+  const std::vector<model_segment_event>& events = policy.segment_events();
+  ASSERT_EQ(events.size(), 7u) << "5 maps, 2 unmaps";
+  EXPECT_FALSE(events[5].alloc);
+  EXPECT_EQ(events[5].address, a->ptr);
+}
+
+TEST(rlmem_policy, every_page_and_reservation_goes_back_to_the_device) {
+  fake_device gpu(two_mib_pages());
+  {
+    rlmem_policy policy(gpu, {});
+    ASSERT_NE(policy.allocate(3 * mib, stream), nullptr);
+    ASSERT_NE(policy.allocate(1 * mib, stream + 1), nullptr);
+    EXPECT_EQ(gpu.reservations(), 2u) << "one per stream";
+  }
+  EXPECT_EQ(gpu.used_bytes(), 0u);
+  EXPECT_EQ(gpu.mapped_bytes(), 0u);
+  EXPECT_EQ(gpu.reservations(), 0u);
+  // Every page was given access before use.
+  for (std::size_t i = 0; i < gpu.log().size(); ++i) {
+    if (gpu.log()[i].op != device_op::map) continue;
+    ASSERT_LT(i + 1, gpu.log().size());
+    EXPECT_EQ(gpu.log()[i + 1].op, device_op::set_access) << "call " << i + 1;
+  }
+}
+
+TEST(rlmem_policy, a_device_that_runs_out_fails_the_request_and_changes_nothing) {
+  fake_device_options options = two_mib_pages(6);
+  fake_device gpu(options);
+  rlmem_policy policy(gpu, {});
+  ASSERT_NE(policy.allocate(4 * mib, stream), nullptr);
+  EXPECT_EQ(policy.allocate(4 * mib, stream), nullptr) << "4 + 4 MiB on a 6 MiB device";
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(4 * mib));
+  EXPECT_EQ(gpu.used_bytes(), 4 * mib) << "the page mapped before the device ran out was given back";
+  EXPECT_TRUE(policy.fault().empty()) << "running out is the program's, not a fault: " << policy.fault();
+}
+
+}  // namespace
+}  // namespace rlmem
