@@ -13,6 +13,7 @@
 #include <rlmem/saturating.hpp>
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -277,8 +278,13 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   const allocator_settings recorded = settings_of(snap);
   expandable = expandable || recorded.expandable_segments;
 
-  // Everything that does not need the timeline: the stacks' sites and categories, the step
-  // ends, the OOMs to report.
+  // The state at trace start (a walk of every event and of the dump) on a second core, while
+  // this one does everything else that does not need the timeline: the stacks' sites and
+  // categories, the step ends, the OOMs to report. Both only read the snapshot.
+  std::future<std::pair<live_set, std::int64_t>> at_start = std::async(std::launch::async, [&snap, device = result.device, events, &recorded] {
+    return std::pair<live_set, std::int64_t>(live_set::at_trace_start(snap, device, events, recorded),
+                                             reserved_at_trace_start(snap, device, events));
+  });
   const std::vector<category_rule>& rules = options.category_rules.empty() ? default_category_rules() : options.category_rules;
   stack_index stacks(snap, rules);
   detail::step_search steps = detail::find_step_ends(stacks.frames(), result.device, events, options.step_marker);
@@ -303,12 +309,12 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   // only known once their bucket or the trace is over: the categories are kept at the highest
   // point so far, and what the peaks need of the live blocks is read by a second, partial
   // replay up to the later peak.
-  const live_set start = live_set::at_trace_start(snap, result.device, events, recorded);
+  const auto [start, reserved_at_start] = at_start.get();
   timeline& line = result.memory;
   line.device = result.device;
   line.allocated_at_start = start.allocated_bytes();
   line.blocks_live_at_start = start.blocks().size();
-  line.reserved_at_start = reserved_at_trace_start(snap, result.device, events);
+  line.reserved_at_start = reserved_at_start;
   line.allocated.resize(events.size());
   line.reserved.resize(events.size());
   fragmentation_report& frag = result.fragmentation;
@@ -412,6 +418,14 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   result.categories_at_peak = by_category;
 
   read_state(-1);
+  // The next event read_state has something to read at.
+  auto next_read_after = [&] {
+    std::size_t next = count - 1;
+    if (next_step_end < step_ends.size()) next = std::min<std::size_t>(next, step_ends[next_step_end]);
+    if (next_oom < plan.oom_events.size()) next = std::min<std::size_t>(next, plan.oom_events[next_oom]);
+    return next;
+  };
+  std::size_t next_read = next_read_after();
   std::int64_t reserved = line.reserved_at_start;
   for (std::size_t i = 0; i < count; ++i) {
     const trace_event& event = events[i];
@@ -455,7 +469,10 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
         bucket_end = (bucket + 1) * count / buckets;
       }
     }
-    read_state(static_cast<std::int64_t>(i));
+    if (i == next_read) {
+      read_state(static_cast<std::int64_t>(i));
+      next_read = next_read_after();
+    }
   }
   line.frees_of_earlier_blocks = state.frees_of_earlier_blocks();
   line.inconsistencies = state.inconsistencies();
