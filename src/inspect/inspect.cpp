@@ -243,6 +243,14 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   const device_trace* trace = snap.trace_for(result.device);
   std::span<const trace_event> events = trace ? snap.events_of(*trace) : std::span<const trace_event>{};
   result.events = events.size();
+  // The state at trace start (a walk of every event and of the dump) on a second core, while
+  // this one does everything else that does not need the timeline: the counts, the stacks'
+  // sites and categories, the step ends, the OOMs to report. Both only read the snapshot.
+  const allocator_settings recorded = settings_of(snap);
+  std::future<std::pair<live_set, std::int64_t>> at_start = std::async(std::launch::async, [&snap, device = result.device, events, &recorded] {
+    return std::pair<live_set, std::int64_t>(live_set::at_trace_start(snap, device, events, recorded),
+                                             reserved_at_trace_start(snap, device, events));
+  });
   std::vector<bool> stream_used(snap.streams.size(), false);
   for (const trace_event& event : events) {
     ++result.events_by_action[static_cast<std::size_t>(event.action)];
@@ -275,16 +283,8 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   }
   std::sort(result.streams.begin(), result.streams.end());
   result.streams.erase(std::unique(result.streams.begin(), result.streams.end()), result.streams.end());
-  const allocator_settings recorded = settings_of(snap);
   expandable = expandable || recorded.expandable_segments;
 
-  // The state at trace start (a walk of every event and of the dump) on a second core, while
-  // this one does everything else that does not need the timeline: the stacks' sites and
-  // categories, the step ends, the OOMs to report. Both only read the snapshot.
-  std::future<std::pair<live_set, std::int64_t>> at_start = std::async(std::launch::async, [&snap, device = result.device, events, &recorded] {
-    return std::pair<live_set, std::int64_t>(live_set::at_trace_start(snap, device, events, recorded),
-                                             reserved_at_trace_start(snap, device, events));
-  });
   const std::vector<category_rule>& rules = options.category_rules.empty() ? default_category_rules() : options.category_rules;
   stack_index stacks(snap, rules);
   detail::step_search steps = detail::find_step_ends(stacks.frames(), result.device, events, options.step_marker);
