@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// inspect(): one backward walk to the state at trace start, a forward pass for the timeline,
-// and a second forward pass that stops at checkpoints (peaks, step ends, OOMs, samples) to
-// see what was live there.
+// inspect(): one backward walk to the state at trace start, one forward pass for the timeline
+// and what was live at step ends, OOMs, samples and the end, and a partial replay up to the
+// peaks to see what was live there.
 
 #include "analysis.hpp"
 #include "frames.hpp"
@@ -13,6 +13,7 @@
 #include <rlmem/saturating.hpp>
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -212,10 +213,6 @@ class site_tracker {
   std::uint32_t step_ends_ = 0;
 };
 
-enum checkpoint_kind : std::uint8_t {
-  at_sample = 1, at_peak_allocated = 2, at_peak_reserved = 4, at_step_end = 8, at_oom = 16, at_end = 32
-};
-
 // "device 1 (most data: 10,432 events, 12 segments); also in the file: device 0 (1 event, 0 segments)".
 std::string device_choice_note(std::int64_t chosen, const std::map<std::int64_t, device_data>& data) {
   auto describe = [](const device_data& one) {
@@ -246,6 +243,14 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   const device_trace* trace = snap.trace_for(result.device);
   std::span<const trace_event> events = trace ? snap.events_of(*trace) : std::span<const trace_event>{};
   result.events = events.size();
+  // The state at trace start (a walk of every event and of the dump) on a second core, while
+  // this one does everything else that does not need the timeline: the counts, the stacks'
+  // sites and categories, the step ends, the OOMs to report. Both only read the snapshot.
+  const allocator_settings recorded = settings_of(snap);
+  std::future<std::pair<live_set, std::int64_t>> at_start = std::async(std::launch::async, [&snap, device = result.device, events, &recorded] {
+    return std::pair<live_set, std::int64_t>(live_set::at_trace_start(snap, device, events, recorded),
+                                             reserved_at_trace_start(snap, device, events));
+  });
   std::vector<bool> stream_used(snap.streams.size(), false);
   for (const trace_event& event : events) {
     ++result.events_by_action[static_cast<std::size_t>(event.action)];
@@ -278,33 +283,202 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   }
   std::sort(result.streams.begin(), result.streams.end());
   result.streams.erase(std::unique(result.streams.begin(), result.streams.end()), result.streams.end());
-  const allocator_settings recorded = settings_of(snap);
   expandable = expandable || recorded.expandable_segments;
 
-  // Pass 1: the timeline.
-  const live_set start = live_set::at_trace_start(snap, result.device, events, recorded);
+  const std::vector<category_rule>& rules = options.category_rules.empty() ? default_category_rules() : options.category_rules;
+  stack_index stacks(snap, rules);
+  detail::step_search steps = detail::find_step_ends(stacks.frames(), result.device, events, options.step_marker);
+  result.step_method = steps.method;
+  std::vector<std::uint64_t> step_ends = steps.ends;
+  std::sort(step_ends.begin(), step_ends.end());
+  // Full OOM forensics walk every live block and range: for the first and the last OOMs only.
+  std::uint64_t oom_count = result.events_by_action[static_cast<std::size_t>(trace_action::oom)];
+  std::uint64_t ooms_first = std::min<std::uint64_t>(oom_count, options.max_oom_reports / 2 + options.max_oom_reports % 2);
+  std::uint64_t ooms_last = std::min<std::uint64_t>(oom_count - ooms_first, options.max_oom_reports / 2);
+  detail::oom_simulation_plan plan;
+  for (std::size_t i = 0, seen = 0; i < events.size(); ++i) {
+    if (events[i].action != trace_action::oom) continue;
+    plan.oom_events.push_back(i);
+    plan.reported.push_back(seen < ooms_first || seen >= oom_count - ooms_last);
+    ++seen;
+  }
+
+  // One forward pass: the timeline, and categories and site totals following every change,
+  // read at the step ends, the OOMs and the end as it reaches them. The timeline's samples (the
+  // highest points of each of 1000 buckets, as timeline_points chooses them) and its peak are
+  // only known once their bucket or the trace is over: the categories are kept at the highest
+  // point so far, and what the peaks need of the live blocks is read by a second, partial
+  // replay up to the later peak.
+  const auto [start, reserved_at_start] = at_start.get();
   timeline& line = result.memory;
   line.device = result.device;
   line.allocated_at_start = start.allocated_bytes();
   line.blocks_live_at_start = start.blocks().size();
-  line.reserved_at_start = reserved_at_trace_start(snap, result.device, events);
-  line.allocated.reserve(events.size());
-  line.reserved.reserve(events.size());
-  {
-    live_set state = start;
-    std::int64_t reserved = line.reserved_at_start;
-    for (const trace_event& event : events) {
-      state.apply(event);
-      reserved = saturating_add(reserved, reserved_delta(event));
-      line.allocated.push_back(state.allocated_bytes());
-      line.reserved.push_back(reserved);
-    }
-    line.frees_of_earlier_blocks = state.frees_of_earlier_blocks();
-    line.inconsistencies = state.inconsistencies();
+  line.reserved_at_start = reserved_at_start;
+  line.allocated.resize(events.size());
+  line.reserved.resize(events.size());
+  fragmentation_report& frag = result.fragmentation;
+  std::int64_t last_event = static_cast<std::int64_t>(events.size()) - 1;
+
+  live_set state = start;
+  site_tracker sites;
+  category_bytes by_category{};
+  auto account = [&](std::int64_t bytes, std::int32_t count, stack_id stack, bool before_trace) {
+    std::int64_t& in_category = by_category[static_cast<std::size_t>(stacks.category(stack, before_trace))];
+    in_category = saturating_add(in_category, bytes);
+    sites.change(stacks.site(stack, before_trace), bytes, count, stack);
+  };
+  for (const auto& [address, held] : state.blocks()) {
+    if (!held.pending_free) account(signed_bytes(held.bytes), 1, held.stack, held.before_trace);
   }
+  std::vector<site_total> at_last_step_end;
+  std::int64_t reserved_reached = line.reserved_at_start;  // the most reserved before the event
+  std::size_t next_step_end = 0;
+  std::size_t next_oom = 0;
+  std::vector<std::size_t> reports_of_oom;  // index into plan.oom_events of each oom report
+  // What is read of the state after event `index` (-1: at trace start), in the order the kinds
+  // were always read in: step end, OOM, end.
+  auto read_state = [&](std::int64_t index) {
+    auto step_end = [&] {
+      sites.end_step();
+      // Leaks show the largest allocation live at the last step end: one walk of the blocks.
+      if (sites.step_ends() == steps.ends.size() + 1) at_last_step_end = totals_by_site(state, stacks);
+    };
+    if (index < 0) step_end();  // the series of step ends starts at the trace start
+    while (next_step_end < step_ends.size() && static_cast<std::int64_t>(step_ends[next_step_end]) == index) {
+      step_end();
+      ++next_step_end;
+    }
+    if (next_oom < plan.oom_events.size() && static_cast<std::int64_t>(plan.oom_events[next_oom]) == index) {
+      if (plan.reported[next_oom]) {
+        const trace_event& event = events[static_cast<std::size_t>(index)];
+        oom_report report;
+        report.event = static_cast<std::uint64_t>(index);
+        report.time_us = event.time_us;
+        report.requested_bytes = round_request(event.size, recorded);
+        report.segment_bytes = segment_size_for(report.requested_bytes);
+        report.allocated_bytes = state.allocated_bytes();
+        report.reserved_bytes = line.reserved[static_cast<std::size_t>(index)];
+        report.reserved_unallocated_bytes = saturating_add(report.reserved_bytes, -report.allocated_bytes);
+        report.device_free_bytes = event.addr;
+        if (options.limit_bytes > 0) {
+          report.limit_given = true;
+          report.limit_low_bytes = report.limit_high_bytes = options.limit_bytes;
+        } else {
+          report.limit_high_bytes = limit_high_at(event, report.reserved_bytes, recorded);
+          report.limit_low_bytes = std::min(reserved_reached, report.limit_high_bytes);
+        }
+        std::map<std::pair<bool, std::uint64_t>, std::size_t> pool_index;  // (small, stream) -> free_by_pool
+        for (const auto& space : state.free_spaces()) {
+          report.largest_free_block_bytes = std::max(report.largest_free_block_bytes, space.largest_free_bytes);
+          bool small = !expandable && small_pool_segment(space.segment_bytes);
+          auto [slot, added] = pool_index.try_emplace({small, space.stream}, report.free_by_pool.size());
+          if (added) report.free_by_pool.push_back({small, space.stream, 0, 0});
+          free_block_summary* pool = &report.free_by_pool[slot->second];
+          pool->largest_free_bytes = std::max(pool->largest_free_bytes, space.largest_free_bytes);
+          pool->free_bytes = saturating_add(pool->free_bytes, space.free_bytes);
+        }
+        std::uint32_t largest_site = 0;
+        if (sites.largest(largest_site, report.largest_site_bytes)) {
+          report.largest_site = stacks.site_info(largest_site);
+          report.largest_site.stack = sites.representative_stack(largest_site);
+        }
+        if (event.stack != 0) report.request_site = stacks.describe(stacks.site(event.stack, false), event.stack);
+        result.ooms.push_back(std::move(report));
+        reports_of_oom.push_back(next_oom);
+      }
+      ++next_oom;
+    }
+    if (index == last_event) {
+      result.categories_at_end = by_category;
+      result.end_by_site = usage_by_site(totals_by_site(state, stacks), stacks);
+      std::uint64_t largest = 0;
+      for (const auto& space : state.free_spaces()) largest = std::max(largest, space.largest_free_bytes);
+      frag.largest_free_block_at_end_bytes = largest;
+    }
+  };
+
+  // Samples: as timeline_points(line, 1000) chooses them, every event of a short trace, else the
+  // first highest allocated and the first highest reserved event of each bucket.
+  constexpr std::size_t buckets = 1000;
+  const std::size_t count = events.size();
+  const bool sample_all = count <= 2 * buckets;
+  std::size_t bucket = 0;
+  std::size_t bucket_end = sample_all ? 0 : count / buckets;
+  std::size_t most_allocated = 0;
+  std::size_t most_reserved = 0;
+  category_bytes at_most_allocated{};
+  category_bytes at_most_reserved{};
+  auto add_sample = [&](std::size_t index, const category_bytes& bytes) {
+    result.categories.events.push_back(index);
+    result.categories.bytes.push_back(bytes);
+  };
+  // The categories at the first highest allocated point so far (the peak, once the pass is over).
+  std::int64_t peak_so_far = line.allocated_at_start;
+  result.categories_at_peak = by_category;
+
+  read_state(-1);
+  // The next event read_state has something to read at.
+  auto next_read_after = [&] {
+    std::size_t next = count - 1;
+    if (next_step_end < step_ends.size()) next = std::min<std::size_t>(next, step_ends[next_step_end]);
+    if (next_oom < plan.oom_events.size()) next = std::min<std::size_t>(next, plan.oom_events[next_oom]);
+    return next;
+  };
+  std::size_t next_read = next_read_after();
+  std::int64_t reserved = line.reserved_at_start;
+  for (std::size_t i = 0; i < count; ++i) {
+    const trace_event& event = events[i];
+    if (i > 0) reserved_reached = std::max(reserved_reached, line.reserved[i - 1]);
+    allocation_change change = state.apply(event);
+    reserved = saturating_add(reserved, reserved_delta(event));
+    std::int64_t allocated = state.allocated_bytes();
+    line.allocated[i] = allocated;
+    line.reserved[i] = reserved;
+    if (change.replaced_bytes != 0) account(change.replaced_bytes, -1, change.replaced_stack, change.replaced_before_trace);
+    if (change.bytes != 0) account(change.bytes, change.count, change.stack, change.before_trace);
+    if (allocated > peak_so_far) {
+      peak_so_far = allocated;
+      result.categories_at_peak = by_category;
+    }
+    if (sample_all) {
+      add_sample(i, by_category);
+    } else {
+      if (i == bucket * count / buckets) {
+        most_allocated = most_reserved = i;
+        at_most_allocated = at_most_reserved = by_category;
+      } else {
+        if (allocated > line.allocated[most_allocated]) {
+          most_allocated = i;
+          at_most_allocated = by_category;
+        }
+        if (reserved > line.reserved[most_reserved]) {
+          most_reserved = i;
+          at_most_reserved = by_category;
+        }
+      }
+      if (i + 1 == bucket_end) {
+        if (most_allocated <= most_reserved) {
+          add_sample(most_allocated, at_most_allocated);
+          if (most_reserved != most_allocated) add_sample(most_reserved, at_most_reserved);
+        } else {
+          add_sample(most_reserved, at_most_reserved);
+          add_sample(most_allocated, at_most_allocated);
+        }
+        ++bucket;
+        bucket_end = (bucket + 1) * count / buckets;
+      }
+    }
+    if (i == next_read) {
+      read_state(static_cast<std::int64_t>(i));
+      next_read = next_read_after();
+    }
+  }
+  line.frees_of_earlier_blocks = state.frees_of_earlier_blocks();
+  line.inconsistencies = state.inconsistencies();
+
   result.peak_allocated_bytes = line.allocated_at_start;
   result.peak_reserved_bytes = line.reserved_at_start;
-  fragmentation_report& frag = result.fragmentation;
   frag.max_unallocated_bytes = saturating_add(line.reserved_at_start, -line.allocated_at_start);
   for (std::size_t i = 0; i < line.allocated.size(); ++i) {
     if (line.allocated[i] > result.peak_allocated_bytes) {
@@ -325,35 +499,27 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   if (result.peak_allocated_event >= 0) result.peak_allocated_time_us = events[static_cast<std::size_t>(result.peak_allocated_event)].time_us;
   if (result.peak_reserved_event >= 0) result.peak_reserved_time_us = events[static_cast<std::size_t>(result.peak_reserved_event)].time_us;
   frag.unallocated_at_peak_reserved_bytes = saturating_add(result.peak_reserved_bytes, -allocated_after(result.peak_reserved_event));
-  std::int64_t last_event = static_cast<std::int64_t>(events.size()) - 1;
   frag.unallocated_at_end_bytes = saturating_add(reserved_after(last_event), -allocated_after(last_event));
 
-  // Where pass 2 stops. Index -1 is the state before the first event.
-  const std::vector<category_rule>& rules = options.category_rules.empty() ? default_category_rules() : options.category_rules;
-  stack_index stacks(snap, rules);
-  detail::step_search steps = detail::find_step_ends(stacks.frames(), result.device, events, options.step_marker);
-  result.step_method = steps.method;
-  std::vector<std::pair<std::int64_t, std::uint8_t>> checkpoints;
-  for (std::size_t index : timeline_points(line, 1000)) checkpoints.emplace_back(static_cast<std::int64_t>(index), at_sample);
-  checkpoints.emplace_back(result.peak_allocated_event, at_peak_allocated);
-  checkpoints.emplace_back(result.peak_reserved_event, at_peak_reserved);
-  checkpoints.emplace_back(-1, at_step_end);  // the series of step ends starts at the trace start
-  for (std::uint64_t end : steps.ends) checkpoints.emplace_back(static_cast<std::int64_t>(end), at_step_end);
-  // Full OOM forensics walk every live block and range: for the first and the last OOMs only.
-  std::uint64_t oom_count = result.events_by_action[static_cast<std::size_t>(trace_action::oom)];
-  std::uint64_t ooms_first = std::min<std::uint64_t>(oom_count, options.max_oom_reports / 2 + options.max_oom_reports % 2);
-  std::uint64_t ooms_last = std::min<std::uint64_t>(oom_count - ooms_first, options.max_oom_reports / 2);
-  detail::oom_simulation_plan plan;
-  for (std::size_t i = 0, seen = 0; i < events.size(); ++i) {
-    if (events[i].action != trace_action::oom) continue;
-    bool reported = seen < ooms_first || seen >= oom_count - ooms_last;
-    if (reported) checkpoints.emplace_back(static_cast<std::int64_t>(i), at_oom);
-    plan.oom_events.push_back(i);
-    plan.reported.push_back(reported);
-    ++seen;
+  // The live blocks at the peaks: replayed again from the trace start to the later peak. No
+  // site is new there (every live block's site was named when it was counted), so reading them
+  // now names the sites in the same order as reading them during the pass would.
+  {
+    live_set at_peak = start;
+    std::int64_t until = std::max(result.peak_allocated_event, result.peak_reserved_event);
+    for (std::int64_t position = -1;; ++position) {
+      if (position >= 0) at_peak.apply(events[static_cast<std::size_t>(position)]);
+      if (position == result.peak_allocated_event) {
+        result.peak_by_site = usage_by_site(totals_by_site(at_peak, stacks), stacks);
+      }
+      if (position == result.peak_reserved_event) {
+        std::uint64_t largest = 0;
+        for (const auto& space : at_peak.free_spaces()) largest = std::max(largest, space.largest_free_bytes);
+        frag.largest_free_block_at_peak_reserved_bytes = largest;
+      }
+      if (position >= until) break;
+    }
   }
-  checkpoints.emplace_back(last_event, at_end);
-  std::sort(checkpoints.begin(), checkpoints.end());
 
   // The limit the OOMs prove, and the verdicts' simulations under it.
   oom_limit& limit = result.limit;
@@ -367,100 +533,16 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   }
   limit.given = options.limit_bytes > 0;
   limit.judged_bytes = limit.given ? options.limit_bytes : limit.proven_low_bytes;
-  std::vector<std::vector<oom_proof>> proofs;
   if (!plan.oom_events.empty()) {
     plan.step_ends = steps.ends;
     plan.limit_bytes = limit.judged_bytes;
     plan.expandable_trace = expandable;
-    proofs = detail::prove_ooms(snap, result.device, events, plan);
-  }
-
-  // Pass 2: categories and site totals follow every change; checkpoints read them.
-  live_set state = start;
-  site_tracker sites;
-  category_bytes by_category{};
-  auto account = [&](std::int64_t bytes, std::int32_t count, stack_id stack, bool before_trace) {
-    std::int64_t& in_category = by_category[static_cast<std::size_t>(stacks.category(stack, before_trace))];
-    in_category = saturating_add(in_category, bytes);
-    sites.change(stacks.site(stack, before_trace), bytes, count, stack);
-  };
-  for (const auto& [address, held] : state.blocks()) {
-    if (!held.pending_free) account(signed_bytes(held.bytes), 1, held.stack, held.before_trace);
-  }
-  std::vector<site_total> at_last_step_end;
-  std::int64_t position = -1;
-  std::int64_t reserved_reached = line.reserved_at_start;  // the most reserved before `position`
-  for (const auto& [index, kind] : checkpoints) {
-    while (position < index) {
-      if (position >= 0) reserved_reached = std::max(reserved_reached, line.reserved[static_cast<std::size_t>(position)]);
-      ++position;
-      allocation_change change = state.apply(events[static_cast<std::size_t>(position)]);
-      if (change.replaced_bytes != 0) account(change.replaced_bytes, -1, change.replaced_stack, change.replaced_before_trace);
-      if (change.bytes != 0) account(change.bytes, change.count, change.stack, change.before_trace);
-    }
-    if (kind & at_sample) {
-      result.categories.events.push_back(static_cast<std::uint64_t>(index));
-      result.categories.bytes.push_back(by_category);
-    }
-    if (kind & at_step_end) {
-      sites.end_step();
-      // Leaks show the largest allocation live at the last step end: one walk of the blocks.
-      if (sites.step_ends() == steps.ends.size() + 1) at_last_step_end = totals_by_site(state, stacks);
-    }
-    if (kind & at_peak_allocated) {
-      result.categories_at_peak = by_category;
-      result.peak_by_site = usage_by_site(totals_by_site(state, stacks), stacks);
-    }
-    if (kind & at_end) {
-      result.categories_at_end = by_category;
-      result.end_by_site = usage_by_site(totals_by_site(state, stacks), stacks);
-    }
-    if (kind & (at_peak_reserved | at_end)) {
-      std::uint64_t largest = 0;
-      for (const auto& space : state.free_spaces()) largest = std::max(largest, space.largest_free_bytes);
-      (kind & at_end ? frag.largest_free_block_at_end_bytes : frag.largest_free_block_at_peak_reserved_bytes) = largest;
-    }
-    if (kind & at_oom) {
-      const trace_event& event = events[static_cast<std::size_t>(index)];
-      oom_report report;
-      report.event = static_cast<std::uint64_t>(index);
-      report.time_us = event.time_us;
-      report.requested_bytes = round_request(event.size, recorded);
-      report.segment_bytes = segment_size_for(report.requested_bytes);
-      report.allocated_bytes = state.allocated_bytes();
-      report.reserved_bytes = reserved_after(index);
-      report.reserved_unallocated_bytes = saturating_add(report.reserved_bytes, -report.allocated_bytes);
-      report.device_free_bytes = event.addr;
-      if (options.limit_bytes > 0) {
-        report.limit_given = true;
-        report.limit_low_bytes = report.limit_high_bytes = options.limit_bytes;
-      } else {
-        report.limit_high_bytes = limit_high_at(event, report.reserved_bytes, recorded);
-        report.limit_low_bytes = std::min(reserved_reached, report.limit_high_bytes);
-      }
-      std::map<std::pair<bool, std::uint64_t>, std::size_t> pool_index;  // (small, stream) -> free_by_pool
-      for (const auto& space : state.free_spaces()) {
-        report.largest_free_block_bytes = std::max(report.largest_free_block_bytes, space.largest_free_bytes);
-        bool small = !expandable && small_pool_segment(space.segment_bytes);
-        auto [slot, added] = pool_index.try_emplace({small, space.stream}, report.free_by_pool.size());
-        if (added) report.free_by_pool.push_back({small, space.stream, 0, 0});
-        free_block_summary* pool = &report.free_by_pool[slot->second];
-        pool->largest_free_bytes = std::max(pool->largest_free_bytes, space.largest_free_bytes);
-        pool->free_bytes = saturating_add(pool->free_bytes, space.free_bytes);
-      }
-      std::uint32_t largest_site = 0;
-      if (sites.largest(largest_site, report.largest_site_bytes)) {
-        report.largest_site = stacks.site_info(largest_site);
-        report.largest_site.stack = sites.representative_stack(largest_site);
-      }
-      if (event.stack != 0) report.request_site = stacks.describe(stacks.site(event.stack, false), event.stack);
-      auto oom_index = static_cast<std::size_t>(std::lower_bound(plan.oom_events.begin(), plan.oom_events.end(), report.event) - plan.oom_events.begin());
-      report.proofs = std::move(proofs[oom_index]);
-      detail::judge_oom(report, limit);
-      result.ooms.push_back(std::move(report));
+    std::vector<std::vector<oom_proof>> proofs = detail::prove_ooms(snap, result.device, events, plan);
+    for (std::size_t report = 0; report < result.ooms.size(); ++report) {
+      result.ooms[report].proofs = std::move(proofs[reports_of_oom[report]]);
+      detail::judge_oom(result.ooms[report], limit);
     }
   }
-
   result.peak_site_count = result.peak_by_site.size();
   if (result.peak_by_site.size() > options.top) result.peak_by_site.resize(options.top);
 
