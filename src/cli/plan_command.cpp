@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <limits>
@@ -34,8 +36,11 @@ struct plan_arguments {
   std::string offload = "none";
   std::string lora_targets;
   std::vector<std::string> buffers;
+  std::string reference;  ///< --ref-model's value; "auto" when given bare
   std::string fit;
+  std::string vary;
   double margin = 0.10;
+  std::size_t width = 100;
   bool keep_shape = false;
   bool json = false;
   bool list = false;
@@ -99,6 +104,88 @@ bool require_phase_knobs(const plan_knobs& knobs, const CLI::App& command) {
   return fail(fmt::format("--phase {} needs {} (all of: {})", to_string(knobs.phase), fmt::join(missing, " "), fmt::join(needed, " ")));
 }
 
+// Options that shape one phase only, and the phases they belong to; any other phase refuses them
+// rather than ignore them.
+bool refuse_other_phases_options(plan_phase phase, const CLI::App& command) {
+  struct shape_option {
+    const char* flag;
+    std::array<bool, 3> in;  ///< generate, train, grpo-step
+    const char* meaning;
+  };
+  static constexpr std::array<shape_option, 9> options = {{
+      {"--batch", {true, false, true}, "is the rows generated together; train generates nothing (its rows are --micro-batch)"},
+      {"--prompt-len", {true, false, true}, "is the prompt of a generation; train's rows are --seq-len long"},
+      {"--new-tokens", {true, false, true}, "is a generation's length; train's rows are --seq-len long"},
+      {"--micro-batch", {false, true, true}, "is the rows of a training pass; generate trains nothing (its rows are --batch)"},
+      {"--seq-len", {false, true, false}, "is train's row length; other phases' rows are --prompt-len + --new-tokens"},
+      {"--logprob-tokens", {false, true, false}, "is train's scored tokens; grpo-step scores the --new-tokens"},
+      {"--grad-accum", {false, true, false}, "is train's; grpo-step accumulates over its rows / --micro-batch"},
+      {"--prompts", {false, false, true}, "is grpo-step's; use --batch for the rows of generate, --micro-batch for train"},
+      {"--group", {false, false, true}, "is grpo-step's samples per prompt"},
+  }};
+  for (const shape_option& option : options) {
+    if (command.count(option.flag) > 0 && !option.in[static_cast<std::size_t>(phase)]) {
+      return fail(fmt::format("{} does not apply to --phase {}: it {}", option.flag, to_string(phase), option.meaning));
+    }
+  }
+  if (phase == plan_phase::generate) {
+    for (const char* flag : {"--grad-ckpt", "--optimizer", "--precision", "--lora-r", "--lora-targets", "--logprob-impl", "--offload"}) {
+      if (command.count(flag) > 0) return fail(fmt::format("{} does not apply to --phase generate: it trains nothing", flag));
+    }
+  }
+  return true;
+}
+
+// --fit's options without --fit, and other options that mean nothing as given.
+bool refuse_options_that_do_not_apply(const plan_arguments& args, const CLI::App& command) {
+  if (args.fit.empty()) {
+    for (const char* flag : {"--margin", "--vary", "--keep-shape"}) {
+      if (command.count(flag) > 0) return fail(fmt::format("{} shapes the search of --fit; give --fit CARD", flag));
+    }
+  }
+  if (command.count("--vary") > 0 && command.count("--keep-shape") > 0) {
+    return fail("--keep-shape keeps the algorithm's settings and --vary opens some: give one (keeping them is the default)");
+  }
+  if (command.count("--logprob-chunk") > 0 && args.knobs.logprob == logprob_impl::full) {
+    return fail("--logprob-chunk is the rows per chunk of --logprob-impl chunked or fused; the default full has no chunks");
+  }
+  return true;
+}
+
+// "group,new-tokens" -> search_bit()s, each checked against the phase.
+bool parse_vary(const std::string& list, const plan_knobs& knobs, unsigned& vary) {
+  std::stringstream names(list);
+  for (std::string name; std::getline(names, name, ',');) {
+    search_knob knob{};
+    if (!parse_search_knob(name, knob)) {
+      return fail(fmt::format("--vary '{}': expected a comma list of group, new-tokens, prompt-len, lora-r, batch", name.substr(0, 40)));
+    }
+    if (const std::string why = why_not_varied(knob, knobs); !why.empty()) return fail(why);
+    vary |= search_bit(knob);
+  }
+  if (vary == 0) return fail("--vary needs at least one of group, new-tokens, prompt-len, lora-r, batch");
+  return true;
+}
+
+// --fit's card: a preset, or a size read as written (GB decimal, GiB binary). A bare number is
+// bytes; one under 1 MiB is far more likely a size in GB than a card.
+bool parse_card(const std::string& text, std::uint64_t& budget) {
+  budget = gpu_memory_bytes(text);
+  if (budget != 0) return true;
+  std::int64_t bytes = 0;
+  std::string message;
+  if (!parse_size(text, bytes, message)) {
+    return fail(fmt::format("--fit '{}': not a card ({}) nor a size like 80GiB or 32GB", text.substr(0, 40), fmt::join(gpu_names(), ", ")));
+  }
+  const bool bare = !text.empty() && std::isdigit(static_cast<unsigned char>(text.back())) != 0;
+  if (bare && bytes < (std::int64_t{1} << 20)) {
+    return fail(fmt::format("--fit {}: a bare number is bytes, and {} bytes is under 1 MiB; give the unit (e.g. {}GB or {}GiB) or a card",
+                            text.substr(0, 40), text.substr(0, 40), text.substr(0, 20), text.substr(0, 20)));
+  }
+  budget = static_cast<std::uint64_t>(bytes);
+  return true;
+}
+
 bool build_knobs(plan_arguments& args, const model_architecture& model, const CLI::App& command) {
   plan_knobs& knobs = args.knobs;
   using phase_choice = std::pair<const char*, plan_phase>;
@@ -134,6 +221,18 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
   }
   knobs.offload_optimizer = offload >= 1;
   knobs.offload_weights = offload == 2;
+  if (command.count("--ref-model") > 0) {
+    if (args.reference == "auto") {
+      // Bare --ref-model: what trainers do, a LoRA policy's own base with the adapter off, else a copy.
+      knobs.reference = knobs.lora_rank > 0 ? reference_kind::adapter_disabled : reference_kind::copy;
+    } else if (!choose("--ref-model", args.reference,
+                       std::array<std::pair<const char*, reference_kind>, 2>{
+                           {{"copy", reference_kind::copy}, {"adapter-disabled", reference_kind::adapter_disabled}}},
+                       knobs.reference)) {
+      return false;
+    }
+  }
+  if (!refuse_other_phases_options(knobs.phase, command) || !refuse_options_that_do_not_apply(args, command)) return false;
   if (knobs.phase == plan_phase::train && command.count("--seq-len") > 0 && knobs.seq_len < 2) {
     return fail("--seq-len must be at least 2: a prompt token and a scored one");
   }
@@ -169,50 +268,38 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     return fail(fmt::format("the {} phase would need more than 8 PiB per GPU; check the knobs", report.plan.peak_phase)), exit_bad_input;
   }
   if (!args.fit.empty()) {
-    std::uint64_t budget = gpu_memory_bytes(args.fit);
-    std::int64_t bytes = 0;
-    std::string size_message;
-    if (budget == 0 && parse_size(args.fit, bytes, size_message)) budget = static_cast<std::uint64_t>(bytes);
-    if (budget == 0) {
-      fail(fmt::format("--fit '{}': not a card ({}) nor {}", args.fit.substr(0, 40), fmt::join(gpu_names(), ", "),
-                       "a size from 1 B to 8 EiB like 80GiB"));
-      return exit_bad_input;
-    }
+    std::uint64_t budget = 0;
+    if (!parse_card(args.fit, budget)) return exit_bad_input;
     if (!(args.margin >= 0 && args.margin < 1)) return fail("--margin must be between 0 and 1, e.g. 0.1"), exit_bad_input;
     fit_options options;
     options.budget_bytes = budget;
     options.fragmentation_margin = args.margin;
-    options.search_lora = args.knobs.lora_rank > 0;
-    options.keep_shape = args.keep_shape;
+    if (command.count("--vary") > 0 && !parse_vary(args.vary, report.knobs, options.vary)) return exit_bad_input;
     const auto started = std::chrono::steady_clock::now();
     fit_result fit = fit_configuration(report.model, report.knobs, options);
     report.fit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (!fit.found) {
-      // Nothing fits: a configuration error, stated in one line with what would have to change.
-      const std::uint64_t weights = report.plan.weights_bytes;
-      const std::string usable = format_bytes(static_cast<std::int64_t>(fit.usable_bytes));
+    const bool some_change_fits =
+        fit.found || std::any_of(fit.what_if.begin(), fit.what_if.end(), [](const what_if_row& row) { return row.fits; });
+    if (fit.usable_bytes == 0) {
+      return fail(fmt::format("--fit {}: {}", args.fit.substr(0, 40), fit.reason)), exit_bad_input;
+    }
+    if (!some_change_fits && report.plan.weights_bytes > fit.usable_bytes) {
+      // Nothing the report could show fits: one line with what would have to change.
       const char* remedy = report.knobs.shard == shard_kind::fsdp ? "shard over more GPUs, offload them (--offload all)"
                                                                   : "shard them (--gpus N --shard fsdp)";
-      if (fit.usable_bytes == 0) {
-        fail(fmt::format("--fit {}: {}", args.fit.substr(0, 40), fit.reason));
-      } else if (weights > fit.usable_bytes) {
-        fail(fmt::format("--fit {}: the weights alone ({}{}) exceed the {} usable on the card; {} or pick a larger card",
-                         args.fit.substr(0, 40), format_bytes(static_cast<std::int64_t>(weights)),
-                         report.knobs.ref_model ? ", policy and reference" : "", usable, remedy));
-      } else if (fit.smallest_peak_bytes > 0) {
-        fail(fmt::format("--fit {}: nothing fits in the {} usable; the smallest configuration tried needs {}: {}",
-                         args.fit.substr(0, 40), usable, format_bytes(static_cast<std::int64_t>(fit.smallest_peak_bytes)),
-                         knobs_command_line(fit.smallest)));
-      } else {
-        fail(fmt::format("--fit {}: {}", args.fit.substr(0, 40), fit.reason));
-      }
-      return exit_bad_input;
+      return fail(fmt::format("--fit {}: the weights alone ({}{}) exceed the {} usable on the card; {} or pick a larger card",
+                              args.fit.substr(0, 40), format_bytes(static_cast<std::int64_t>(report.plan.weights_bytes)),
+                              report.knobs.reference == reference_kind::copy ? ", policy and reference" : "",
+                              format_bytes(static_cast<std::int64_t>(fit.usable_bytes)), remedy)),
+             exit_bad_input;
     }
     report.fit = std::move(fit);
     report.fit_card = args.fit;
     report.fit_budget_bytes = budget;
     report.fit_margin = args.margin;
+    report.fit_vary = options.vary;
   }
+  report.width = args.width;
   return write_report(args.json ? render_plan_json(report) : render_plan_text(report));
 }
 
@@ -236,7 +323,13 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--prompts", knobs.prompts, "grpo-step: prompts per step (all GPUs)")->check(whole_number)->group(shape);
   command->add_option("--group", knobs.group, "grpo-step: samples per prompt")->check(whole_number)->group(shape);
   auto* training = "Training";
-  command->add_flag("--ref-model", knobs.ref_model, "grpo-step: a frozen bf16 reference model scores every micro-batch")->group(training);
+  command->add_option("--ref-model", args->reference,
+                      "grpo-step: a reference model scores every micro-batch: copy (a frozen bf16 copy of the weights) | "
+                      "adapter-disabled (LoRA: the policy's base with the adapter off, no copy); bare: adapter-disabled "
+                      "with --lora-r, else copy")
+      ->expected(0, 1)
+      ->default_str("auto")
+      ->group(training);
   command->add_flag("--old-logprobs", knobs.old_logprobs,
                     "grpo-step: the policy scores the rollout without gradients before the update (PPO epochs)")
       ->group(training);
@@ -264,10 +357,23 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--gpus", knobs.gpus, "Data-parallel GPUs (default 1)")->check(whole_number)->group(memory);
   command->add_option("--shard", args->shard, "none (replicated, DDP) | zero1 (optimizer) | zero2 (+gradients) | fsdp (= zero3, +weights)")->group(memory);
   command->add_option("--offload", args->offload, "none | optimizer (state and step on the CPU) | all (fsdp: weights too)")->group(memory);
-  command->add_option("--fit", args->fit, "Search the knobs for a card: h100-80g, a100-40g, h200-141g, rtx4090-24g, ... or a size (80GiB)");
-  command->add_flag("--keep-shape", args->keep_shape,
-                    "--fit: keep the group, generation length and effective batch as given (default: try up to 4x)");
-  command->add_option("--margin", args->margin, "--fit: fragmentation margin on top of the peak (default 0.10)")->check(decimal_in(0, 1));
+  auto* search = "Fit";
+  command->add_option("--fit", args->fit,
+                      "Does it fit a card, what does each knob alone save, what fits: a card (" + fmt::format("{}", fmt::join(gpu_names(), ", ")) +
+                          ") or a size read as written (80GiB = 80 x 2^30 bytes, 32GB = 32 x 10^9)")
+      ->group(search);
+  command->add_option("--vary", args->vary,
+                      "--fit: also search these algorithm settings, a comma list of group, new-tokens, prompt-len, lora-r, "
+                      "batch (default: keep them; search micro-batch, generation batch, checkpointing, offload, chunked log-probs)")
+      ->group(search);
+  command->add_flag("--keep-shape", args->keep_shape, "--fit: keep the algorithm's settings as given (the default; kept for old scripts)")
+      ->group(search);
+  command->add_option("--margin", args->margin, "--fit: fragmentation margin on top of the peak (default 0.10)")
+      ->check(decimal_in(0, 1))
+      ->group(search);
+  command->add_option("--width", args->width, "Columns of the text report")
+      ->capture_default_str()
+      ->check(whole_number_in(min_width, max_width));
   command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/plan.schema.json)");
   command->footer("Peaks are bytes allocated through PyTorch's caching allocator (max_memory_allocated), derived from\n"
                   "what each step of the code path keeps: transformers with SDPA, full bf16 logits, the response's\n"
@@ -275,7 +381,9 @@ void add_plan_command(CLI::App& app, command_body& run) {
                   "  rlmem plan --model qwen2.5-7b --phase generate --batch 64 --prompt-len 512 --new-tokens 1024\n"
                   "  rlmem plan --model config.json --phase train --micro-batch 8 --seq-len 1024 --grad-ckpt\n"
                   "  rlmem plan --model qwen2.5-0.5b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 \\\n"
-                  "             --new-tokens 512 --micro-batch 16 --ref-model --fit h100-80g");
+                  "             --new-tokens 512 --micro-batch 16 --ref-model --fit h100-80g\n"
+                  "  rlmem plan --model qwen2.5-7b --phase grpo-step --prompts 4 --group 4 --prompt-len 896 \\\n"
+                  "             --new-tokens 128 --micro-batch 16 --lora-r 16 --ref-model --fit a100-40g --vary new-tokens");
   command->callback([&run, args, command] { run = [args, command] { return run_plan(*args, *command); }; });
 }
 

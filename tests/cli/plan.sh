@@ -71,7 +71,7 @@ expect_bad "a card smaller than the CUDA context" "less than the CUDA context" -
 expect_output "text report names the peak phase" "Peak 39.6 GiB per GPU in update" --model qwen2.5-0.5b "${grpo[@]}"
 expect_output "config.json path" "llama  1.24 B parameters" --model "$testdata/planner/configs/llama3.2-1b.json" \
   --phase generate --batch 8 --prompt-len 256 --new-tokens 256
-expect_output "fit prints the best and the what-if table" "What if (one knob one notch from the best)" \
+expect_output "fit starts from your config" "Your config needs 72.7 GiB; 71.7 GiB usable: it does not fit." \
   --model qwen2.5-1.5b "${grpo[@]}" --fit h100-80g
 expect_output "presets are listed" "qwen3-32b" --list-models
 

@@ -61,7 +61,7 @@ plan_knobs knobs_of(const nlohmann::json& row) {
     knobs.prompt_len = row.at("prompt");
     knobs.new_tokens = row.at("new");
     knobs.micro_batch = row.at("micro_batch");
-    knobs.ref_model = row.at("ref_model");
+    knobs.reference = row.at("ref_model").get<bool>() ? reference_kind::copy : reference_kind::none;
   }
   return knobs;
 }
