@@ -203,13 +203,17 @@ void append_fit(std::string& out, const plan_report& report) {
       change_width = std::max(change_width, row.from.size() + 4 + row.to.size());
     }
     out += fmt::format("  {:<{}} {:>{}} {:>10} {:>10}  {}\n", "knob", knob_width, "change", change_width, "peak", "saves", "fits");
-    const char* limit_note = fit.your_peak_bytes <= fit.usable_bytes ? "most that fits" : "least change that fits";
+    bool any_limit = false;
     for (const what_if_row& row : fit.what_if) {
-      std::string line = fmt::format("  {:<{}} {:>{}} {:>10} {:>10}  {:<4} {}", row.knob, knob_width, row.from + " -> " + row.to,
-                                     change_width, bytes_text(row.peak_bytes), format_bytes(row.saved_bytes), row.fits ? "yes" : "no",
-                                     row.limit ? limit_note : "");
-      line.erase(line.find_last_not_of(' ') + 1);
+      std::string line = fmt::format("  {:<{}} {:>{}} {:>10} {:>10}  {}{}", row.knob, knob_width, row.from + " -> " + row.to, change_width,
+                                     bytes_text(row.peak_bytes), format_bytes(row.saved_bytes), row.fits ? "yes" : "no",
+                                     row.limit ? "*" : "");
+      any_limit = any_limit || row.limit;
       out += line + "\n";
+    }
+    if (any_limit) {
+      out += fit.your_peak_bytes <= fit.usable_bytes ? "  * the most of that knob alone that fits\n"
+                                                     : "  * the least change of that knob alone that fits\n";
     }
   }
   out += "\n" + detail::wrap(fmt::format("Combinations that fit, best first. {}: {} configurations in {:.0f} ms, {} fit.",
