@@ -272,7 +272,8 @@ std::vector<knob_change> changes_between(const plan_knobs& from, const plan_knob
   } else {
     note(changes_group, "group", number(from.group), number(to.group));
     note(changes_micro_batch, "micro-batch", number(from.micro_batch), number(to.micro_batch));
-    note(changes_generation_batch, "generation batch", generation_batch_text(from), generation_batch_text(to));
+    // All rows at once (0) stays all rows when the group changes the row count.
+    if (from.batch != to.batch) note(changes_generation_batch, "generation batch", generation_batch_text(from), generation_batch_text(to));
   }
   if (from.phase != plan_phase::train) {
     note(changes_new_tokens, "new tokens", number(from.new_tokens), number(to.new_tokens));
