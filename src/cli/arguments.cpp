@@ -113,7 +113,7 @@ CLI::Validator whole_number_in(std::uint64_t min, std::uint64_t max) {
         if (max == std::numeric_limits<std::uint64_t>::max()) return fmt::format("'{}' is not a whole number of {} or more", shown, min);
         return fmt::format("'{}' is not a whole number from {} to {}", shown, min, max);
       },
-      fmt::format("{}-{}", min, max));
+      max == std::numeric_limits<std::uint64_t>::max() ? std::string() : fmt::format("{}-{}", min, max));
 }
 
 CLI::Validator decimal_in(double min, double max) {

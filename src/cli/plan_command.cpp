@@ -303,17 +303,32 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
   return write_report(args.json ? render_plan_json(report) : render_plan_text(report));
 }
 
+// The card presets for the help's footer, a line of at most 100 columns each.
+std::string card_list() {
+  std::string lines;
+  std::size_t column = 99;  // "Cards:" stands on a line of its own
+  for (const std::string& name : gpu_names()) {
+    if (column + name.size() + 2 > 100) {
+      lines += "\n ";
+      column = 1;
+    }
+    lines += " " + name;
+    column += name.size() + 1;
+  }
+  return lines;
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app, command_body& run) {
   auto args = std::make_shared<plan_arguments>();
   plan_knobs& knobs = args->knobs;
   CLI::App* command = app.add_subcommand("plan", "Peak GPU memory of each phase of an RL step, from the architecture and the knobs");
-  command->add_option("--model", args->model, "A preset (qwen2.5-7b, qwen3-8b, llama3.1-8b, ...) or a Hugging Face config.json");
+  command->add_option("--model", args->model, "A preset (qwen2.5-7b, ...; --list-models) or a config.json");
   command->add_flag("--list-models", args->list, "List the built-in presets");
   command->add_option("--phase", args->phase, "generate | train | grpo-step");
   auto* shape = "Shape";
-  command->add_option("--batch", knobs.batch, "generate: rows generated together (grpo-step: default all rows of a GPU)")->check(whole_number)->group(shape);
+  command->add_option("--batch", knobs.batch, "Rows generated together (grpo-step: default all of a GPU's rows)")->check(whole_number)->group(shape);
   command->add_option("--prompt-len", knobs.prompt_len, "Prompt tokens per row")->check(whole_number)->group(shape);
   command->add_option("--new-tokens", knobs.new_tokens, "Tokens generated per row")->check(whole_number)->group(shape);
   command->add_option("--micro-batch", knobs.micro_batch, "Rows per forward/backward")->check(whole_number)->group(shape);
@@ -324,27 +339,25 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--group", knobs.group, "grpo-step: samples per prompt")->check(whole_number)->group(shape);
   auto* training = "Training";
   command->add_option("--ref-model", args->reference,
-                      "grpo-step: a reference model scores every micro-batch: copy (a frozen bf16 copy of the weights) | "
-                      "adapter-disabled (LoRA: the policy's base with the adapter off, no copy); bare: adapter-disabled "
-                      "with --lora-r, else copy")
+                      "grpo-step: copy | adapter-disabled (LoRA; bare: it with --lora-r)")
       ->expected(0, 1)
       ->default_str("auto")
       ->group(training);
   command->add_flag("--old-logprobs", knobs.old_logprobs,
-                    "grpo-step: the policy scores the rollout without gradients before the update (PPO epochs)")
+                    "grpo-step: a no-grad pass of the policy before the update (PPO)")
       ->group(training);
   command->add_flag("--grad-ckpt", knobs.grad_ckpt, "Gradient checkpointing (transformers' gradient_checkpointing_enable)")->group(training);
   command->add_option("--optimizer", args->optimizer, "adamw (default) | sgd")->group(training);
   command->add_option("--precision", args->precision,
-                      "bf16 (default: bf16 weights, gradients, AdamW state) | fp32-master (fp32 state, bf16 autocast)")
+                      "bf16 (default: weights, gradients, AdamW state) | fp32-master")
       ->group(training);
   command->add_option("--lora-r", knobs.lora_rank, "LoRA rank (peft; frozen base, fp32 adapters); 0: full fine-tuning")
       ->check(whole_number)
       ->group(training);
-  command->add_option("--lora-targets", args->lora_targets, "Comma list (default: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj)")
+  command->add_option("--lora-targets", args->lora_targets, "Comma list of q_proj ... down_proj (default: all seven)")
       ->group(training);
   command->add_option("--logprob-impl", args->logprob_impl_name,
-                      "full (default: bf16 logits, response upcast to fp32, log_softmax) | chunked (verl/OpenRLHF) | fused (Liger)")
+                      "full (default: fp32 response logits) | chunked (verl) | fused (Liger)")
       ->group(training);
   command->add_option("--logprob-chunk", knobs.logprob_chunk, "Rows per chunk for chunked and fused (default 1024)")->check(whole_number)->group(training);
   auto* memory = "Memory";
@@ -352,21 +365,17 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--kv-rows", knobs.kv_rows, "prealloc: rows the cache is sized for (default: the batch)")->check(whole_number)->group(memory);
   command->add_option("--kv-len", knobs.kv_len, "prealloc: positions per row (default: prompt + new tokens)")->check(whole_number)->group(memory);
   command->add_option("--buffer", args->buffers,
-                      "A resident tensor NAME=DIMS:DTYPE[@phases], e.g. trajectories=8x50x263x196:fp32@rollout,update (repeatable)")
+                      "A resident tensor NAME=DIMS:DTYPE[@phases] (repeatable), e.g.\n"
+                      "trajectories=8x50x263x196:fp32@rollout,update")
       ->group(memory);
   command->add_option("--gpus", knobs.gpus, "Data-parallel GPUs (default 1)")->check(whole_number)->group(memory);
-  command->add_option("--shard", args->shard, "none (replicated, DDP) | zero1 (optimizer) | zero2 (+gradients) | fsdp (= zero3, +weights)")->group(memory);
+  command->add_option("--shard", args->shard, "none (DDP) | zero1 (optimizer) | zero2 (+gradients) | fsdp (+weights)")->group(memory);
   command->add_option("--offload", args->offload, "none | optimizer (state and step on the CPU) | all (fsdp: weights too)")->group(memory);
   auto* search = "Fit";
-  command->add_option("--fit", args->fit,
-                      "Does it fit a card, what does each knob alone save, what fits: a card (" + fmt::format("{}", fmt::join(gpu_names(), ", ")) +
-                          ") or a size read as written (80GiB = 80 x 2^30 bytes, 32GB = 32 x 10^9)")
+  command->add_option("--fit", args->fit, "Your config against a card (below) or a size (32GB, 80GiB)")
       ->group(search);
-  command->add_option("--vary", args->vary,
-                      "--fit: also search these algorithm settings, a comma list of group, new-tokens, prompt-len, lora-r, "
-                      "batch (default: keep them; search micro-batch, generation batch, checkpointing, offload, chunked log-probs)")
-      ->group(search);
-  command->add_flag("--keep-shape", args->keep_shape, "--fit: keep the algorithm's settings as given (the default; kept for old scripts)")
+  command->add_option("--vary", args->vary, "--fit: also search group,new-tokens,prompt-len,lora-r,batch")->group(search);
+  command->add_flag("--keep-shape", args->keep_shape, "--fit: keep the algorithm's settings (the default)")
       ->group(search);
   command->add_option("--margin", args->margin, "--fit: fragmentation margin on top of the peak (default 0.10)")
       ->check(decimal_in(0, 1))
@@ -377,13 +386,20 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/plan.schema.json)");
   command->footer("Peaks are bytes allocated through PyTorch's caching allocator (max_memory_allocated), derived from\n"
                   "what each step of the code path keeps: transformers with SDPA, full bf16 logits, the response's\n"
-                  "log-probs in fp32, torch AdamW. Examples:\n"
+                  "log-probs in fp32, torch AdamW.\n"
+                  "--fit starts from your config: its peak, each knob changed alone (one notch each way, and the least\n"
+                  "change that fits), then the combinations that fit, best first. The search keeps the algorithm's\n"
+                  "settings (group, lengths, effective batch, LoRA rank) unless --vary opens them, and moves\n"
+                  "micro-batch, generation batch (with --batch), checkpointing, offload and chunked log-probs.\n"
+                  "Cards:" +
+                  card_list() +
+                  "\nExamples:\n"
                   "  rlmem plan --model qwen2.5-7b --phase generate --batch 64 --prompt-len 512 --new-tokens 1024\n"
                   "  rlmem plan --model config.json --phase train --micro-batch 8 --seq-len 1024 --grad-ckpt\n"
                   "  rlmem plan --model qwen2.5-0.5b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 \\\n"
                   "             --new-tokens 512 --micro-batch 16 --ref-model --fit h100-80g\n"
                   "  rlmem plan --model qwen2.5-7b --phase grpo-step --prompts 4 --group 4 --prompt-len 896 \\\n"
-                  "             --new-tokens 128 --micro-batch 16 --lora-r 16 --ref-model --fit a100-40g --vary new-tokens");
+                  "             --new-tokens 128 --micro-batch 16 --lora-r 16 --ref-model --fit a100-40g");
   command->callback([&run, args, command] { run = [args, command] { return run_plan(*args, *command); }; });
 }
 

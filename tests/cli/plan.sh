@@ -128,6 +128,15 @@ for width in 100 80; do
   fi
 done
 
+"$rlmem" plan --help >"$work/out" 2>&1
+if awk 'length($0) > 100 { found = 1 } END { exit !found }' "$work/out" || grep -q '18446744073709551615' "$work/out"; then
+  echo "FAIL plan --help: lines within 100 columns, no 20-digit ranges"
+  awk 'length($0) > 100' "$work/out" | head -3
+  failures=$((failures + 1))
+else
+  echo "ok   plan --help within 100 columns"
+fi
+
 expect_output "text report names the peak phase" "Peak 39.6 GiB per GPU in update" --model qwen2.5-0.5b "${grpo[@]}"
 expect_output "config.json path" "llama 1.24 B parameters (0.97 B outside embeddings), 16 layers" --model "$testdata/planner/configs/llama3.2-1b.json" \
   --phase generate --batch 8 --prompt-len 256 --new-tokens 256
