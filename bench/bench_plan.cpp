@@ -16,7 +16,7 @@ rlmem::plan_knobs grpo_step(std::uint64_t gpus, std::uint64_t lora_rank) {
   knobs.prompt_len = 512;
   knobs.new_tokens = 1024;
   knobs.micro_batch = 8;
-  knobs.ref_model = true;
+  knobs.reference = lora_rank > 0 ? rlmem::reference_kind::adapter_disabled : rlmem::reference_kind::copy;
   knobs.gpus = gpus;
   knobs.shard = gpus > 1 ? rlmem::shard_kind::fsdp : rlmem::shard_kind::none;
   knobs.lora_rank = lora_rank;
@@ -30,12 +30,14 @@ void plan_one_step(benchmark::State& state) {
   state.counters["plans_per_second"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-// --fit over micro-batch, group, generation length, checkpointing, offload and (with LoRA) rank.
+// --fit over micro-batch, generation batch, checkpointing, offload, log-probs, and with --vary
+// group, generation length and (with LoRA) rank: the largest search the CLI runs.
 void fit_search(benchmark::State& state, const char* model_name, std::uint64_t gpus, std::uint64_t lora_rank) {
   const rlmem::model_architecture& model = *rlmem::find_preset(model_name);
   rlmem::fit_options options;
   options.budget_bytes = rlmem::gpu_memory_bytes("h100-80g");
-  options.search_lora = lora_rank > 0;
+  options.vary = rlmem::search_bit(rlmem::search_knob::group) | rlmem::search_bit(rlmem::search_knob::new_tokens) |
+                 (lora_rank > 0 ? rlmem::search_bit(rlmem::search_knob::lora_rank) : 0u);
   const rlmem::plan_knobs base = grpo_step(gpus, lora_rank);
   std::uint64_t configurations = 0;
   for (auto _ : state) {

@@ -22,12 +22,15 @@ void plan_everything(const rlmem::model_architecture& model, std::uint8_t seed) 
   knobs.logprob_tokens = 1 + seed / 2;
   knobs.prompts = 1 + seed % 5;
   knobs.group = 6;
-  knobs.ref_model = (seed & 1) != 0;
+  knobs.reference = (seed & 1) == 0 ? rlmem::reference_kind::none
+                    : (seed & 4) != 0  ? rlmem::reference_kind::adapter_disabled
+                                       : rlmem::reference_kind::copy;
   knobs.grad_ckpt = (seed & 2) != 0;
   knobs.lora_rank = (seed & 4) != 0 ? 1 : 0;
   knobs.logprob = static_cast<rlmem::logprob_impl>(seed % 3);
   for (auto phase : {rlmem::plan_phase::generate, rlmem::plan_phase::train, rlmem::plan_phase::grpo_step}) {
     knobs.phase = phase;
+    knobs.batch = phase == rlmem::plan_phase::train ? 0 : 1 + seed % 7;  // train generates nothing: --batch is refused there
     std::string message;
     if (!rlmem::validate_knobs(model, knobs, message)) {
       if (message.empty()) __builtin_trap();

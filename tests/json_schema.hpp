@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // A small JSON Schema validator for the keywords the schemas in docs/schema/ use (type, required,
-// properties, items, prefixItems, additionalProperties, const, enum, maxItems, $ref).
+// properties, items, prefixItems, additionalProperties, const, enum, maxItems, $ref, allOf).
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +37,7 @@ inline void validate_json(const nlohmann::json& value, const nlohmann::json& sch
     validate_json(value, root["$defs"][ref.substr(ref.rfind('/') + 1)], root, path, problems);
     return;
   }
+  for (const auto& part : schema.value("allOf", nlohmann::json::array())) validate_json(value, part, root, path, problems);
   if (schema.contains("type")) {
     bool ok = false;
     if (schema["type"].is_array()) {

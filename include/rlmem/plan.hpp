@@ -3,6 +3,7 @@
 // rlmem plan: peak GPU memory of each phase of an RL step, derived from the architecture and the
 // code path (what each step allocates and keeps), and the search for the best configuration.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -76,6 +77,11 @@ enum class kv_cache_kind : std::uint8_t { grow, prealloc };
 /// What is divided over the GPUs: none (replicated; DDP's gradient buckets when gpus > 1); zero1 optimizer state; zero2 + gradients;
 /// fsdp (= ZeRO-3, FULL_SHARD) + weights, with unsharded layers in flight.
 enum class shard_kind : std::uint8_t { none, zero1, zero2, fsdp };
+/// Where grpo-step's reference log-probs come from. none: no reference pass (a KL weight of 0).
+/// copy: a frozen bf16 copy of the base weights. adapter_disabled: the policy's own base weights
+/// with the LoRA adapter switched off (peft's disable_adapter(), as TRL and verl do with LoRA), so
+/// no second copy; needs a LoRA rank.
+enum class reference_kind : std::uint8_t { none, copy, adapter_disabled };
 
 /// Phase bits for resident buffers.
 inline constexpr unsigned phase_rollout = 1u << 0;
@@ -120,7 +126,7 @@ struct plan_knobs {
   // grpo_step
   std::uint64_t prompts = 0;
   std::uint64_t group = 0;
-  bool ref_model = false;
+  reference_kind reference = reference_kind::none;
   bool old_logprobs = false;  ///< a no-grad pass of the policy before the update (PPO epochs, verl's old_log_prob)
   // distribution
   std::uint64_t gpus = 1;
@@ -176,33 +182,69 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
 std::uint64_t gpu_memory_bytes(std::string_view name);
 std::vector<std::string> gpu_names();
 
+/// Knobs --fit may move beyond the memory knobs. By default the search keeps the algorithm as
+/// given (group size, lengths, effective batch, LoRA rank) and moves only how it is run.
+enum class search_knob : std::uint8_t {
+  group,       ///< grpo-step: samples per prompt
+  new_tokens,  ///< generate, grpo-step: generation length
+  prompt_len,  ///< generate, grpo-step: prompt length (only shorter: a longer prompt adds no work)
+  lora_rank,   ///< train, grpo-step with --lora-r
+  batch,       ///< train: the effective batch (micro-batch x accumulation); generate: rows beyond the given
+};
+inline constexpr unsigned search_bit(search_knob knob) noexcept { return 1u << static_cast<unsigned>(knob); }
+/// "group" -> search_knob::group; false when the name is not a knob --vary opens.
+bool parse_search_knob(std::string_view name, search_knob& knob);
+std::string_view to_string(search_knob knob) noexcept;
+/// Why `knob` cannot be varied in `knobs`' phase, or empty when it can.
+std::string why_not_varied(search_knob knob, const plan_knobs& knobs);
+
 struct fit_options {
   std::uint64_t budget_bytes = 0;      ///< the card's memory
   double fragmentation_margin = 0.10;  ///< peak allocated x (1 + margin) + overhead must fit
-  bool search_lora = false;            ///< also try LoRA ranks (set when the base plan uses LoRA)
+  unsigned vary = 0;                   ///< search_bit()s of the algorithm knobs the search may move
   bool search_offload = true;
-  bool keep_shape = false;             ///< keep the group size and generation length as given
+  std::size_t combinations = 5;        ///< fitting configurations to keep, best first
 };
 
-/// One knob moved one notch from the best configuration.
+/// One knob changed alone from the user's configuration, with the exact peak it gives.
 struct what_if_row {
   std::string knob;
   std::string from;
   std::string to;
-  std::int64_t delta_bytes = 0;
-  double delta_percent = 0;
+  std::uint64_t peak_bytes = 0;
+  std::int64_t saved_bytes = 0;  ///< the user's peak less this one (negative: it costs memory)
   bool fits = false;
+  /// The furthest this knob alone goes and fits: when the user's configuration does not fit, the
+  /// smallest change that fits; when it does, the largest value that still fits.
+  bool limit = false;
+};
+
+/// A knob of a configuration that differs from the user's.
+struct knob_change {
+  std::string knob;
+  std::string from;
+  std::string to;
+};
+
+/// A configuration the search found to fit, as changes from the user's.
+struct fit_candidate {
+  plan_knobs knobs;
+  std::uint64_t peak_bytes = 0;
+  std::vector<knob_change> changes;
 };
 
 struct fit_result {
-  bool found = false;
+  std::uint64_t usable_bytes = 0;  ///< budget less overhead, divided by (1 + margin)
+  std::uint64_t your_peak_bytes = 0;  ///< the configuration as given
+  bool yours_fits = false;
+  std::vector<what_if_row> what_if;  ///< each knob alone, from the configuration as given
+  bool found = false;  ///< some configuration of the searched knobs fits
   plan_knobs best;
   plan_result best_plan;
-  std::uint64_t usable_bytes = 0;  ///< budget less overhead, divided by (1 + margin)
+  std::vector<fit_candidate> combinations;  ///< fitting configurations, best first (the best first of all)
   std::uint64_t configurations = 0;  ///< explored
   std::uint64_t fitting = 0;
-  std::vector<what_if_row> what_if;
-  std::string reason;  ///< when nothing fits: why (weights alone exceed the budget, ...)
+  std::string reason;  ///< when nothing fits: why (the card is smaller than the overhead, ...)
   plan_knobs smallest;  ///< when nothing fits: the configuration with the smallest peak
   std::uint64_t smallest_peak_bytes = 0;
 };
@@ -210,8 +252,10 @@ struct fit_result {
 /// Tokens produced and trained on per step: the search's objective.
 std::uint64_t work_per_step(const plan_knobs& knobs);
 
-/// Searches micro-batch (with gradient accumulation keeping the batch), group size, generation
-/// length, checkpointing, LoRA rank and offload for the most work per step within the budget.
+/// Starts from `base`: its peak, then each knob changed alone (one notch each way, and the smallest
+/// change that fits), then the search for the most work per step within the budget over the
+/// memory knobs (micro-batch with accumulation keeping the batch, generation batch,
+/// checkpointing, offload, chunked log-probs) and the algorithm knobs `options.vary` opens.
 fit_result fit_configuration(const model_architecture& model, const plan_knobs& base, const fit_options& options);
 
 std::string_view to_string(plan_phase phase) noexcept;
@@ -220,5 +264,6 @@ std::string_view to_string(logprob_impl impl) noexcept;
 std::string_view to_string(shard_kind kind) noexcept;
 std::string_view to_string(precision_kind kind) noexcept;
 std::string_view to_string(kv_cache_kind kind) noexcept;
+std::string_view to_string(reference_kind kind) noexcept;
 
 }  // namespace rlmem

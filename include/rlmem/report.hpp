@@ -84,6 +84,8 @@ struct plan_report {
   std::uint64_t fit_budget_bytes = 0;
   double fit_margin = 0;
   double fit_seconds = 0;
+  unsigned fit_vary = 0;          ///< search_bit()s of the algorithm knobs --vary opened
+  std::size_t width = 100;        ///< columns of the text report
 };
 
 /// `rlmem plan` for people.

@@ -14,6 +14,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <unistd.h>
 
 namespace rlmem::cli {
@@ -107,9 +108,12 @@ CLI::Validator whole_number_in(std::uint64_t min, std::uint64_t max) {
       [min, max](std::string& text) {
         std::uint64_t number = 0;
         if (parse_digits(text, number) && number >= min && number <= max) return std::string();
-        return fmt::format("'{}' is not a whole number from {} to {}", printable_text(std::string_view(text).substr(0, 40)), min, max);
+        const auto shown = printable_text(std::string_view(text).substr(0, 40));
+        // No range when it is any count a 64-bit number holds: twenty digits teach nothing.
+        if (max == std::numeric_limits<std::uint64_t>::max()) return fmt::format("'{}' is not a whole number of {} or more", shown, min);
+        return fmt::format("'{}' is not a whole number from {} to {}", shown, min, max);
       },
-      fmt::format("{}-{}", min, max));
+      max == std::numeric_limits<std::uint64_t>::max() ? std::string() : fmt::format("{}-{}", min, max));
 }
 
 CLI::Validator decimal_in(double min, double max) {

@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 #include "output.hpp"
+#include "parse_errors.hpp"
 
 #include <exception>
 #include <new>
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& version) {
     return rlmem::cli::finish_output(app.exit(version));
   } catch (const CLI::ParseError& failure) {
-    rlmem::cli::print_error(std::string(failure.what()) + " (try rlmem --help)");
+    rlmem::cli::print_error(rlmem::cli::plain_parse_error(failure, app));
     return rlmem::cli::exit_bad_input;
   }
   // Reports are built whole before the one write, so a failure here leaves stdout empty.

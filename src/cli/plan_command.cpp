@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <limits>
@@ -34,8 +36,11 @@ struct plan_arguments {
   std::string offload = "none";
   std::string lora_targets;
   std::vector<std::string> buffers;
+  std::string reference;  ///< --ref-model's value; "auto" when given bare
   std::string fit;
+  std::string vary;
   double margin = 0.10;
+  std::size_t width = 100;
   bool keep_shape = false;
   bool json = false;
   bool list = false;
@@ -99,6 +104,88 @@ bool require_phase_knobs(const plan_knobs& knobs, const CLI::App& command) {
   return fail(fmt::format("--phase {} needs {} (all of: {})", to_string(knobs.phase), fmt::join(missing, " "), fmt::join(needed, " ")));
 }
 
+// Options that shape one phase only, and the phases they belong to; any other phase refuses them
+// rather than ignore them.
+bool refuse_other_phases_options(plan_phase phase, const CLI::App& command) {
+  struct shape_option {
+    const char* flag;
+    std::array<bool, 3> in;  ///< generate, train, grpo-step
+    const char* meaning;
+  };
+  static constexpr std::array<shape_option, 9> options = {{
+      {"--batch", {true, false, true}, "is the rows generated together; train generates nothing (its rows are --micro-batch)"},
+      {"--prompt-len", {true, false, true}, "is the prompt of a generation; train's rows are --seq-len long"},
+      {"--new-tokens", {true, false, true}, "is a generation's length; train's rows are --seq-len long"},
+      {"--micro-batch", {false, true, true}, "is the rows of a training pass; generate trains nothing (its rows are --batch)"},
+      {"--seq-len", {false, true, false}, "is train's row length; other phases' rows are --prompt-len + --new-tokens"},
+      {"--logprob-tokens", {false, true, false}, "is train's scored tokens; grpo-step scores the --new-tokens"},
+      {"--grad-accum", {false, true, false}, "is train's; grpo-step accumulates over its rows / --micro-batch"},
+      {"--prompts", {false, false, true}, "is grpo-step's; use --batch for the rows of generate, --micro-batch for train"},
+      {"--group", {false, false, true}, "is grpo-step's samples per prompt"},
+  }};
+  for (const shape_option& option : options) {
+    if (command.count(option.flag) > 0 && !option.in[static_cast<std::size_t>(phase)]) {
+      return fail(fmt::format("{} does not apply to --phase {}: it {}", option.flag, to_string(phase), option.meaning));
+    }
+  }
+  if (phase == plan_phase::generate) {
+    for (const char* flag : {"--grad-ckpt", "--optimizer", "--precision", "--lora-r", "--lora-targets", "--logprob-impl", "--offload"}) {
+      if (command.count(flag) > 0) return fail(fmt::format("{} does not apply to --phase generate: it trains nothing", flag));
+    }
+  }
+  return true;
+}
+
+// --fit's options without --fit, and other options that mean nothing as given.
+bool refuse_options_that_do_not_apply(const plan_arguments& args, const CLI::App& command) {
+  if (args.fit.empty()) {
+    for (const char* flag : {"--margin", "--vary", "--keep-shape"}) {
+      if (command.count(flag) > 0) return fail(fmt::format("{} shapes the search of --fit; give --fit CARD", flag));
+    }
+  }
+  if (command.count("--vary") > 0 && command.count("--keep-shape") > 0) {
+    return fail("--keep-shape keeps the algorithm's settings and --vary opens some: give one (keeping them is the default)");
+  }
+  if (command.count("--logprob-chunk") > 0 && args.knobs.logprob == logprob_impl::full) {
+    return fail("--logprob-chunk is the rows per chunk of --logprob-impl chunked or fused; the default full has no chunks");
+  }
+  return true;
+}
+
+// "group,new-tokens" -> search_bit()s, each checked against the phase.
+bool parse_vary(const std::string& list, const plan_knobs& knobs, unsigned& vary) {
+  std::stringstream names(list);
+  for (std::string name; std::getline(names, name, ',');) {
+    search_knob knob{};
+    if (!parse_search_knob(name, knob)) {
+      return fail(fmt::format("--vary '{}': expected a comma list of group, new-tokens, prompt-len, lora-r, batch", name.substr(0, 40)));
+    }
+    if (const std::string why = why_not_varied(knob, knobs); !why.empty()) return fail(why);
+    vary |= search_bit(knob);
+  }
+  if (vary == 0) return fail("--vary needs at least one of group, new-tokens, prompt-len, lora-r, batch");
+  return true;
+}
+
+// --fit's card: a preset, or a size read as written (GB decimal, GiB binary). A bare number is
+// bytes; one under 1 MiB is far more likely a size in GB than a card.
+bool parse_card(const std::string& text, std::uint64_t& budget) {
+  budget = gpu_memory_bytes(text);
+  if (budget != 0) return true;
+  std::int64_t bytes = 0;
+  std::string message;
+  if (!parse_size(text, bytes, message)) {
+    return fail(fmt::format("--fit '{}': not a card ({}) nor a size like 80GiB or 32GB", text.substr(0, 40), fmt::join(gpu_names(), ", ")));
+  }
+  const bool bare = !text.empty() && std::isdigit(static_cast<unsigned char>(text.back())) != 0;
+  if (bare && bytes < (std::int64_t{1} << 20)) {
+    return fail(fmt::format("--fit {}: a bare number is bytes, and {} bytes is under 1 MiB; give the unit (e.g. {}GB or {}GiB) or a card",
+                            text.substr(0, 40), text.substr(0, 40), text.substr(0, 20), text.substr(0, 20)));
+  }
+  budget = static_cast<std::uint64_t>(bytes);
+  return true;
+}
+
 bool build_knobs(plan_arguments& args, const model_architecture& model, const CLI::App& command) {
   plan_knobs& knobs = args.knobs;
   using phase_choice = std::pair<const char*, plan_phase>;
@@ -134,6 +221,18 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
   }
   knobs.offload_optimizer = offload >= 1;
   knobs.offload_weights = offload == 2;
+  if (command.count("--ref-model") > 0) {
+    if (args.reference == "auto") {
+      // Bare --ref-model: what trainers do, a LoRA policy's own base with the adapter off, else a copy.
+      knobs.reference = knobs.lora_rank > 0 ? reference_kind::adapter_disabled : reference_kind::copy;
+    } else if (!choose("--ref-model", args.reference,
+                       std::array<std::pair<const char*, reference_kind>, 2>{
+                           {{"copy", reference_kind::copy}, {"adapter-disabled", reference_kind::adapter_disabled}}},
+                       knobs.reference)) {
+      return false;
+    }
+  }
+  if (!refuse_other_phases_options(knobs.phase, command) || !refuse_options_that_do_not_apply(args, command)) return false;
   if (knobs.phase == plan_phase::train && command.count("--seq-len") > 0 && knobs.seq_len < 2) {
     return fail("--seq-len must be at least 2: a prompt token and a scored one");
   }
@@ -169,51 +268,54 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     return fail(fmt::format("the {} phase would need more than 8 PiB per GPU; check the knobs", report.plan.peak_phase)), exit_bad_input;
   }
   if (!args.fit.empty()) {
-    std::uint64_t budget = gpu_memory_bytes(args.fit);
-    std::int64_t bytes = 0;
-    std::string size_message;
-    if (budget == 0 && parse_size(args.fit, bytes, size_message)) budget = static_cast<std::uint64_t>(bytes);
-    if (budget == 0) {
-      fail(fmt::format("--fit '{}': not a card ({}) nor {}", args.fit.substr(0, 40), fmt::join(gpu_names(), ", "),
-                       "a size from 1 B to 8 EiB like 80GiB"));
-      return exit_bad_input;
-    }
+    std::uint64_t budget = 0;
+    if (!parse_card(args.fit, budget)) return exit_bad_input;
     if (!(args.margin >= 0 && args.margin < 1)) return fail("--margin must be between 0 and 1, e.g. 0.1"), exit_bad_input;
     fit_options options;
     options.budget_bytes = budget;
     options.fragmentation_margin = args.margin;
-    options.search_lora = args.knobs.lora_rank > 0;
-    options.keep_shape = args.keep_shape;
+    if (command.count("--vary") > 0 && !parse_vary(args.vary, report.knobs, options.vary)) return exit_bad_input;
     const auto started = std::chrono::steady_clock::now();
     fit_result fit = fit_configuration(report.model, report.knobs, options);
     report.fit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (!fit.found) {
-      // Nothing fits: a configuration error, stated in one line with what would have to change.
-      const std::uint64_t weights = report.plan.weights_bytes;
-      const std::string usable = format_bytes(static_cast<std::int64_t>(fit.usable_bytes));
+    const bool some_change_fits =
+        fit.found || std::any_of(fit.what_if.begin(), fit.what_if.end(), [](const what_if_row& row) { return row.fits; });
+    if (fit.usable_bytes == 0) {
+      return fail(fmt::format("--fit {}: {}", args.fit.substr(0, 40), fit.reason)), exit_bad_input;
+    }
+    if (!some_change_fits && report.plan.weights_bytes > fit.usable_bytes) {
+      // Nothing the report could show fits: one line with what would have to change.
       const char* remedy = report.knobs.shard == shard_kind::fsdp ? "shard over more GPUs, offload them (--offload all)"
                                                                   : "shard them (--gpus N --shard fsdp)";
-      if (fit.usable_bytes == 0) {
-        fail(fmt::format("--fit {}: {}", args.fit.substr(0, 40), fit.reason));
-      } else if (weights > fit.usable_bytes) {
-        fail(fmt::format("--fit {}: the weights alone ({}{}) exceed the {} usable on the card; {} or pick a larger card",
-                         args.fit.substr(0, 40), format_bytes(static_cast<std::int64_t>(weights)),
-                         report.knobs.ref_model ? ", policy and reference" : "", usable, remedy));
-      } else if (fit.smallest_peak_bytes > 0) {
-        fail(fmt::format("--fit {}: nothing fits in the {} usable; the smallest configuration tried needs {}: {}",
-                         args.fit.substr(0, 40), usable, format_bytes(static_cast<std::int64_t>(fit.smallest_peak_bytes)),
-                         knobs_command_line(fit.smallest)));
-      } else {
-        fail(fmt::format("--fit {}: {}", args.fit.substr(0, 40), fit.reason));
-      }
-      return exit_bad_input;
+      return fail(fmt::format("--fit {}: the weights alone ({}{}) exceed the {} usable on the card; {} or pick a larger card",
+                              args.fit.substr(0, 40), format_bytes(static_cast<std::int64_t>(report.plan.weights_bytes)),
+                              report.knobs.reference == reference_kind::copy ? ", policy and reference" : "",
+                              format_bytes(static_cast<std::int64_t>(fit.usable_bytes)), remedy)),
+             exit_bad_input;
     }
     report.fit = std::move(fit);
     report.fit_card = args.fit;
     report.fit_budget_bytes = budget;
     report.fit_margin = args.margin;
+    report.fit_vary = options.vary;
   }
+  report.width = args.width;
   return write_report(args.json ? render_plan_json(report) : render_plan_text(report));
+}
+
+// The card presets for the help's footer, a line of at most 100 columns each.
+std::string card_list() {
+  std::string lines;
+  std::size_t column = 99;  // "Cards:" stands on a line of its own
+  for (const std::string& name : gpu_names()) {
+    if (column + name.size() + 2 > 100) {
+      lines += "\n ";
+      column = 1;
+    }
+    lines += " " + name;
+    column += name.size() + 1;
+  }
+  return lines;
 }
 
 }  // namespace
@@ -222,11 +324,11 @@ void add_plan_command(CLI::App& app, command_body& run) {
   auto args = std::make_shared<plan_arguments>();
   plan_knobs& knobs = args->knobs;
   CLI::App* command = app.add_subcommand("plan", "Peak GPU memory of each phase of an RL step, from the architecture and the knobs");
-  command->add_option("--model", args->model, "A preset (qwen2.5-7b, qwen3-8b, llama3.1-8b, ...) or a Hugging Face config.json");
+  command->add_option("--model", args->model, "A preset (qwen2.5-7b, ...; --list-models) or a config.json");
   command->add_flag("--list-models", args->list, "List the built-in presets");
   command->add_option("--phase", args->phase, "generate | train | grpo-step");
   auto* shape = "Shape";
-  command->add_option("--batch", knobs.batch, "generate: rows generated together (grpo-step: default all rows of a GPU)")->check(whole_number)->group(shape);
+  command->add_option("--batch", knobs.batch, "Rows generated together (grpo-step: default all of a GPU's rows)")->check(whole_number)->group(shape);
   command->add_option("--prompt-len", knobs.prompt_len, "Prompt tokens per row")->check(whole_number)->group(shape);
   command->add_option("--new-tokens", knobs.new_tokens, "Tokens generated per row")->check(whole_number)->group(shape);
   command->add_option("--micro-batch", knobs.micro_batch, "Rows per forward/backward")->check(whole_number)->group(shape);
@@ -236,22 +338,26 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--prompts", knobs.prompts, "grpo-step: prompts per step (all GPUs)")->check(whole_number)->group(shape);
   command->add_option("--group", knobs.group, "grpo-step: samples per prompt")->check(whole_number)->group(shape);
   auto* training = "Training";
-  command->add_flag("--ref-model", knobs.ref_model, "grpo-step: a frozen bf16 reference model scores every micro-batch")->group(training);
+  command->add_option("--ref-model", args->reference,
+                      "grpo-step: copy | adapter-disabled (LoRA; bare: it with --lora-r)")
+      ->expected(0, 1)
+      ->default_str("auto")
+      ->group(training);
   command->add_flag("--old-logprobs", knobs.old_logprobs,
-                    "grpo-step: the policy scores the rollout without gradients before the update (PPO epochs)")
+                    "grpo-step: a no-grad pass of the policy before the update (PPO)")
       ->group(training);
   command->add_flag("--grad-ckpt", knobs.grad_ckpt, "Gradient checkpointing (transformers' gradient_checkpointing_enable)")->group(training);
   command->add_option("--optimizer", args->optimizer, "adamw (default) | sgd")->group(training);
   command->add_option("--precision", args->precision,
-                      "bf16 (default: bf16 weights, gradients, AdamW state) | fp32-master (fp32 state, bf16 autocast)")
+                      "bf16 (default: weights, gradients, AdamW state) | fp32-master")
       ->group(training);
   command->add_option("--lora-r", knobs.lora_rank, "LoRA rank (peft; frozen base, fp32 adapters); 0: full fine-tuning")
       ->check(whole_number)
       ->group(training);
-  command->add_option("--lora-targets", args->lora_targets, "Comma list (default: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj)")
+  command->add_option("--lora-targets", args->lora_targets, "Comma list of q_proj ... down_proj (default: all seven)")
       ->group(training);
   command->add_option("--logprob-impl", args->logprob_impl_name,
-                      "full (default: bf16 logits, response upcast to fp32, log_softmax) | chunked (verl/OpenRLHF) | fused (Liger)")
+                      "full (default: fp32 response logits) | chunked (verl) | fused (Liger)")
       ->group(training);
   command->add_option("--logprob-chunk", knobs.logprob_chunk, "Rows per chunk for chunked and fused (default 1024)")->check(whole_number)->group(training);
   auto* memory = "Memory";
@@ -259,23 +365,41 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--kv-rows", knobs.kv_rows, "prealloc: rows the cache is sized for (default: the batch)")->check(whole_number)->group(memory);
   command->add_option("--kv-len", knobs.kv_len, "prealloc: positions per row (default: prompt + new tokens)")->check(whole_number)->group(memory);
   command->add_option("--buffer", args->buffers,
-                      "A resident tensor NAME=DIMS:DTYPE[@phases], e.g. trajectories=8x50x263x196:fp32@rollout,update (repeatable)")
+                      "A resident tensor NAME=DIMS:DTYPE[@phases] (repeatable), e.g.\n"
+                      "trajectories=8x50x263x196:fp32@rollout,update")
       ->group(memory);
   command->add_option("--gpus", knobs.gpus, "Data-parallel GPUs (default 1)")->check(whole_number)->group(memory);
-  command->add_option("--shard", args->shard, "none (replicated, DDP) | zero1 (optimizer) | zero2 (+gradients) | fsdp (= zero3, +weights)")->group(memory);
+  command->add_option("--shard", args->shard, "none (DDP) | zero1 (optimizer) | zero2 (+gradients) | fsdp (+weights)")->group(memory);
   command->add_option("--offload", args->offload, "none | optimizer (state and step on the CPU) | all (fsdp: weights too)")->group(memory);
-  command->add_option("--fit", args->fit, "Search the knobs for a card: h100-80g, a100-40g, h200-141g, rtx4090-24g, ... or a size (80GiB)");
-  command->add_flag("--keep-shape", args->keep_shape,
-                    "--fit: keep the group, generation length and effective batch as given (default: try up to 4x)");
-  command->add_option("--margin", args->margin, "--fit: fragmentation margin on top of the peak (default 0.10)")->check(decimal_in(0, 1));
+  auto* search = "Fit";
+  command->add_option("--fit", args->fit, "Your config against a card (below) or a size (32GB, 80GiB)")
+      ->group(search);
+  command->add_option("--vary", args->vary, "--fit: also search group,new-tokens,prompt-len,lora-r,batch")->group(search);
+  command->add_flag("--keep-shape", args->keep_shape, "--fit: keep the algorithm's settings (the default)")
+      ->group(search);
+  command->add_option("--margin", args->margin, "--fit: fragmentation margin on top of the peak (default 0.10)")
+      ->check(decimal_in(0, 1))
+      ->group(search);
+  command->add_option("--width", args->width, "Columns of the text report")
+      ->capture_default_str()
+      ->check(whole_number_in(min_width, max_width));
   command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/plan.schema.json)");
   command->footer("Peaks are bytes allocated through PyTorch's caching allocator (max_memory_allocated), derived from\n"
                   "what each step of the code path keeps: transformers with SDPA, full bf16 logits, the response's\n"
-                  "log-probs in fp32, torch AdamW. Examples:\n"
+                  "log-probs in fp32, torch AdamW.\n"
+                  "--fit starts from your config: its peak, each knob changed alone (one notch each way, and the least\n"
+                  "change that fits), then the combinations that fit, best first. The search keeps the algorithm's\n"
+                  "settings (group, lengths, effective batch, LoRA rank) unless --vary opens them, and moves\n"
+                  "micro-batch, generation batch (with --batch), checkpointing, offload and chunked log-probs.\n"
+                  "Cards:" +
+                  card_list() +
+                  "\nExamples:\n"
                   "  rlmem plan --model qwen2.5-7b --phase generate --batch 64 --prompt-len 512 --new-tokens 1024\n"
                   "  rlmem plan --model config.json --phase train --micro-batch 8 --seq-len 1024 --grad-ckpt\n"
                   "  rlmem plan --model qwen2.5-0.5b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 \\\n"
-                  "             --new-tokens 512 --micro-batch 16 --ref-model --fit h100-80g");
+                  "             --new-tokens 512 --micro-batch 16 --ref-model --fit h100-80g\n"
+                  "  rlmem plan --model qwen2.5-7b --phase grpo-step --prompts 4 --group 4 --prompt-len 896 \\\n"
+                  "             --new-tokens 128 --micro-batch 16 --lora-r 16 --ref-model --fit a100-40g");
   command->callback([&run, args, command] { run = [args, command] { return run_plan(*args, *command); }; });
 }
 

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
-// --fit: the configuration that does the most work per step within a card's memory, and what
-// each knob one notch up or down would cost.
+// --fit: starting from the user's configuration, what each knob changed alone does to the peak,
+// and the configurations that fit, the one doing the most work per step first.
 
 #include <rlmem/plan.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <optional>
 #include <tuple>
 
@@ -20,6 +23,58 @@ std::uint64_t work_per_step(const plan_knobs& knobs) {
     case plan_phase::grpo_step: return knobs.prompts * knobs.group * knobs.new_tokens;
   }
   return 0;
+}
+
+namespace {
+
+constexpr std::array<std::pair<std::string_view, search_knob>, 5> search_knob_names = {{{"group", search_knob::group},
+                                                                                         {"new-tokens", search_knob::new_tokens},
+                                                                                         {"prompt-len", search_knob::prompt_len},
+                                                                                         {"lora-r", search_knob::lora_rank},
+                                                                                         {"batch", search_knob::batch}}};
+
+}  // namespace
+
+bool parse_search_knob(std::string_view name, search_knob& knob) {
+  for (const auto& [known, value] : search_knob_names) {
+    if (name == known) {
+      knob = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view to_string(search_knob knob) noexcept {
+  for (const auto& [name, value] : search_knob_names) {
+    if (value == knob) return name;
+  }
+  return "?";
+}
+
+std::string why_not_varied(search_knob knob, const plan_knobs& knobs) {
+  switch (knob) {
+    case search_knob::group:
+      if (knobs.phase != plan_phase::grpo_step) return "--vary group: only --phase grpo-step samples a group per prompt";
+      break;
+    case search_knob::new_tokens:
+    case search_knob::prompt_len:
+      if (knobs.phase == plan_phase::train) {
+        return fmt::format("--vary {}: --phase train has no generation (its rows are --seq-len long)", to_string(knob));
+      }
+      break;
+    case search_knob::lora_rank:
+      if (knobs.phase == plan_phase::generate) return "--vary lora-r: --phase generate trains nothing";
+      if (knobs.lora_rank == 0) return "--vary lora-r: full fine-tuning has no rank to vary; give --lora-r to start from";
+      break;
+    case search_knob::batch:
+      if (knobs.phase == plan_phase::grpo_step) {
+        return "--vary batch: grpo-step's batch is --prompts x --group (--vary group), trained in micro-batches the search "
+               "already moves";
+      }
+      break;
+  }
+  return {};
 }
 
 namespace {
@@ -73,6 +128,8 @@ std::vector<std::uint64_t> divisors(std::uint64_t n) {
   return values;
 }
 
+std::uint64_t rows_per_gpu(const plan_knobs& knobs) { return knobs.prompts * knobs.group / knobs.gpus; }
+
 // Micro-batches that split a prompt's samples evenly or hold whole groups of a GPU's rows.
 std::vector<std::uint64_t> valid_micro_batches(std::uint64_t group, std::uint64_t rows) {
   std::vector<std::uint64_t> values;
@@ -91,41 +148,74 @@ std::uint64_t at_most(const std::vector<std::uint64_t>& values, std::uint64_t li
   return chosen;
 }
 
+// Rows generated together in a grpo-step rollout given with --batch: powers of two below a GPU's
+// rows, and all of them (0). Without --batch the rollout generates all rows at once, as
+// model.generate on the whole rollout does, and the search keeps that.
+std::vector<std::uint64_t> generation_batches(std::uint64_t rows) {
+  std::vector<std::uint64_t> values = powers_of_two(1, rows > 1 ? rows - 1 : 0);
+  values.push_back(0);
+  return values;
+}
+
+std::uint64_t generated_together(const plan_knobs& knobs) {
+  return knobs.batch == 0 ? rows_per_gpu(knobs) : std::min(knobs.batch, rows_per_gpu(knobs));
+}
+
+// A group size for grpo-step, with the micro-batch kept when it stays valid, else the largest
+// valid one below it.
+void set_group(plan_knobs& knobs, std::uint64_t group, std::uint64_t micro_batch) {
+  knobs.group = group;
+  knobs.micro_batch = at_most(valid_micro_batches(group, knobs.prompts * group / knobs.gpus), micro_batch);
+}
+
+// train: the effective batch with the micro-batch kept where it divides it, else the largest divisor below.
+void set_effective_batch(plan_knobs& knobs, std::uint64_t effective, std::uint64_t micro_batch) {
+  knobs.micro_batch = at_most(divisors(effective), micro_batch);
+  knobs.grad_accum = effective / knobs.micro_batch;
+}
+
 // The candidate values of each knob the search moves.
 struct search_space {
   std::vector<std::uint64_t> groups;
   std::vector<std::uint64_t> new_tokens;
+  std::vector<std::uint64_t> prompt_lens;
   std::vector<std::uint64_t> effective_batches;  ///< train: micro-batch x accumulation
   std::vector<std::uint64_t> batches;            ///< generate
   std::vector<bool> checkpointing;
   std::vector<std::uint64_t> lora_ranks;
   std::vector<offload_level> offloads;
+  std::vector<logprob_impl> logprobs;
 };
 
+std::vector<std::uint64_t> eighths_of(std::uint64_t value, std::initializer_list<std::uint64_t> eighths) {
+  std::vector<std::uint64_t> values;
+  for (std::uint64_t eighth : eighths) values.push_back(std::max<std::uint64_t>(value * eighth / 8, 1));
+  return with_value(values, value);
+}
+
 search_space space_for(const model_architecture& model, const plan_knobs& base, const fit_options& options) {
+  const auto opened = [&](search_knob knob) { return (options.vary & search_bit(knob)) != 0; };
   search_space space;
-  if (options.keep_shape) {
-    space.groups = {base.group};
-    space.new_tokens = {base.new_tokens};
-  } else {
-    // Up to four times the group and the length asked for: how far the card can go.
-    space.groups = with_value(powers_of_two(2, std::max<std::uint64_t>(4 * base.group, 2)), base.group);
-    for (std::uint64_t eighths : {1, 2, 4, 6, 8, 12, 16, 24, 32}) {
-      space.new_tokens.push_back(std::max<std::uint64_t>(base.new_tokens * eighths / 8, 1));
-    }
-    space.new_tokens = with_value(space.new_tokens, base.new_tokens);
-  }
+  // Up to four times the group and the length asked for: how far the card can go.
+  space.groups = opened(search_knob::group) ? with_value(powers_of_two(2, std::max<std::uint64_t>(4 * base.group, 2)), base.group)
+                                            : std::vector<std::uint64_t>{base.group};
+  space.new_tokens = opened(search_knob::new_tokens) ? eighths_of(base.new_tokens, {1, 2, 4, 6, 8, 12, 16, 24, 32})
+                                                     : std::vector<std::uint64_t>{base.new_tokens};
+  // A longer prompt adds no work: only shorter ones are tried.
+  space.prompt_lens = opened(search_knob::prompt_len) ? eighths_of(base.prompt_len, {1, 2, 4, 6, 8})
+                                                      : std::vector<std::uint64_t>{base.prompt_len};
   const std::uint64_t effective = base.micro_batch * base.grad_accum;
-  if (options.keep_shape) {
-    space.effective_batches = {effective};
-    space.batches = with_value(powers_of_two(1, base.batch), base.batch);
-  } else {
+  if (opened(search_knob::batch)) {
     for (std::uint64_t scale : {1, 2, 4, 8, 16, 32}) space.effective_batches.push_back(std::max<std::uint64_t>(effective * scale / 4, 1));
     space.effective_batches = with_value(space.effective_batches, effective);
     space.batches = with_value(powers_of_two(1, std::max<std::uint64_t>(16 * base.batch, 1024)), base.batch);
+  } else {
+    space.effective_batches = {effective};
+    // Generating the same rows in fewer at a time keeps the work of a generate call's rows.
+    space.batches = with_value(powers_of_two(1, base.batch), base.batch);
   }
   space.checkpointing = base.phase == plan_phase::generate ? std::vector<bool>{false} : std::vector<bool>{false, true};
-  if (options.search_lora && base.phase != plan_phase::generate) {
+  if (opened(search_knob::lora_rank) && base.phase != plan_phase::generate) {
     for (std::uint64_t rank : with_value(powers_of_two(8, 256), base.lora_rank)) {
       if (rank <= model.hidden_size) space.lora_ranks.push_back(rank);
     }
@@ -139,22 +229,78 @@ search_space space_for(const model_architecture& model, const plan_knobs& base, 
   } else {
     space.offloads = {offload_of(base)};
   }
+  space.logprobs = {base.logprob};
+  // Chunked log-probs compute the same values without the full fp32 logits.
+  if (base.phase != plan_phase::generate && base.logprob == logprob_impl::full) space.logprobs.push_back(logprob_impl::chunked);
   return space;
 }
 
-// Bigger is better: work, then speed (no offload, no recomputation, fewer micro-batches), then the
-// shape and LoRA rank closest to the ones asked for, then the smaller peak.
-using score = std::tuple<std::uint64_t, int, int, std::uint64_t, double, double>;
+// The knobs a configuration can differ from the user's in, as bits: a combination's identity.
+enum change_bit : unsigned {
+  changes_micro_batch = 1u << 0,
+  changes_generation_batch = 1u << 1,
+  changes_checkpointing = 1u << 2,
+  changes_offload = 1u << 3,
+  changes_logprob = 1u << 4,
+  changes_group = 1u << 5,
+  changes_new_tokens = 1u << 6,
+  changes_prompt_len = 1u << 7,
+  changes_lora_rank = 1u << 8,
+  changes_batch = 1u << 9,
+};
+
+std::string on_off(bool on) { return on ? "on" : "off"; }
+std::string number(std::uint64_t value) { return fmt::format("{}", value); }
+std::string generation_batch_text(const plan_knobs& knobs) {
+  return knobs.batch == 0 ? fmt::format("all {}", rows_per_gpu(knobs)) : number(knobs.batch);
+}
+
+std::vector<knob_change> changes_between(const plan_knobs& from, const plan_knobs& to, unsigned* bits = nullptr) {
+  std::vector<knob_change> changes;
+  unsigned mask = 0;
+  auto note = [&](unsigned bit, const char* knob, std::string before, std::string after) {
+    if (before == after) return;
+    mask |= bit;
+    changes.push_back({knob, std::move(before), std::move(after)});
+  };
+  if (from.phase == plan_phase::generate) {
+    note(changes_batch, "batch", number(from.batch), number(to.batch));
+  } else if (from.phase == plan_phase::train) {
+    note(changes_batch, "effective batch", number(from.micro_batch * from.grad_accum), number(to.micro_batch * to.grad_accum));
+    note(changes_micro_batch, "micro-batch", fmt::format("{} x {}", from.micro_batch, from.grad_accum),
+         fmt::format("{} x {}", to.micro_batch, to.grad_accum));
+  } else {
+    note(changes_group, "group", number(from.group), number(to.group));
+    note(changes_micro_batch, "micro-batch", number(from.micro_batch), number(to.micro_batch));
+    // All rows at once (0) stays all rows when the group changes the row count.
+    if (from.batch != to.batch) note(changes_generation_batch, "generation batch", generation_batch_text(from), generation_batch_text(to));
+  }
+  if (from.phase != plan_phase::train) {
+    note(changes_new_tokens, "new tokens", number(from.new_tokens), number(to.new_tokens));
+    note(changes_prompt_len, "prompt length", number(from.prompt_len), number(to.prompt_len));
+  }
+  note(changes_lora_rank, "LoRA rank", number(from.lora_rank), number(to.lora_rank));
+  note(changes_checkpointing, "grad checkpointing", on_off(from.grad_ckpt), on_off(to.grad_ckpt));
+  note(changes_offload, "offload", std::string(offload_name(offload_of(from))), std::string(offload_name(offload_of(to))));
+  note(changes_logprob, "log-probs", std::string(to_string(from.logprob)), std::string(to_string(to.logprob)));
+  if (bits != nullptr) *bits = mask;
+  return changes;
+}
+
+// Bigger is better: work, then speed (no offload, no recomputation, the log-probs as given,
+// larger passes), then the algorithm knobs closest to the ones asked for, then the smaller peak.
+using score = std::tuple<std::uint64_t, int, int, int, std::uint64_t, std::uint64_t, double, double>;
 
 score score_of(const plan_knobs& knobs, const plan_knobs& base, std::uint64_t peak) {
   auto log_distance = [](std::uint64_t a, std::uint64_t b) {
     return std::abs(std::log2(static_cast<double>(std::max<std::uint64_t>(a, 1)) / static_cast<double>(std::max<std::uint64_t>(b, 1))));
   };
   const double distance = log_distance(knobs.group, base.group) + log_distance(knobs.new_tokens, base.new_tokens) +
-                          log_distance(knobs.lora_rank, base.lora_rank);
+                          log_distance(knobs.prompt_len, base.prompt_len) + log_distance(knobs.lora_rank, base.lora_rank);
   const std::uint64_t rows_per_pass = knobs.phase == plan_phase::generate ? knobs.batch : knobs.micro_batch;
-  return {work_per_step(knobs), -static_cast<int>(offload_of(knobs)), knobs.grad_ckpt ? -1 : 0, rows_per_pass, -distance,
-          -static_cast<double>(peak)};
+  const std::uint64_t generated = knobs.phase == plan_phase::grpo_step ? generated_together(knobs) : 0;
+  return {work_per_step(knobs), -static_cast<int>(offload_of(knobs)), knobs.grad_ckpt ? -1 : 0, knobs.logprob == base.logprob ? 0 : -1,
+          rows_per_pass, generated, -distance, -static_cast<double>(peak)};
 }
 
 class searcher {
@@ -173,27 +319,51 @@ class searcher {
     }
     if (peak > usable_) return;
     ++fitting_;
+    unsigned bits = 0;
+    changes_between(base_, knobs, &bits);
     const score candidate = score_of(knobs, base_, peak);
-    if (!best_ || candidate > best_score_) {
-      best_ = knobs;
-      best_score_ = candidate;
+    auto [it, inserted] = best_by_changes_.try_emplace(bits, found{candidate, knobs, peak});
+    if (!inserted && candidate > it->second.rank) it->second = found{candidate, knobs, peak};
+  }
+
+  // The best configuration of each set of changed knobs, best first, less those that change
+  // more knobs than another that fits and does as well: every extra change has to buy something.
+  std::vector<fit_candidate> combinations(std::size_t count) const {
+    std::vector<std::pair<unsigned, const found*>> kept;
+    for (const auto& [bits, candidate] : best_by_changes_) {
+      bool needless = false;
+      for (const auto& [other_bits, other] : best_by_changes_) {
+        const bool fewer_changes = other_bits != bits && (other_bits & bits) == other_bits;
+        if (fewer_changes && other.rank >= candidate.rank) needless = true;
+      }
+      if (!needless) kept.emplace_back(bits, &candidate);
     }
+    std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.second->rank > b.second->rank; });
+    std::vector<fit_candidate> result;
+    for (const auto& [bits, candidate] : kept) {
+      if (result.size() == count) break;
+      result.push_back({candidate->knobs, candidate->peak, changes_between(base_, candidate->knobs)});
+    }
+    return result;
   }
 
   std::uint64_t explored() const { return explored_; }
   std::uint64_t fitting() const { return fitting_; }
-  const std::optional<plan_knobs>& best() const { return best_; }
   const std::optional<plan_knobs>& smallest() const { return smallest_; }
   std::uint64_t smallest_peak() const { return smallest_peak_; }
 
  private:
+  struct found {
+    score rank;
+    plan_knobs knobs;
+    std::uint64_t peak = 0;
+  };
   const model_architecture& model_;
   const plan_knobs& base_;
   std::uint64_t usable_;
   std::uint64_t explored_ = 0;
   std::uint64_t fitting_ = 0;
-  std::optional<plan_knobs> best_;
-  score best_score_{};
+  std::map<unsigned, found> best_by_changes_;
   std::optional<plan_knobs> smallest_;
   std::uint64_t smallest_peak_ = 0;
 };
@@ -204,130 +374,254 @@ void search(const plan_knobs& base, const search_space& space, searcher& out) {
     knobs.lora_rank = rank;
     for (offload_level offload : space.offloads) {
       set_offload(knobs, offload);
-      for (bool checkpointing : space.checkpointing) {
-        knobs.grad_ckpt = checkpointing;
-        switch (base.phase) {
-          case plan_phase::generate:
-            for (std::uint64_t batch : space.batches) {
-              knobs.batch = batch;
-              out.consider(knobs);
-            }
-            break;
-          case plan_phase::train:
-            for (std::uint64_t effective : space.effective_batches) {
-              for (std::uint64_t micro_batch : divisors(effective)) {
-                knobs.micro_batch = micro_batch;
-                knobs.grad_accum = effective / micro_batch;
+      for (logprob_impl logprob : space.logprobs) {
+        knobs.logprob = logprob;
+        for (bool checkpointing : space.checkpointing) {
+          knobs.grad_ckpt = checkpointing;
+          switch (base.phase) {
+            case plan_phase::generate:
+              for (std::uint64_t batch : space.batches) {
+                knobs.batch = batch;
                 out.consider(knobs);
               }
-            }
-            break;
-          case plan_phase::grpo_step:
-            for (std::uint64_t group : space.groups) {
-              knobs.group = group;
-              for (std::uint64_t new_tokens : space.new_tokens) {
-                knobs.new_tokens = new_tokens;
-                for (std::uint64_t micro_batch : valid_micro_batches(group, base.prompts * group / base.gpus)) {
+              break;
+            case plan_phase::train:
+              for (std::uint64_t effective : space.effective_batches) {
+                for (std::uint64_t micro_batch : divisors(effective)) {
                   knobs.micro_batch = micro_batch;
+                  knobs.grad_accum = effective / micro_batch;
                   out.consider(knobs);
                 }
               }
-            }
-            break;
+              break;
+            case plan_phase::grpo_step:
+              for (std::uint64_t group : space.groups) {
+                knobs.group = group;
+                const std::uint64_t rows = base.prompts * group / base.gpus;
+                for (std::uint64_t prompt_len : space.prompt_lens) {
+                  knobs.prompt_len = prompt_len;
+                  for (std::uint64_t new_tokens : space.new_tokens) {
+                    knobs.new_tokens = new_tokens;
+                    for (std::uint64_t generation_batch : base.batch == 0 ? std::vector<std::uint64_t>{0} : generation_batches(rows)) {
+                      knobs.batch = generation_batch;
+                      for (std::uint64_t micro_batch : valid_micro_batches(group, rows)) {
+                        knobs.micro_batch = micro_batch;
+                        out.consider(knobs);
+                      }
+                    }
+                  }
+                }
+              }
+              break;
+          }
         }
       }
     }
   }
 }
 
-std::string knob_text(std::uint64_t value) { return fmt::format("{}", value); }
+// ---------------------------------------------------------------- what each knob alone does
 
-// The neighbours of `value` in `values`: one notch down and one up, where they exist.
-std::vector<std::uint64_t> neighbours(const std::vector<std::uint64_t>& values, std::uint64_t value) {
-  std::vector<std::uint64_t> result;
-  auto it = std::lower_bound(values.begin(), values.end(), value);
-  if (it != values.begin()) result.push_back(*std::prev(it));
-  if (it != values.end() && *it == value) ++it;
-  if (it != values.end()) result.push_back(*it);
-  return result;
-}
+using setter = std::function<void(plan_knobs&, std::uint64_t)>;
 
-void add_what_if(const model_architecture& model, const fit_result& fit, const char* knob, std::string from,
-                 std::string to, const plan_knobs& changed, std::vector<what_if_row>& rows) {
-  std::string message;
-  if (!validate_knobs(model, changed, message)) return;
-  const std::uint64_t peak = plan_memory(model, changed).peak_bytes;
-  what_if_row row;
-  row.knob = knob;
-  row.from = std::move(from);
-  row.to = std::move(to);
-  row.delta_bytes = static_cast<std::int64_t>(peak) - static_cast<std::int64_t>(fit.best_plan.peak_bytes);
-  row.delta_percent = 100.0 * static_cast<double>(row.delta_bytes) / static_cast<double>(fit.best_plan.peak_bytes);
-  row.fits = peak <= fit.usable_bytes;
-  rows.push_back(std::move(row));
-}
+class what_if_table {
+ public:
+  what_if_table(const model_architecture& model, const plan_knobs& base, std::uint64_t base_peak, std::uint64_t usable)
+      : model_(model), base_(base), base_peak_(base_peak), usable_(usable) {}
 
-std::vector<what_if_row> what_if_table(const model_architecture& model, const fit_result& fit, const search_space& space) {
-  std::vector<what_if_row> rows;
-  const plan_knobs& best = fit.best;
-  auto vary = [&](const char* knob, const std::vector<std::uint64_t>& values, std::uint64_t current, auto apply) {
-    for (std::uint64_t value : neighbours(values, current)) {
-      plan_knobs changed = best;
-      apply(changed, value);
-      add_what_if(model, fit, knob, knob_text(current), knob_text(value), changed, rows);
+  /// The peak of `changed`, or nothing when the change makes the configuration invalid.
+  std::optional<std::uint64_t> peak_of(const plan_knobs& changed) const {
+    std::string message;
+    if (!validate_knobs(model_, changed, message)) return std::nullopt;
+    return plan_memory(model_, changed).peak_bytes;
+  }
+
+  void add(const char* knob, std::string from, std::string to, const plan_knobs& changed, bool limit = false) {
+    const auto peak = peak_of(changed);
+    if (!peak) return;
+    for (what_if_row& row : rows_) {
+      if (row.knob == knob && row.to == to) {  // a notch that is also the limit: one row
+        row.limit = row.limit || limit;
+        return;
+      }
     }
-  };
-  switch (best.phase) {
+    what_if_row row;
+    row.knob = knob;
+    row.from = std::move(from);
+    row.to = std::move(to);
+    row.peak_bytes = *peak;
+    row.saved_bytes = static_cast<std::int64_t>(base_peak_) - static_cast<std::int64_t>(*peak);
+    row.fits = *peak <= usable_;
+    row.limit = limit;
+    rows_.push_back(std::move(row));
+  }
+
+  /// A knob with ordered values: one notch down and up from the user's, and the limit: when the
+  /// user's does not fit, the value nearest it (below) that fits; when it does, the furthest
+  /// value above that still fits.
+  void ordered(const char* knob, const std::vector<std::uint64_t>& values, std::uint64_t current, const setter& apply,
+               const std::function<std::string(std::uint64_t)>& text) {
+    const auto it = std::lower_bound(values.begin(), values.end(), current);
+    auto above = it;
+    if (above != values.end() && *above == current) ++above;
+    std::optional<std::uint64_t> limit;
+    if (base_peak_ > usable_) {
+      for (auto below = it; below != values.begin();) {
+        --below;
+        if (fits(apply, *below)) {
+          limit = *below;
+          break;
+        }
+      }
+    } else {
+      for (auto up = above; up != values.end() && fits(apply, *up); ++up) limit = *up;
+    }
+    notches_and_limit(knob, values, current, apply, text, limit);
+  }
+
+  /// A length or count where every whole value from 1 to `highest` is valid: the limit is found
+  /// by bisection (the peak grows with the value), the notches are `notches`.
+  void whole(const char* knob, const std::vector<std::uint64_t>& notches, std::uint64_t current, std::uint64_t highest,
+             const setter& apply, const std::function<std::string(std::uint64_t)>& text = number) {
+    // The largest value in [low, high] that fits, when `low` fits.
+    auto bisect = [&](std::uint64_t low, std::uint64_t high) {
+      while (low < high) {
+        const std::uint64_t middle = low + (high - low + 1) / 2;
+        if (fits(apply, middle)) {
+          low = middle;
+        } else {
+          high = middle - 1;
+        }
+      }
+      return low;
+    };
+    std::optional<std::uint64_t> limit;
+    if (base_peak_ > usable_ && current > 1 && fits(apply, 1)) limit = bisect(1, current - 1);
+    if (base_peak_ <= usable_ && current < highest && fits(apply, current + 1)) limit = bisect(current + 1, highest);
+    // At the end of the range the most that fits is not known: the notches show that it fits.
+    if (limit == highest && base_peak_ <= usable_) limit.reset();
+    notches_and_limit(knob, with_value(notches, current), current, apply, text, limit);
+  }
+
+  std::vector<what_if_row> take() { return std::move(rows_); }
+
+ private:
+  plan_knobs changed_to(const setter& apply, std::uint64_t value) const {
+    plan_knobs changed = base_;
+    apply(changed, value);
+    return changed;
+  }
+
+  bool fits(const setter& apply, std::uint64_t value) const {
+    const auto peak = peak_of(changed_to(apply, value));
+    return peak && *peak <= usable_;
+  }
+
+  void notches_and_limit(const char* knob, const std::vector<std::uint64_t>& values, std::uint64_t current, const setter& apply,
+                         const std::function<std::string(std::uint64_t)>& text, std::optional<std::uint64_t> limit) {
+    const auto it = std::lower_bound(values.begin(), values.end(), current);
+    if (it != values.begin()) add(knob, text(current), text(*std::prev(it)), changed_to(apply, *std::prev(it)), limit == *std::prev(it));
+    auto above = it;
+    if (above != values.end() && *above == current) ++above;
+    if (above != values.end()) add(knob, text(current), text(*above), changed_to(apply, *above), limit == *above);
+    if (limit) add(knob, text(current), text(*limit), changed_to(apply, *limit), true);
+  }
+
+  const model_architecture& model_;
+  const plan_knobs& base_;
+  std::uint64_t base_peak_;
+  std::uint64_t usable_;
+  std::vector<what_if_row> rows_;
+};
+
+// The largest a length or count may grow to in the what-if table: four times the user's.
+std::uint64_t four_times(std::uint64_t value) { return value > (std::uint64_t{1} << 40) ? value : 4 * value; }
+
+std::vector<what_if_row> each_knob_alone(const model_architecture& model, const plan_knobs& base, std::uint64_t base_peak,
+                                         std::uint64_t usable) {
+  what_if_table table(model, base, base_peak, usable);
+  const auto as_number = [](std::uint64_t value) { return number(value); };
+  switch (base.phase) {
     case plan_phase::generate:
-      vary("batch", space.batches, best.batch, [](plan_knobs& k, std::uint64_t v) { k.batch = v; });
+      table.whole("batch", powers_of_two(1, four_times(base.batch)), base.batch, four_times(base.batch),
+                  [](plan_knobs& k, std::uint64_t v) { k.batch = v; });
       break;
     case plan_phase::train: {
-      const std::uint64_t effective = best.micro_batch * best.grad_accum;
-      vary("micro-batch", divisors(effective), best.micro_batch, [effective](plan_knobs& k, std::uint64_t v) {
-        k.micro_batch = v;
-        k.grad_accum = effective / v;
-      });
-      vary("effective batch", space.effective_batches, effective, [&best](plan_knobs& k, std::uint64_t v) {
-        k.micro_batch = at_most(divisors(v), best.micro_batch);
-        k.grad_accum = v / k.micro_batch;
-      });
+      const std::uint64_t effective = base.micro_batch * base.grad_accum;
+      table.ordered("micro-batch", divisors(effective), base.micro_batch,
+                    [effective](plan_knobs& k, std::uint64_t v) {
+                      k.micro_batch = v;
+                      k.grad_accum = effective / v;
+                    },
+                    [effective](std::uint64_t v) { return fmt::format("{} x {}", v, effective / v); });
+      std::vector<std::uint64_t> effective_batches;
+      for (std::uint64_t scale : {1, 2, 4, 8, 16, 32}) effective_batches.push_back(std::max<std::uint64_t>(effective * scale / 4, 1));
+      table.ordered("effective batch", with_value(effective_batches, effective), effective,
+                    [&base](plan_knobs& k, std::uint64_t v) { set_effective_batch(k, v, base.micro_batch); }, as_number);
       break;
     }
     case plan_phase::grpo_step: {
-      vary("micro-batch", valid_micro_batches(best.group, best.prompts * best.group / best.gpus), best.micro_batch,
-           [](plan_knobs& k, std::uint64_t v) { k.micro_batch = v; });
-      // A new group size keeps the micro-batch when it stays valid, else the largest valid one below it.
-      for (std::uint64_t group : neighbours(space.groups, best.group)) {
-        plan_knobs changed = best;
-        changed.group = group;
-        changed.micro_batch = at_most(valid_micro_batches(group, best.prompts * group / best.gpus), best.micro_batch);
-        std::string to = knob_text(group);
-        if (changed.micro_batch != best.micro_batch) to += fmt::format(" (micro-batch {})", changed.micro_batch);
-        add_what_if(model, fit, "group", knob_text(best.group), to, changed, rows);
-      }
-      vary("new tokens", space.new_tokens, best.new_tokens, [](plan_knobs& k, std::uint64_t v) { k.new_tokens = v; });
+      const std::uint64_t rows = rows_per_gpu(base);
+      table.ordered("micro-batch", valid_micro_batches(base.group, rows), base.micro_batch,
+                    [](plan_knobs& k, std::uint64_t v) { k.micro_batch = v; }, as_number);
+      std::vector<std::uint64_t> batches = powers_of_two(1, rows);
+      batches.push_back(rows);
+      table.ordered("generation batch", with_value(batches, generated_together(base)), generated_together(base),
+                    [rows](plan_knobs& k, std::uint64_t v) { k.batch = v >= rows ? 0 : v; }, as_number);
+      const setter group_of = [&base](plan_knobs& k, std::uint64_t v) { set_group(k, v, base.micro_batch); };
+      // A group that leaves the micro-batch invalid names the one it takes.
+      const auto group_text = [&base, &group_of](std::uint64_t v) {
+        plan_knobs changed = base;
+        group_of(changed, v);
+        return changed.micro_batch == base.micro_batch ? number(v) : fmt::format("{} (micro-batch {})", v, changed.micro_batch);
+      };
+      table.whole("group", with_value(powers_of_two(1, four_times(base.group)), base.group), base.group, four_times(base.group),
+                  group_of, group_text);
       break;
     }
   }
-  if (best.phase != plan_phase::generate) {
-    plan_knobs toggled = best;
-    toggled.grad_ckpt = !best.grad_ckpt;
-    add_what_if(model, fit, "grad checkpointing", best.grad_ckpt ? "on" : "off", best.grad_ckpt ? "off" : "on", toggled, rows);
-    if (best.lora_rank > 0) {
-      vary("LoRA rank", with_value(powers_of_two(1, 512), best.lora_rank), best.lora_rank,
-           [](plan_knobs& k, std::uint64_t v) { k.lora_rank = v; });
+  if (base.phase != plan_phase::train) {
+    table.whole("new tokens", eighths_of(base.new_tokens, {1, 2, 4, 6, 8, 12, 16}), base.new_tokens, four_times(base.new_tokens),
+                [](plan_knobs& k, std::uint64_t v) { k.new_tokens = v; });
+    // Only shorter prompts: a longer one adds no work.
+    table.whole("prompt length", eighths_of(base.prompt_len, {1, 2, 4, 6, 8}), base.prompt_len, base.prompt_len,
+                [](plan_knobs& k, std::uint64_t v) { k.prompt_len = v; });
+  }
+  if (base.phase == plan_phase::generate) return table.take();
+  if (base.lora_rank > 0) {
+    table.ordered("LoRA rank", with_value(powers_of_two(1, 512), base.lora_rank), base.lora_rank,
+                  [](plan_knobs& k, std::uint64_t v) { k.lora_rank = v; }, as_number);
+  }
+  plan_knobs toggled = base;
+  toggled.grad_ckpt = !base.grad_ckpt;
+  table.add("grad checkpointing", on_off(base.grad_ckpt), on_off(toggled.grad_ckpt), toggled);
+  const offload_level current = offload_of(base);
+  for (offload_level level : {offload_level::none, offload_level::optimizer, offload_level::all}) {
+    if (level == current || (level == offload_level::all && base.shard != shard_kind::fsdp)) continue;
+    plan_knobs changed = base;
+    set_offload(changed, level);
+    table.add("offload", std::string(offload_name(current)), std::string(offload_name(level)), changed);
+  }
+  for (logprob_impl impl : {logprob_impl::full, logprob_impl::chunked, logprob_impl::fused}) {
+    if (impl == base.logprob) continue;
+    plan_knobs changed = base;
+    changed.logprob = impl;
+    table.add("log-probs", std::string(to_string(base.logprob)), std::string(to_string(impl)), changed);
+  }
+  if (base.phase == plan_phase::grpo_step) {
+    for (reference_kind kind : {reference_kind::none, reference_kind::copy, reference_kind::adapter_disabled}) {
+      if (kind == base.reference || (kind == reference_kind::adapter_disabled && base.lora_rank == 0)) continue;
+      plan_knobs changed = base;
+      changed.reference = kind;
+      table.add("reference", std::string(to_string(base.reference)), std::string(to_string(kind)), changed);
     }
-    std::vector<offload_level> levels = {offload_level::none, offload_level::optimizer};
-    if (best.shard == shard_kind::fsdp) levels.push_back(offload_level::all);
-    const auto current = offload_of(best);
-    for (offload_level level : levels) {
-      if (level == current || std::abs(static_cast<int>(level) - static_cast<int>(current)) != 1) continue;
-      plan_knobs changed = best;
-      set_offload(changed, level);
-      add_what_if(model, fit, "offload", std::string(offload_name(current)), std::string(offload_name(level)), changed, rows);
+    if (base.old_logprobs) {
+      plan_knobs changed = base;
+      changed.old_logprobs = false;
+      table.add("old log-probs", "on", "off", changed);
     }
   }
-  return rows;
+  return table.take();
 }
 
 }  // namespace
@@ -341,25 +635,28 @@ fit_result fit_configuration(const model_architecture& model, const plan_knobs& 
     return fit;
   }
   fit.usable_bytes = static_cast<std::uint64_t>(static_cast<double>(options.budget_bytes - overhead) / (1.0 + options.fragmentation_margin));
+  fit.your_peak_bytes = base_plan.peak_bytes;
+  fit.yours_fits = base_plan.peak_bytes <= fit.usable_bytes;
+  fit.what_if = each_knob_alone(model, base, base_plan.peak_bytes, fit.usable_bytes);
   const search_space space = space_for(model, base, options);
   searcher out(model, base, fit.usable_bytes);
   search(base, space, out);
   fit.configurations = out.explored();
   fit.fitting = out.fitting();
-  if (!out.best()) {
+  fit.combinations = out.combinations(options.combinations);
+  if (fit.combinations.empty()) {
     if (out.smallest()) {
       fit.smallest = *out.smallest();
       fit.smallest_peak_bytes = out.smallest_peak();
-      fit.reason = fmt::format("the smallest configuration tried needs {} bytes, {} are usable", out.smallest_peak(), fit.usable_bytes);
+      fit.reason = fmt::format("the smallest configuration searched needs {} bytes, {} are usable", out.smallest_peak(), fit.usable_bytes);
     } else {
       fit.reason = "no valid configuration in the search space";
     }
     return fit;
   }
   fit.found = true;
-  fit.best = *out.best();
+  fit.best = fit.combinations.front().knobs;
   fit.best_plan = plan_memory(model, fit.best);
-  fit.what_if = what_if_table(model, fit, space);
   return fit;
 }
 

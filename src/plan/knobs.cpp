@@ -43,10 +43,37 @@ bool positive(std::uint64_t value, const char* flag, std::uint64_t limit, std::s
 
 constexpr std::array<std::string_view, 7> linear_names = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
 
+// Knobs that mean nothing in the configuration given: refused with the reason rather than ignored.
+bool refuse_knobs_that_do_not_apply(const plan_knobs& knobs, std::string& message) {
+  if (knobs.lora_rank == 0 && !knobs.lora_targets.empty()) {
+    message = "--lora-targets names the modules LoRA adapts; it needs --lora-r";
+  } else if (knobs.kv_cache != kv_cache_kind::prealloc && (knobs.kv_rows != 0 || knobs.kv_len != 0)) {
+    message = fmt::format("{} sizes a preallocated KV cache; it needs --kv-cache prealloc", knobs.kv_rows != 0 ? "--kv-rows" : "--kv-len");
+  } else if (knobs.phase == plan_phase::train && knobs.kv_cache == kv_cache_kind::prealloc) {
+    message = "--kv-cache is the generation's cache; --phase train generates nothing";
+  } else if (knobs.phase == plan_phase::train && knobs.batch != 0) {
+    message = "--batch is the rows generated together; --phase train generates nothing (its rows are --micro-batch)";
+  } else if (knobs.reference != reference_kind::none && knobs.phase != plan_phase::grpo_step) {
+    message = "--ref-model belongs to --phase grpo-step";
+  } else if (knobs.old_logprobs && knobs.phase != plan_phase::grpo_step) {
+    message = "--old-logprobs belongs to --phase grpo-step";
+  } else if (knobs.reference == reference_kind::adapter_disabled && knobs.lora_rank == 0) {
+    message = "--ref-model adapter-disabled scores with the policy's LoRA adapter switched off; it needs --lora-r "
+              "(without LoRA the reference is a copy: --ref-model copy)";
+  } else if (knobs.gpus == 1 && knobs.shard != shard_kind::none && !(knobs.shard == shard_kind::fsdp && knobs.offload_weights)) {
+    message = fmt::format("--shard {} divides state over --gpus; on 1 GPU it divides nothing (give --gpus N{})", to_string(knobs.shard),
+                          knobs.shard == shard_kind::fsdp ? ", or --offload all to stream the weights from the CPU" : "");
+  } else {
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, std::string& message) {
   if (!positive(knobs.gpus, "--gpus", max_gpus, message)) return false;
+  if (!refuse_knobs_that_do_not_apply(knobs, message)) return false;
   if (knobs.offload_weights && knobs.shard != shard_kind::fsdp) {
     message = "--offload all streams weights layer by layer, which needs --shard fsdp (FSDP2 CPUOffloadPolicy)";
     return false;
@@ -129,10 +156,6 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
       }
       break;
     }
-  }
-  if ((knobs.ref_model || knobs.old_logprobs) && knobs.phase != plan_phase::grpo_step) {
-    message = "--ref-model and --old-logprobs belong to --phase grpo-step";
-    return false;
   }
   if (knobs.kv_cache == kv_cache_kind::prealloc && knobs.phase != plan_phase::train) {
     const std::uint64_t rows = knobs.phase == plan_phase::generate ? knobs.batch : (knobs.batch != 0 ? knobs.batch : knobs.prompts * knobs.group / knobs.gpus);
@@ -231,13 +254,14 @@ namespace {
 
 struct card {
   std::string_view name;
-  std::uint64_t mebibytes;  ///< total memory as nvidia-smi reports it
+  std::uint64_t mebibytes;  ///< total memory as nvidia-smi (rocm-smi for AMD) reports it
 };
 
-constexpr std::array<card, 9> cards = {{
-    {"h100-80g", 81559},  {"h200-141g", 143771},  {"a100-40g", 40960},
-    {"a100-80g", 81920},  {"l40s-48g", 46068},    {"a10g-24g", 23028},
-    {"l4-24g", 23034},    {"rtx4090-24g", 24564}, {"rtx3090-24g", 24576},
+constexpr std::array<card, 15> cards = {{
+    {"h100-80g", 81559},    {"h200-141g", 143771},  {"b200-180g", 183359}, {"h20-96g", 97871},
+    {"a100-40g", 40960},    {"a100-80g", 81920},    {"v100-32g", 32510},   {"l40s-48g", 46068},
+    {"a6000-48g", 49140},   {"a10g-24g", 23028},    {"l4-24g", 23034},     {"rtx5090-32g", 32607},
+    {"rtx4090-24g", 24564}, {"rtx3090-24g", 24576}, {"mi300x-192g", 196592},
 }};
 
 }  // namespace
@@ -283,5 +307,13 @@ std::string_view to_string(shard_kind kind) noexcept {
 }
 std::string_view to_string(precision_kind kind) noexcept { return kind == precision_kind::bf16 ? "bf16" : "fp32-master"; }
 std::string_view to_string(kv_cache_kind kind) noexcept { return kind == kv_cache_kind::grow ? "grow" : "prealloc"; }
+std::string_view to_string(reference_kind kind) noexcept {
+  switch (kind) {
+    case reference_kind::none: return "none";
+    case reference_kind::copy: return "copy";
+    case reference_kind::adapter_disabled: return "adapter-disabled";
+  }
+  return "?";
+}
 
 }  // namespace rlmem

@@ -299,7 +299,10 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
   // grpo_step: rollout, reference log-probs, policy update by micro-batches, optimizer step.
   const bytes rows = static_cast<bytes>(knobs.prompts * knobs.group) / static_cast<bytes>(knobs.gpus);
   const bytes seq = static_cast<bytes>(knobs.prompt_len + knobs.new_tokens);
-  const bytes reference_weights = knobs.ref_model ? static_cast<bytes>(result.params.total) * 2 / (knobs.shard == shard_kind::fsdp ? static_cast<bytes>(knobs.gpus) : 1) : 0;
+  // Only a copy adds weights: an adapter-disabled reference runs on the policy's own base weights.
+  const bytes reference_weights = knobs.reference == reference_kind::copy
+                                      ? static_cast<bytes>(result.params.total) * 2 / (knobs.shard == shard_kind::fsdp ? static_cast<bytes>(knobs.gpus) : 1)
+                                      : 0;
   result.weights_bytes += static_cast<std::uint64_t>(std::llround(reference_weights));
   const bytes sequences = rows * seq * 8;
   const bool accumulating = rows > static_cast<bytes>(knobs.micro_batch);
@@ -327,9 +330,15 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
     const residency old = resident_for(phase_old_logprobs, true);
     result.phases.push_back(largest(no_grad_logprob_instants(model, knobs, old, state, before_update)).to_phase("old-logprobs", old.names));
   }
-  if (knobs.ref_model) {
+  if (knobs.reference != reference_kind::none) {
+    // Either reference scores without adapters: a copy has none, and peft's disable_adapter()
+    // makes each LoRA layer call its base layer alone, so no fp32 input casts or lora_A outputs.
+    plan_knobs without_adapters = knobs;
+    without_adapters.lora_rank = 0;
+    without_adapters.lora_targets.clear();
     const residency reference = resident_for(phase_reference, true);
-    result.phases.push_back(largest(no_grad_logprob_instants(model, knobs, reference, state, shape)).to_phase("reference", reference.names));
+    result.phases.push_back(
+        largest(no_grad_logprob_instants(model, without_adapters, reference, state, shape)).to_phase("reference", reference.names));
   }
   const residency update = resident_for(phase_update, true);
   result.phases.push_back(largest(update_instants(model, knobs, update, state, shape)).to_phase("update", update.names));

@@ -49,6 +49,15 @@ std::string training_text(const plan_knobs& knobs, const plan_result& plan) {
   return text;
 }
 
+std::string_view reference_text(reference_kind kind) {
+  switch (kind) {
+    case reference_kind::none: return "";
+    case reference_kind::copy: return ", reference model (a copy)";
+    case reference_kind::adapter_disabled: return ", reference model (the base with the adapter disabled)";
+  }
+  return "";
+}
+
 std::string knobs_line(const plan_knobs& knobs, const plan_result& plan) {
   std::string line;
   switch (knobs.phase) {
@@ -65,7 +74,8 @@ std::string knobs_line(const plan_knobs& knobs, const plan_result& plan) {
       line = fmt::format("grpo-step: {} prompts x {} samples, prompt {} + {} new tokens, micro-batch {} ({} per step{}), {}{}",
                          knobs.prompts, knobs.group, knobs.prompt_len, knobs.new_tokens, knobs.micro_batch,
                          rows / knobs.micro_batch, knobs.gpus > 1 ? " on each GPU" : "", training_text(knobs, plan),
-                         knobs.ref_model ? ", reference model" : "");
+                         reference_text(knobs.reference));
+      if (knobs.batch != 0 && knobs.batch < rows) line += fmt::format(", generated {} rows at a time", knobs.batch);
       if (knobs.old_logprobs) line += ", old log-probs";
       break;
     }
@@ -92,42 +102,144 @@ void append_phases(std::string& out, const plan_result& plan) {
   }
 }
 
-void append_overhead(std::string& out, const plan_result& plan) {
+void append_overhead(std::string& out, const plan_result& plan, std::size_t width) {
   const runtime_overhead& overhead = plan.overhead;
   out += "\n" + detail::wrap(fmt::format("Outside these peaks (not counted in them): the CUDA context and kernels, about {} "
                                          "(torch 2.11 on an H200), and cuBLAS workspaces, {} (32 MiB per thread that runs "
                                          "matmuls; backward has its own). Reserved memory exceeds allocated by the allocator's "
                                          "fragmentation, 3% to 100% in the rows measured on the H200: `rlmem replay` measures yours.",
                                          bytes_text(overhead.cuda_context_bytes), bytes_text(overhead.cublas_workspace_bytes)),
-                             0, 100) + "\n";
+                             0, width);
   if (plan.host_bytes > 0) out += fmt::format("Host memory for offloaded state: {} per GPU\n", bytes_text(plan.host_bytes));
+}
+
+std::string percent_of(std::uint64_t part, std::uint64_t whole) {
+  return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+// "h100-80g (79.6 GiB)", or how a size was read: "32GB, read as 32,000,000,000 bytes (29.8 GiB)".
+std::string card_text(const plan_report& report) {
+  const std::string card = printable_text(report.fit_card);
+  if (gpu_memory_bytes(report.fit_card) != 0) return fmt::format("{} ({})", card, bytes_text(report.fit_budget_bytes));
+  return fmt::format("{}, read as {} bytes ({})", card, format_count(report.fit_budget_bytes), bytes_text(report.fit_budget_bytes));
+}
+
+std::string searched_knobs_text(const plan_report& report) {
+  const plan_knobs& knobs = report.knobs;
+  std::vector<std::string> searched;
+  switch (knobs.phase) {
+    case plan_phase::generate: searched = {"rows generated together (up to yours)"}; break;
+    case plan_phase::train: searched = {"micro-batch (accumulating to your effective batch)"}; break;
+    case plan_phase::grpo_step:
+      searched = {"micro-batch"};
+      if (knobs.batch != 0) searched.emplace_back("generation batch");
+      break;
+  }
+  if (knobs.phase != plan_phase::generate) {
+    searched.insert(searched.end(), {"grad checkpointing", "offload"});
+    if (knobs.logprob == logprob_impl::full) searched.emplace_back("chunked log-probs");
+  }
+  std::vector<std::string> opened;
+  for (search_knob knob : {search_knob::group, search_knob::new_tokens, search_knob::prompt_len, search_knob::lora_rank, search_knob::batch}) {
+    if ((report.fit_vary & search_bit(knob)) != 0) opened.emplace_back(to_string(knob));
+  }
+  std::string text = fmt::format("Searched {}", fmt::join(searched, ", "));
+  text += opened.empty() ? ", keeping the algorithm's settings as given (--vary opens them)"
+                         : fmt::format(", and varied {}", fmt::join(opened, ", "));
+  return text;
+}
+
+std::string changes_text(const std::vector<knob_change>& changes) {
+  std::vector<std::string> parts;
+  for (const knob_change& change : changes) parts.push_back(fmt::format("{} {} -> {}", change.knob, change.from, change.to));
+  return parts.empty() ? "your config as it is" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// A command line broken at spaces into lines of `width`, each continued with a backslash.
+std::string command_lines(const std::string& command, std::size_t indent, std::size_t width) {
+  std::string out(indent, ' ');
+  std::size_t column = indent;
+  std::size_t start = 0;
+  while (start < command.size()) {
+    // Break before an option, so a flag stays with its value.
+    std::size_t next = command.find(" --", start + 1);
+    if (next == std::string::npos) next = command.size();
+    const std::string piece = command.substr(start, next - start);
+    if (column > indent && column + piece.size() + 2 > width) {
+      out += " \\\n" + std::string(indent + 2, ' ');
+      column = indent + 2;
+      out += piece.substr(1);
+      column += piece.size() - 1;
+    } else {
+      out += piece;
+      column += piece.size();
+    }
+    start = next;
+  }
+  return out + "\n";
 }
 
 void append_fit(std::string& out, const plan_report& report) {
   const fit_result& fit = *report.fit;
-  out += fmt::format("Fit on {} ({}): {} usable after the CUDA context and workspaces and a {:.0f}% fragmentation margin\n",
-                     printable_text(report.fit_card), bytes_text(report.fit_budget_bytes), bytes_text(fit.usable_bytes), 100 * report.fit_margin);
-  out += fmt::format("explored {} configurations in {:.0f} ms; {} fit\n", format_count(fit.configurations), 1000 * report.fit_seconds,
-                     format_count(fit.fitting));
+  const std::size_t width = report.width;
+  out += "\n" + detail::wrap(fmt::format("Fit on {}: {} usable after the CUDA context and workspaces and a {:.0f}% fragmentation margin.",
+                                         card_text(report), bytes_text(fit.usable_bytes), 100 * report.fit_margin),
+                             0, width);
+  if (fit.your_peak_bytes <= fit.usable_bytes) {
+    out += detail::wrap(fmt::format("Your config needs {}; {} usable: it fits, with {} to spare.", bytes_text(fit.your_peak_bytes),
+                                    bytes_text(fit.usable_bytes), bytes_text(fit.usable_bytes - fit.your_peak_bytes)),
+                        0, width);
+  } else {
+    out += detail::wrap(fmt::format("Your config needs {}; {} usable: it does not fit.", bytes_text(fit.your_peak_bytes),
+                                    bytes_text(fit.usable_bytes)),
+                        0, width);
+  }
+  if (!fit.what_if.empty()) {
+    out += "\nEach knob changed alone from your config:\n";
+    std::size_t knob_width = 4;
+    std::size_t change_width = 6;
+    for (const what_if_row& row : fit.what_if) {
+      knob_width = std::max(knob_width, row.knob.size());
+      change_width = std::max(change_width, row.from.size() + 4 + row.to.size());
+    }
+    out += fmt::format("  {:<{}} {:>{}} {:>10} {:>10}  {}\n", "knob", knob_width, "change", change_width, "peak", "saves", "fits");
+    bool any_limit = false;
+    for (const what_if_row& row : fit.what_if) {
+      std::string line = fmt::format("  {:<{}} {:>{}} {:>10} {:>10}  {}{}", row.knob, knob_width, row.from + " -> " + row.to, change_width,
+                                     bytes_text(row.peak_bytes), format_bytes(row.saved_bytes), row.fits ? "yes" : "no",
+                                     row.limit ? "*" : "");
+      any_limit = any_limit || row.limit;
+      out += line + "\n";
+    }
+    if (any_limit) {
+      out += fit.your_peak_bytes <= fit.usable_bytes ? "  * the most of that knob alone that fits\n"
+                                                     : "  * the least change of that knob alone that fits\n";
+    }
+  }
+  out += "\n" + detail::wrap(fmt::format("Combinations that fit, best first. {}: {} configurations in {:.0f} ms, {} fit.",
+                                         searched_knobs_text(report), format_count(fit.configurations), 1000 * report.fit_seconds,
+                                         format_count(fit.fitting)),
+                             0, width);
   if (!fit.found) {
-    out += "no configuration fits: " + fit.reason + "\n";
+    out += detail::wrap(fmt::format("none: the smallest needs {} ({}).", bytes_text(fit.smallest_peak_bytes),
+                                    printable_text(knobs_command_line(fit.smallest))),
+                        2, width);
     return;
   }
-  out += fmt::format("\nBest by work per step ({} tokens per step):\n  {}\n  {}\n", format_count(work_per_step(fit.best)),
-                     printable_text(knobs_command_line(fit.best)), knobs_line(fit.best, fit.best_plan));
-  out += fmt::format("  peak {} in {} ({}), {} of the usable {}\n", bytes_text(fit.best_plan.peak_bytes), fit.best_plan.peak_phase,
-                     std::find_if(fit.best_plan.phases.begin(), fit.best_plan.phases.end(),
-                                  [&](const phase_estimate& p) { return p.name == fit.best_plan.peak_phase; })->peak_at,
-                     fmt::format("{:.0f}%", 100.0 * static_cast<double>(fit.best_plan.peak_bytes) / static_cast<double>(fit.usable_bytes)),
-                     bytes_text(fit.usable_bytes));
-  if (fit.what_if.empty()) return;
-  out += "\nWhat if (one knob one notch from the best):\n";
-  out += fmt::format("  {:<20} {:>22}  {:>12} {:>8}  {}\n", "knob", "change", "peak change", "", "fits");
-  for (const what_if_row& row : fit.what_if) {
-    const std::string sign = row.delta_bytes > 0 ? "+" : "";
-    out += fmt::format("  {:<20} {:>22}  {:>12} {:>7.1f}%  {}\n", row.knob, row.from + " -> " + row.to,
-                       sign + format_bytes(row.delta_bytes), row.delta_percent, row.fits ? "yes" : "no");
+  for (std::size_t i = 0; i < fit.combinations.size(); ++i) {
+    const fit_candidate& candidate = fit.combinations[i];
+    const std::string head = fmt::format("  {}. {:>10}  ", i + 1, bytes_text(candidate.peak_bytes));
+    std::string body = detail::wrap(changes_text(candidate.changes), head.size(), width);
+    out += head + body.substr(head.size());
   }
+  const auto peak = std::find_if(fit.best_plan.phases.begin(), fit.best_plan.phases.end(),
+                                 [&](const phase_estimate& p) { return p.name == fit.best_plan.peak_phase; });
+  out += "\n" + detail::wrap(fmt::format("Best: {} tokens per step, peak {} in {} ({}), {} of the usable {}:",
+                                         format_count(work_per_step(fit.best)), bytes_text(fit.best_plan.peak_bytes),
+                                         fit.best_plan.peak_phase, peak->peak_at, percent_of(fit.best_plan.peak_bytes, fit.usable_bytes),
+                                         bytes_text(fit.usable_bytes)),
+                             0, width);
+  out += command_lines(printable_text(knobs_command_line(fit.best)), 2, width);
 }
 
 json knobs_json(const plan_knobs& knobs) {
@@ -147,7 +259,7 @@ json knobs_json(const plan_knobs& knobs) {
       out["prompts"] = knobs.prompts;
       out["group"] = knobs.group;
       out["micro_batch"] = knobs.micro_batch;
-      out["ref_model"] = knobs.ref_model;
+      out["reference"] = to_string(knobs.reference);
       out["old_logprobs"] = knobs.old_logprobs;
       if (knobs.batch != 0) out["batch"] = knobs.batch;
       break;
@@ -215,6 +327,12 @@ std::string buffer_spec(const resident_buffer& buffer) {
   return spec;
 }
 
+json changes_json(const std::vector<knob_change>& changes) {
+  json out = json::array();
+  for (const knob_change& change : changes) out.push_back({{"knob", change.knob}, {"from", change.from}, {"to", change.to}});
+  return out;
+}
+
 }  // namespace
 
 std::string knobs_command_line(const plan_knobs& knobs) {
@@ -231,7 +349,7 @@ std::string knobs_command_line(const plan_knobs& knobs) {
       line += fmt::format(" --prompts {} --group {} --prompt-len {} --new-tokens {} --micro-batch {}", knobs.prompts, knobs.group,
                           knobs.prompt_len, knobs.new_tokens, knobs.micro_batch);
       if (knobs.batch != 0) line += fmt::format(" --batch {}", knobs.batch);
-      if (knobs.ref_model) line += " --ref-model";
+      if (knobs.reference != reference_kind::none) line += fmt::format(" --ref-model {}", to_string(knobs.reference));
       if (knobs.old_logprobs) line += " --old-logprobs";
       break;
   }
@@ -259,23 +377,73 @@ std::string knobs_command_line(const plan_knobs& knobs) {
 
 std::string render_plan_text(const plan_report& report) {
   const plan_result& plan = report.plan;
-  std::string out = model_line(report.model, plan.params) + "\n";
-  out += detail::wrap(knobs_line(report.knobs, plan), 0, 100);
+  const std::size_t width = report.width;
+  // The model's name is set off by two spaces, which wrapping would fold: wrapped only when too long.
+  const std::string model = model_line(report.model, plan.params);
+  std::string out = model.size() <= width ? model + "\n" : detail::wrap(model, 0, width);
+  out += detail::wrap(knobs_line(report.knobs, plan), 0, width);
   for (const resident_buffer& buffer : report.knobs.buffers) {
-    out += fmt::format("buffer {} {} = {}\n", printable_text(buffer.name), printable_text(buffer.shape), bytes_text(buffer.bytes));
+    out += detail::wrap(fmt::format("buffer {} {} = {}", printable_text(buffer.name), printable_text(buffer.shape), bytes_text(buffer.bytes)),
+                        0, width);
   }
-  out += fmt::format("\nPeak {} per GPU in {}: bytes allocated through PyTorch's caching allocator\n",
-                     bytes_text(plan.peak_bytes), plan.peak_phase);
+  out += "\n" + detail::wrap(fmt::format("Peak {} per GPU in {}: bytes allocated through PyTorch's caching allocator",
+                                         bytes_text(plan.peak_bytes), plan.peak_phase),
+                             0, width);
   append_phases(out, plan);
-  append_overhead(out, plan);
+  append_overhead(out, plan, width);
   if (report.fit) append_fit(out, report);
   return out;
 }
 
+namespace {
+
+json fit_json(const plan_report& report) {
+  const fit_result& fit = *report.fit;
+  json search;
+  search["card"] = report.fit_card;
+  search["budget_bytes"] = report.fit_budget_bytes;
+  search["margin"] = report.fit_margin;
+  search["usable_bytes"] = fit.usable_bytes;
+  json vary = json::array();
+  for (search_knob knob : {search_knob::group, search_knob::new_tokens, search_knob::prompt_len, search_knob::lora_rank, search_knob::batch}) {
+    if ((report.fit_vary & search_bit(knob)) != 0) vary.push_back(to_string(knob));
+  }
+  search["vary"] = vary;
+  search["yours"] = {{"peak_bytes", fit.your_peak_bytes}, {"usable_bytes", fit.usable_bytes}, {"fits", fit.yours_fits}};
+  json rows = json::array();
+  for (const what_if_row& row : fit.what_if) {
+    rows.push_back({{"knob", row.knob}, {"from", row.from}, {"to", row.to}, {"peak_bytes", row.peak_bytes},
+                    {"saved_bytes", row.saved_bytes}, {"fits", row.fits}, {"limit", row.limit}});
+  }
+  search["what_if"] = rows;
+  search["configurations"] = fit.configurations;
+  search["fitting"] = fit.fitting;
+  search["seconds"] = report.fit_seconds;
+  search["found"] = fit.found;
+  if (!fit.found) {
+    search["reason"] = fit.reason;
+    return search;
+  }
+  search["best"] = knobs_json(fit.best);
+  search["best"]["work_per_step"] = work_per_step(fit.best);
+  search["best"]["command_line"] = knobs_command_line(fit.best);
+  search["best"]["changes"] = changes_json(fit.combinations.front().changes);
+  search["best_plan"] = plan_json(fit.best_plan);
+  json combinations = json::array();
+  for (const fit_candidate& candidate : fit.combinations) {
+    combinations.push_back({{"peak_bytes", candidate.peak_bytes}, {"work_per_step", work_per_step(candidate.knobs)},
+                            {"command_line", knobs_command_line(candidate.knobs)}, {"changes", changes_json(candidate.changes)}});
+  }
+  search["combinations"] = combinations;
+  return search;
+}
+
+}  // namespace
+
 std::string render_plan_json(const plan_report& report) {
   const parameter_count& params = report.plan.params;
   json out;
-  out["schema_version"] = 1;
+  out["schema_version"] = 2;
   out["command"] = "plan";
   out["model"] = {{"name", report.model.name},
                   {"model_type", report.model.model_type},
@@ -285,33 +453,7 @@ std::string render_plan_json(const plan_report& report) {
   out["knobs"] = knobs_json(report.knobs);
   const json estimate = plan_json(report.plan);
   for (const auto& [key, value] : estimate.items()) out[key] = value;
-  if (report.fit) {
-    const fit_result& fit = *report.fit;
-    json search;
-    search["card"] = report.fit_card;
-    search["budget_bytes"] = report.fit_budget_bytes;
-    search["margin"] = report.fit_margin;
-    search["usable_bytes"] = fit.usable_bytes;
-    search["configurations"] = fit.configurations;
-    search["fitting"] = fit.fitting;
-    search["seconds"] = report.fit_seconds;
-    search["found"] = fit.found;
-    if (fit.found) {
-      search["best"] = knobs_json(fit.best);
-      search["best"]["work_per_step"] = work_per_step(fit.best);
-      search["best"]["command_line"] = knobs_command_line(fit.best);
-      search["best_plan"] = plan_json(fit.best_plan);
-      json rows = json::array();
-      for (const what_if_row& row : fit.what_if) {
-        rows.push_back({{"knob", row.knob}, {"from", row.from}, {"to", row.to}, {"delta_bytes", row.delta_bytes},
-                        {"delta_percent", row.delta_percent}, {"fits", row.fits}});
-      }
-      search["what_if"] = rows;
-    } else {
-      search["reason"] = fit.reason;
-    }
-    out["fit"] = search;
-  }
+  if (report.fit) out["fit"] = fit_json(report);
   return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

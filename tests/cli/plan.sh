@@ -59,7 +59,7 @@ expect_bad "not a number" "--micro-batch" --model qwen2.5-0.5b --phase train --m
 
 printf '{"model_type": "deepseek_v3", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "kv_lora_rank": 16}' >"$work/mla.json"
 expect_bad "latent attention is refused by name" '"kv_lora_rank"' --model "$work/mla.json" --phase generate --batch 1 --prompt-len 1 --new-tokens 1
-expect_bad "negative count" "--gpus: '-1' is not a whole number from 0 to 18446744073709551615" --model qwen2.5-0.5b "${grpo[@]}" --gpus -1
+expect_bad "negative count" "--gpus: '-1' is not a whole number of 0 or more (see rlmem plan --help)" --model qwen2.5-0.5b "${grpo[@]}" --gpus -1
 expect_bad "a batch beyond any GPU (it once hung --fit)" "--batch 576460752303423488 is beyond" --model qwen2.5-0.5b "${grpo[@]}" \
   --batch 576460752303423488 --fit h100-80g
 expect_bad "tokens beyond any GPU" "beyond any GPU" --model qwen2.5-72b --phase train --micro-batch 1048576 --seq-len 16777216
@@ -68,10 +68,79 @@ expect_bad "a buffer with no phase after @" "no phase after '@'" --model qwen2.5
 expect_bad "a one-token sequence" "--seq-len must be at least 2" --model qwen2.5-0.5b --phase train --micro-batch 1 --seq-len 1
 expect_bad "a card smaller than the CUDA context" "less than the CUDA context" --model qwen2.5-0.5b "${grpo[@]}" --fit 500MiB
 
+# Knobs that do not apply are refused with the reason, never ignored.
+train=(--phase train --micro-batch 2 --seq-len 512)
+expect_bad "a bare number under 1 MiB is a likely unit mistake" "a bare number is bytes, and 80 bytes is under 1 MiB; give the unit (e.g. 80GB or 80GiB)" \
+  --model qwen2.5-0.5b "${train[@]}" --fit 80
+expect_bad "--margin without --fit" "--margin shapes the search of --fit; give --fit CARD" --model qwen2.5-0.5b "${train[@]}" --margin 0.2
+expect_bad "--batch with train" "--batch does not apply to --phase train" --model qwen2.5-0.5b "${train[@]}" --batch 4
+expect_bad "--group with train" "--group does not apply to --phase train" --model qwen2.5-0.5b "${train[@]}" --group 4
+expect_bad "--grad-accum with grpo-step" "--grad-accum does not apply to --phase grpo-step" --model qwen2.5-0.5b "${grpo[@]}" --grad-accum 2
+expect_bad "--lora-r with generate" "--lora-r does not apply to --phase generate: it trains nothing" --model qwen2.5-0.5b \
+  --phase generate --batch 4 --prompt-len 8 --new-tokens 8 --lora-r 8
+expect_bad "--shard fsdp on one GPU" "--shard fsdp divides state over --gpus; on 1 GPU it divides nothing" --model qwen2.5-0.5b "${grpo[@]}" --shard fsdp
+expect_bad "--kv-rows without prealloc" "--kv-rows sizes a preallocated KV cache; it needs --kv-cache prealloc" --model qwen2.5-0.5b \
+  --phase generate --batch 4 --prompt-len 8 --new-tokens 8 --kv-rows 8
+expect_bad "--lora-targets without --lora-r" "--lora-targets names the modules LoRA adapts; it needs --lora-r" --model qwen2.5-0.5b "${train[@]}" \
+  --lora-targets q_proj
+expect_bad "--logprob-chunk without chunks" "--logprob-chunk is the rows per chunk of --logprob-impl chunked or fused" --model qwen2.5-0.5b \
+  "${train[@]}" --logprob-chunk 256
+expect_bad "--vary a knob the phase lacks" "--vary group: only --phase grpo-step samples a group per prompt" --model qwen2.5-0.5b "${train[@]}" \
+  --fit h100-80g --vary group
+expect_bad "--vary an unknown knob" "--vary 'temperature': expected a comma list of group, new-tokens, prompt-len, lora-r, batch" \
+  --model qwen2.5-0.5b "${grpo[@]}" --fit h100-80g --vary group,temperature
+expect_bad "--keep-shape with --vary" "--keep-shape keeps the algorithm's settings and --vary opens some" --model qwen2.5-0.5b "${grpo[@]}" \
+  --fit h100-80g --vary group --keep-shape
+expect_bad "adapter-disabled without LoRA" "--ref-model adapter-disabled scores with the policy's LoRA adapter switched off; it needs --lora-r" \
+  --model qwen2.5-0.5b "${grpo[@]}" adapter-disabled
+expect_bad "an unknown reference" "--ref-model 'frozen': expected one of copy, adapter-disabled" --model qwen2.5-0.5b "${grpo[@]}" frozen
+# CLI11's own errors, in plain words.
+expect_bad "an option given twice" "--fit is given 2 times; give it once (see rlmem plan --help)" --model qwen2.5-0.5b "${grpo[@]}" --fit a --fit b
+expect_bad "an option without its value" "--phase needs a value (see rlmem plan --help)" --model qwen2.5-0.5b --phase
+expect_bad "an unknown option" "unknown option or extra argument: --bogus (see rlmem plan --help)" --model qwen2.5-0.5b "${grpo[@]}" --bogus
+
+issue=(--phase grpo-step --prompts 4 --group 4 --prompt-len 896 --new-tokens 128 --micro-batch 16 --lora-r 16 --ref-model)
+expect_output "the issue's LoRA run: your config first" "Your config needs 157.8 GiB; 35.7 GiB usable: it does not fit." \
+  --model qwen2.5-7b "${issue[@]}" --fit a100-40g
+expect_output "each knob alone, with the least change that fits" "16 -> 2   32.7 GiB  125.1 GiB  yes*" \
+  --model qwen2.5-7b "${issue[@]}" --fit a100-40g
+expect_output "bare --ref-model with --lora-r is the base with the adapter disabled" "reference model (the base with the adapter disabled)" \
+  --model qwen2.5-7b "${issue[@]}"
+expect_output "bare --ref-model without LoRA is a copy" "reference model (a copy)" --model qwen2.5-0.5b "${grpo[@]}"
+expect_output "a size in GB is read as written" "Fit on 32GB, read as 32,000,000,000 bytes (29.8 GiB)" --model qwen2.5-0.5b "${train[@]}" --fit 32GB
+expect_output "a size in GiB is read as written" "Fit on 32GiB, read as 34,359,738,368 bytes (32.0 GiB)" --model qwen2.5-0.5b "${train[@]}" --fit 32GiB
+expect_output "new card presets" "Fit on mi300x-192g (192.0 GiB)" --model qwen2.5-0.5b "${train[@]}" --fit mi300x-192g
+expect_output "--keep-shape is still accepted (it is the default)" "keeping the algorithm's settings as given" \
+  --model qwen2.5-0.5b "${grpo[@]}" --fit h100-80g --keep-shape
+expect_output "--vary opens the algorithm's settings" "and varied group, new-tokens" --model qwen2.5-0.5b "${grpo[@]}" --fit h100-80g \
+  --vary group,new-tokens
+
+# Every line of the text fits the width asked for (100 by default).
+for width in 100 80; do
+  "$rlmem" plan --model qwen2.5-7b "${issue[@]}" --fit a100-40g --vary new-tokens --width "$width" >"$work/out" 2>&1
+  longest=$(awk '{ if (length($0) > n) n = length($0) } END { print n }' "$work/out")
+  if [ "$longest" -gt "$width" ]; then
+    echo "FAIL output within --width $width: a line of $longest columns"
+    awk -v w="$width" 'length($0) > w' "$work/out" | head -3
+    failures=$((failures + 1))
+  else
+    echo "ok   output within --width $width (longest line $longest)"
+  fi
+done
+
+"$rlmem" plan --help >"$work/out" 2>&1
+if awk 'length($0) > 100 { found = 1 } END { exit !found }' "$work/out" || grep -q '18446744073709551615' "$work/out"; then
+  echo "FAIL plan --help: lines within 100 columns, no 20-digit ranges"
+  awk 'length($0) > 100' "$work/out" | head -3
+  failures=$((failures + 1))
+else
+  echo "ok   plan --help within 100 columns"
+fi
+
 expect_output "text report names the peak phase" "Peak 39.6 GiB per GPU in update" --model qwen2.5-0.5b "${grpo[@]}"
-expect_output "config.json path" "llama  1.24 B parameters" --model "$testdata/planner/configs/llama3.2-1b.json" \
+expect_output "config.json path" "llama 1.24 B parameters (0.97 B outside embeddings), 16 layers" --model "$testdata/planner/configs/llama3.2-1b.json" \
   --phase generate --batch 8 --prompt-len 256 --new-tokens 256
-expect_output "fit prints the best and the what-if table" "What if (one knob one notch from the best)" \
+expect_output "fit starts from your config" "Your config needs 72.7 GiB; 71.7 GiB usable: it does not fit." \
   --model qwen2.5-1.5b "${grpo[@]}" --fit h100-80g
 expect_output "presets are listed" "qwen3-32b" --list-models
 

@@ -61,7 +61,12 @@ plan_knobs knobs_of(const nlohmann::json& row) {
     knobs.prompt_len = row.at("prompt");
     knobs.new_tokens = row.at("new");
     knobs.micro_batch = row.at("micro_batch");
-    knobs.ref_model = row.at("ref_model");
+    // measure_lora_reference.py names its reference; measure.py's is always a copy.
+    const std::string reference = row.value("reference", row.at("ref_model").get<bool>() ? "copy" : "none");
+    knobs.reference = reference == "adapter-disabled" ? reference_kind::adapter_disabled
+                      : reference == "copy"           ? reference_kind::copy
+                                                      : reference_kind::none;
+    knobs.lora_rank = row.value("lora_r", 0);
   }
   return knobs;
 }

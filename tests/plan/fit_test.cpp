@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
-// --fit: the best configuration fits, is the most work, keeps the divisibility rules, and the
-// what-if rows are exact.
+// --fit starts from the user's configuration: its peak against the card, each knob changed alone
+// with the exact peak, then the configurations that fit, best first, keeping the algorithm's
+// settings unless --vary opens them.
 
 #include "planner_support.hpp"
 
 #include <rlmem/plan.hpp>
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
 
 namespace rlmem {
 namespace {
@@ -20,63 +24,201 @@ fit_options card(const char* name) {
   return options;
 }
 
-TEST(Fit, BestFitsTheUsableMemoryAndRespectsDivisibility) {
-  const model_architecture& model = *find_preset("qwen2.5-1.5b");
-  const fit_options options = card("h100-80g");
-  const fit_result fit = fit_configuration(model, grpo_base(), options);
-  ASSERT_TRUE(fit.found) << fit.reason;
-  const plan_result base = plan_memory(model, grpo_base());
-  const std::uint64_t overhead = base.overhead.cuda_context_bytes + base.overhead.cublas_workspace_bytes;
-  EXPECT_EQ(fit.usable_bytes, static_cast<std::uint64_t>(static_cast<double>(options.budget_bytes - overhead) / 1.10));
-  EXPECT_LE(fit.best_plan.peak_bytes, fit.usable_bytes);
-  EXPECT_EQ(fit.best_plan.peak_bytes, plan_memory(model, fit.best).peak_bytes);
-  const plan_knobs& best = fit.best;
-  EXPECT_TRUE(best.group % best.micro_batch == 0 || best.micro_batch % best.group == 0)
-      << "group " << best.group << " micro-batch " << best.micro_batch;
-  EXPECT_EQ(best.prompts, 8u);
-  EXPECT_GT(fit.configurations, fit.fitting);
+// The issue's field report: a LoRA GRPO run of Qwen2.5-7B that OOMs on an A100-40GB (4 prompts x
+// 4 rollouts, 896-token inputs, 128 new tokens, LoRA r 16, micro-batch 16), its reference the
+// base with the adapter disabled, as TRL does with peft.
+plan_knobs issue_lora_run() {
+  plan_knobs knobs = testing::grpo_knobs(4, 4, 896, 128, 16);
+  knobs.lora_rank = 16;
+  knobs.reference = reference_kind::adapter_disabled;
+  return knobs;
 }
 
-TEST(Fit, NoOneNotchMoreWorkFitsAndEveryWhatIfIsExact) {
-  const model_architecture& model = *find_preset("qwen2.5-1.5b");
-  const fit_result fit = fit_configuration(model, grpo_base(), card("h100-80g"));
-  ASSERT_TRUE(fit.found);
-  ASSERT_FALSE(fit.what_if.empty());
+std::uint64_t component(const phase_estimate& phase, const std::string& name) {
+  for (const memory_component& part : phase.components) {
+    if (part.name == name) return part.bytes;
+  }
+  return 0;
+}
+
+const what_if_row* row_of(const fit_result& fit, const std::string& knob, const std::string& to) {
   for (const what_if_row& row : fit.what_if) {
-    const bool more_work = (row.knob == "group" || row.knob == "new tokens") && std::stoull(row.to) > std::stoull(row.from);
-    if (more_work) {
-      EXPECT_FALSE(row.fits) << row.knob << " " << row.from << " -> " << row.to << " fits, so it was the better answer";
-    }
-    if (row.knob == "micro-batch") {
-      plan_knobs changed = fit.best;
-      changed.micro_batch = std::stoull(row.to);
-      const auto expected = static_cast<std::int64_t>(plan_memory(model, changed).peak_bytes) -
-                            static_cast<std::int64_t>(fit.best_plan.peak_bytes);
-      EXPECT_EQ(row.delta_bytes, expected);
+    if (row.knob == knob && row.to == to) return &row;
+  }
+  return nullptr;
+}
+
+TEST(Fit, TheIssuesLoraRunNeedsItsPeakCheckedAgainstItsComponents) {
+  const model_architecture& model = *find_preset("qwen2.5-7b");
+  const plan_knobs knobs = issue_lora_run();
+  const fit_result fit = fit_configuration(model, knobs, card("a100-40g"));
+  // 157.8 GiB against 35.7 GiB usable: "your config needs 157.8 GiB; 35.7 GiB usable".
+  EXPECT_EQ(fit.your_peak_bytes, 169'476'041'728u);
+  EXPECT_EQ(fit.usable_bytes, 38'331'351'040u);
+  EXPECT_FALSE(fit.yours_fits);
+
+  const plan_result plan = plan_memory(model, knobs);
+  ASSERT_EQ(plan.peak_phase, "update");
+  const phase_estimate& update = *std::find_if(plan.phases.begin(), plan.phases.end(), [](const phase_estimate& p) { return p.name == "update"; });
+  // Each component by hand: 16 rows of 896 + 128 tokens, hidden 3584, 28 layers, vocabulary 152,064.
+  const std::uint64_t tokens = 16 * 1024;
+  const std::uint64_t scored = 16 * 128;
+  const std::uint64_t h = 3584, q = 3584, kv = 512, heads = 28, intermediate = 18944, rank = 16, vocab = 152064;
+  const std::uint64_t trainable = 40'370'176;
+  EXPECT_EQ(plan.trainable_params, trainable);
+  EXPECT_EQ(component(update, "policy weights"), 2 * plan.params.total + 4 * trainable);  // bf16 base, fp32 adapters
+  EXPECT_EQ(component(update, "reference weights"), 0u) << "the adapter-disabled reference is the policy's own base";
+  EXPECT_EQ(component(update, "optimizer state"), 8 * trainable);
+  EXPECT_EQ(component(update, "logits (bf16)"), 2 * tokens * vocab);
+  EXPECT_EQ(component(update, "response logits (fp32)"), 4 * scored * vocab);
+  EXPECT_EQ(component(update, "final norm and head input"), tokens * (4 * h + 4 + 8));
+  EXPECT_EQ(component(update, "rotary tables"), 4 * 128 * 1024u);
+  EXPECT_EQ(component(update, "rollout sequences"), tokens * 8);
+  // Per token per layer: two frozen RMSNorms (fp32 input and rsqrt), SDPA's q, k, v, output and
+  // logsumexp, SwiGLU's gate, SiLU and product, and peft's fp32 input copy and lora_A output per target.
+  std::uint64_t per_token_layer = 2 * (4 * h + 4) + 2 * q + 4 * kv + 2 * q + 4 * heads + 6 * intermediate;
+  for (std::uint64_t in : {h, h, h, q, h, h, intermediate}) per_token_layer += 4 * in + 4 * rank;
+  EXPECT_EQ(component(update, "activations"), per_token_layer * 28 * tokens);
+  std::uint64_t sum = 0;
+  for (const memory_component& part : update.components) sum += part.bytes;
+  EXPECT_EQ(sum, fit.your_peak_bytes);
+}
+
+TEST(Fit, EachKnobAloneIsExactFromYourConfigWithTheLeastChangeThatFits) {
+  const model_architecture& model = *find_preset("qwen2.5-7b");
+  const plan_knobs base = issue_lora_run();
+  const fit_result fit = fit_configuration(model, base, card("a100-40g"));
+  ASSERT_FALSE(fit.what_if.empty());
+  std::set<std::string> knobs;
+  for (const what_if_row& row : fit.what_if) {
+    knobs.insert(row.knob);
+    EXPECT_EQ(row.saved_bytes, static_cast<std::int64_t>(fit.your_peak_bytes) - static_cast<std::int64_t>(row.peak_bytes)) << row.knob;
+    EXPECT_EQ(row.fits, row.peak_bytes <= fit.usable_bytes) << row.knob;
+  }
+  // Algorithm knobs are in the table too: the answer to the guessed "~40% / ~20% / ~15% / ~10%".
+  for (const char* knob : {"micro-batch", "group", "new tokens", "prompt length", "LoRA rank", "grad checkpointing", "offload", "reference"}) {
+    EXPECT_EQ(knobs.count(knob), 1u) << knob;
+  }
+  const auto peak_with = [&](auto change) {
+    plan_knobs changed = base;
+    change(changed);
+    return plan_memory(model, changed).peak_bytes;
+  };
+  const what_if_row* halved = row_of(fit, "micro-batch", "8");
+  ASSERT_NE(halved, nullptr);
+  EXPECT_EQ(halved->peak_bytes, peak_with([](plan_knobs& k) { k.micro_batch = 8; }));
+  // Micro-batch 2 is the least change that fits: 4 (the next valid one up) does not.
+  const what_if_row* least = row_of(fit, "micro-batch", "2");
+  ASSERT_NE(least, nullptr);
+  EXPECT_TRUE(least->limit && least->fits);
+  EXPECT_EQ(least->peak_bytes, peak_with([](plan_knobs& k) { k.micro_batch = 2; }));
+  EXPECT_GT(peak_with([](plan_knobs& k) { k.micro_batch = 4; }), fit.usable_bytes);
+  // New tokens one notch down (128 -> 96) buys 4.7 GiB: nowhere near enough, and no length fits.
+  const what_if_row* shorter = row_of(fit, "new tokens", "96");
+  ASSERT_NE(shorter, nullptr);
+  EXPECT_EQ(shorter->peak_bytes, peak_with([](plan_knobs& k) { k.new_tokens = 96; }));
+  EXPECT_FALSE(shorter->fits);
+  EXPECT_GT(peak_with([](plan_knobs& k) { k.new_tokens = 1; }), fit.usable_bytes);
+  // The copy a bare --ref-model used to mean costs a second set of bf16 weights.
+  const what_if_row* copy = row_of(fit, "reference", "copy");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(-copy->saved_bytes, static_cast<std::int64_t>(2 * count_parameters(model).total));
+}
+
+TEST(Fit, LimitIsTheMostThatFitsWhenYoursFits) {
+  const model_architecture& model = *find_preset("qwen2.5-0.5b");
+  const plan_knobs base = grpo_base();
+  const fit_result fit = fit_configuration(model, base, card("h100-80g"));
+  ASSERT_TRUE(fit.yours_fits);
+  // Four times the group still fits: that is the end of the range, not a limit found.
+  EXPECT_TRUE(std::none_of(fit.what_if.begin(), fit.what_if.end(), [](const what_if_row& r) { return r.knob == "group" && r.limit; }));
+  const auto limit = std::find_if(fit.what_if.begin(), fit.what_if.end(), [](const what_if_row& r) { return r.knob == "new tokens" && r.limit; });
+  ASSERT_NE(limit, fit.what_if.end());
+  EXPECT_TRUE(limit->fits);
+  plan_knobs one_more = base;
+  one_more.new_tokens = std::stoull(limit->to) + 1;
+  EXPECT_GT(plan_memory(model, one_more).peak_bytes, fit.usable_bytes) << "new tokens " << one_more.new_tokens << " fits too";
+}
+
+TEST(Fit, DefaultSearchKeepsTheAlgorithmAndMovesOnlyHowItRuns) {
+  const model_architecture& model = *find_preset("qwen2.5-7b");
+  const plan_knobs base = issue_lora_run();
+  const fit_result fit = fit_configuration(model, base, card("a100-40g"));
+  ASSERT_TRUE(fit.found) << fit.reason;
+  ASSERT_FALSE(fit.combinations.empty());
+  for (const fit_candidate& candidate : fit.combinations) {
+    EXPECT_EQ(candidate.knobs.group, base.group);
+    EXPECT_EQ(candidate.knobs.new_tokens, base.new_tokens);
+    EXPECT_EQ(candidate.knobs.prompt_len, base.prompt_len);
+    EXPECT_EQ(candidate.knobs.lora_rank, base.lora_rank);
+    EXPECT_EQ(candidate.knobs.prompts, base.prompts);
+    EXPECT_LE(candidate.peak_bytes, fit.usable_bytes);
+    EXPECT_EQ(candidate.peak_bytes, plan_memory(model, candidate.knobs).peak_bytes);
+    EXPECT_FALSE(candidate.changes.empty()) << "yours does not fit, so every combination changes something";
+  }
+  // The best keeps the forward whole if it can: micro-batch 2, no recomputation.
+  EXPECT_EQ(fit.best.micro_batch, 2u);
+  EXPECT_FALSE(fit.best.grad_ckpt);
+  EXPECT_EQ(fit.best_plan.peak_bytes, fit.combinations.front().peak_bytes);
+}
+
+TEST(Fit, NoCombinationChangesMoreKnobsThanOneThatDoesAsWell) {
+  const model_architecture& model = *find_preset("qwen2.5-7b");
+  fit_options options = card("h100-80g");
+  options.combinations = 50;
+  const fit_result fit = fit_configuration(model, issue_lora_run(), options);
+  ASSERT_GE(fit.combinations.size(), 2u);
+  for (const fit_candidate& a : fit.combinations) {
+    for (const fit_candidate& b : fit.combinations) {
+      if (&a == &b || a.changes.size() >= b.changes.size()) continue;
+      const bool subset = std::all_of(a.changes.begin(), a.changes.end(), [&](const knob_change& change) {
+        return std::any_of(b.changes.begin(), b.changes.end(), [&](const knob_change& other) { return other.knob == change.knob; });
+      });
+      // b changes every knob a does and more: it must do more work (it ranks below a otherwise).
+      if (subset) {
+        EXPECT_GT(work_per_step(b.knobs), work_per_step(a.knobs));
+      }
     }
   }
 }
 
-TEST(Fit, KeepShapeOnlyMovesHowTheWorkIsDone) {
-  const model_architecture& model = *find_preset("qwen2.5-7b");
+TEST(Fit, VaryOpensTheAlgorithmsKnobsAndNoOneNotchMoreWorkFits) {
+  const model_architecture& model = *find_preset("qwen2.5-1.5b");
   fit_options options = card("h100-80g");
-  options.keep_shape = true;
-  plan_knobs base = grpo_base();
-  base.ref_model = false;
+  options.vary = search_bit(search_knob::group) | search_bit(search_knob::new_tokens);
+  const plan_knobs base = grpo_base();
   const fit_result fit = fit_configuration(model, base, options);
   ASSERT_TRUE(fit.found) << fit.reason;
-  EXPECT_EQ(fit.best.group, base.group);
-  EXPECT_EQ(fit.best.new_tokens, base.new_tokens);
-  // Full fine-tuning of 7.6 B parameters with AdamW bf16 (8 bytes each) and 16 rows of 1024
-  // tokens does not fit 80 GB as given: the search has to recompute or offload.
-  EXPECT_LE(plan_memory(model, fit.best).peak_bytes, fit.usable_bytes);
-  EXPECT_TRUE(fit.best.grad_ckpt || fit.best.offload_optimizer || fit.best.micro_batch < base.micro_batch);
+  EXPECT_GT(work_per_step(fit.best), work_per_step(base));
+  EXPECT_LE(fit.best_plan.peak_bytes, fit.usable_bytes);
+  const plan_knobs& best = fit.best;
+  EXPECT_TRUE(best.group % best.micro_batch == 0 || best.micro_batch % best.group == 0);
+  plan_knobs longer = best;
+  longer.new_tokens = best.new_tokens * 3 / 2;
+  std::string message;
+  if (longer.new_tokens <= 4 * base.new_tokens && validate_knobs(model, longer, message)) {
+    EXPECT_GT(plan_memory(model, longer).peak_bytes, fit.usable_bytes) << "new tokens " << longer.new_tokens << " fits too";
+  }
 }
 
-TEST(Fit, ExploresTenThousandConfigurationsWhenLoraAndOffloadAreSearched) {
+TEST(Fit, VaryIsRefusedWhereTheKnobDoesNotExist) {
+  plan_knobs train = testing::train_knobs(4, 1024);
+  EXPECT_NE(why_not_varied(search_knob::group, train), "");
+  EXPECT_NE(why_not_varied(search_knob::new_tokens, train), "");
+  EXPECT_NE(why_not_varied(search_knob::lora_rank, train), "") << "full fine-tuning has no rank";
+  EXPECT_EQ(why_not_varied(search_knob::batch, train), "");
+  EXPECT_NE(why_not_varied(search_knob::batch, grpo_base()), "");
+  EXPECT_EQ(why_not_varied(search_knob::group, grpo_base()), "");
+  search_knob knob{};
+  EXPECT_TRUE(parse_search_knob("prompt-len", knob));
+  EXPECT_EQ(knob, search_knob::prompt_len);
+  EXPECT_FALSE(parse_search_knob("temperature", knob));
+}
+
+TEST(Fit, ExploresTenThousandConfigurationsWhenTheAlgorithmIsVaried) {
   const model_architecture& model = *find_preset("qwen2.5-7b");
   fit_options options = card("a100-80g");
-  options.search_lora = true;
+  options.vary = search_bit(search_knob::lora_rank) | search_bit(search_knob::group) | search_bit(search_knob::new_tokens);
   plan_knobs base = grpo_base();
   base.gpus = 8;
   base.shard = shard_kind::fsdp;
@@ -91,34 +233,48 @@ TEST(Fit, TrainKeepsEachEffectiveBatchWhole) {
   const model_architecture& model = *find_preset("llama3.1-8b");
   plan_knobs base = testing::train_knobs(4, 4096);
   base.grad_accum = 4;
-  fit_options options = card("h100-80g");
-  options.keep_shape = true;
-  const fit_result fit = fit_configuration(model, base, options);
+  const fit_result fit = fit_configuration(model, base, card("h100-80g"));
   ASSERT_TRUE(fit.found) << fit.reason;
-  EXPECT_EQ(fit.best.micro_batch * fit.best.grad_accum, 16u);
+  for (const fit_candidate& candidate : fit.combinations) EXPECT_EQ(candidate.knobs.micro_batch * candidate.knobs.grad_accum, 16u);
   EXPECT_LE(fit.best_plan.peak_bytes, fit.usable_bytes);
   // 8 B parameters with bf16 AdamW take 64 GB before any activation: only recomputation,
   // offload or one row at a time leave room for 4,096-token rows.
   EXPECT_TRUE(fit.best.grad_ckpt || fit.best.offload_optimizer || fit.best.micro_batch == 1);
 }
 
-TEST(Fit, GenerateFindsTheLargestBatchThatFits) {
+TEST(Fit, GenerateWithVariedBatchFindsTheLargestThatFits) {
   const model_architecture& model = *find_preset("qwen2.5-7b");
   const plan_knobs base = testing::generate_knobs(8, 1024, 4096);
-  const fit_result fit = fit_configuration(model, base, card("a100-40g"));
+  fit_options options = card("a100-40g");
+  options.vary = search_bit(search_knob::batch);
+  const fit_result fit = fit_configuration(model, base, options);
   ASSERT_TRUE(fit.found) << fit.reason;
   EXPECT_LE(fit.best_plan.peak_bytes, fit.usable_bytes);
   plan_knobs doubled = fit.best;
   doubled.batch *= 2;
   EXPECT_GT(plan_memory(model, doubled).peak_bytes, fit.usable_bytes) << "batch " << doubled.batch << " would fit too";
+  // Without --vary batch the rows stay at most the ones asked for.
+  const fit_result kept = fit_configuration(model, base, card("a100-40g"));
+  ASSERT_TRUE(kept.found);
+  EXPECT_LE(kept.best.batch, base.batch);
 }
 
 TEST(Fit, NothingFitsSaysWhatTheSmallestNeeds) {
   const model_architecture& model = *find_preset("qwen2.5-72b");
   const fit_result fit = fit_configuration(model, grpo_base(), card("rtx4090-24g"));
   EXPECT_FALSE(fit.found);
+  EXPECT_FALSE(fit.yours_fits);
   EXPECT_GT(fit.smallest_peak_bytes, fit.usable_bytes);
   EXPECT_FALSE(fit.reason.empty());
+}
+
+TEST(Fit, CardPresetsAreTheMemoryTheDriverReports) {
+  // MiB as nvidia-smi (rocm-smi for the MI300X) reports the card's total.
+  const std::pair<const char*, std::uint64_t> cards[] = {{"v100-32g", 32510},  {"rtx5090-32g", 32607}, {"l40s-48g", 46068},
+                                                         {"a6000-48g", 49140}, {"h20-96g", 97871},     {"b200-180g", 183359},
+                                                         {"mi300x-192g", 196592}};
+  for (const auto& [name, mebibytes] : cards) EXPECT_EQ(gpu_memory_bytes(name), mebibytes << 20) << name;
+  EXPECT_EQ(gpu_memory_bytes("h100-81g"), 0u);
 }
 
 }  // namespace

@@ -200,6 +200,63 @@ TEST(Phases, OldLogProbsScoreTheRolloutBeforeAnyGradient) {
   EXPECT_EQ(old.peak_bytes + 2ull * 494032768, reference.peak_bytes);  // the reference's pass comes after gradients exist
 }
 
+TEST(Phases, AnAdapterDisabledReferenceHoldsNoSecondCopy) {
+  plan_knobs knobs = grpo(4, 8, 256, 256, 8);
+  knobs.lora_rank = 16;
+  knobs.reference = reference_kind::copy;
+  const plan_result copy = planned("qwen2.5-1.5b", knobs);
+  knobs.reference = reference_kind::adapter_disabled;
+  const plan_result disabled = planned("qwen2.5-1.5b", knobs);
+  const std::uint64_t copy_bytes = 2 * copy.params.total;  // bf16
+  EXPECT_EQ(component(phase_named(copy, "reference"), "reference weights"), copy_bytes);
+  EXPECT_EQ(component(phase_named(disabled, "reference"), "reference weights"), 0u);
+  EXPECT_EQ(copy.weights_bytes - disabled.weights_bytes, copy_bytes);
+  // The same pass on the same base weights: every phase is the copy's less the copy.
+  for (const char* phase : {"rollout", "reference", "update", "optimizer"}) {
+    EXPECT_EQ(phase_named(copy, phase).peak_bytes - phase_named(disabled, phase).peak_bytes, copy_bytes) << phase;
+  }
+  // The reference scores without adapters: its layer moment is the frozen base's, with no fp32
+  // LoRA input copies, so it equals a full fine-tuning plan's reference pass on the same rows.
+  EXPECT_EQ(phase_named(disabled, "reference").peak_at, phase_named(copy, "reference").peak_at);
+  knobs.reference = reference_kind::none;
+  const plan_result none = planned("qwen2.5-1.5b", knobs);
+  EXPECT_EQ(none.phases.size(), copy.phases.size() - 1);
+  EXPECT_EQ(phase_named(none, "update").peak_bytes, phase_named(disabled, "update").peak_bytes);
+}
+
+TEST(Knobs, KnobsThatDoNotApplyAreRefusedWithTheReason) {
+  const model_architecture& qwen = model("qwen2.5-0.5b");
+  plan_knobs targets_without_rank = train(4, 512);
+  targets_without_rank.lora_targets = {"q_proj"};
+  plan_knobs rows_without_prealloc = generate(8, 64, 64);
+  rows_without_prealloc.kv_rows = 16;
+  plan_knobs train_with_batch = train(4, 512);
+  train_with_batch.batch = 8;
+  plan_knobs fsdp_on_one = grpo(4, 8, 256, 256, 8);
+  fsdp_on_one.shard = shard_kind::fsdp;
+  plan_knobs disabled_without_lora = grpo(4, 8, 256, 256, 8);
+  disabled_without_lora.reference = reference_kind::adapter_disabled;
+  plan_knobs reference_in_train = train(4, 512);
+  reference_in_train.reference = reference_kind::copy;
+  const std::pair<plan_knobs, const char*> cases[] = {
+      {targets_without_rank, "--lora-targets names the modules LoRA adapts; it needs --lora-r"},
+      {rows_without_prealloc, "--kv-rows sizes a preallocated KV cache; it needs --kv-cache prealloc"},
+      {train_with_batch, "--batch is the rows generated together; --phase train generates nothing"},
+      {fsdp_on_one, "--shard fsdp divides state over --gpus; on 1 GPU it divides nothing"},
+      {disabled_without_lora, "--ref-model adapter-disabled scores with the policy's LoRA adapter switched off; it needs --lora-r"},
+      {reference_in_train, "--ref-model belongs to --phase grpo-step"},
+  };
+  for (const auto& [knobs, expected] : cases) {
+    std::string message;
+    EXPECT_FALSE(validate_knobs(qwen, knobs, message)) << expected;
+    EXPECT_NE(message.find(expected), std::string::npos) << "expected '" << expected << "' in '" << message << "'";
+  }
+  // FSDP on one GPU is how CPU offload of the weights runs: that one is kept.
+  fsdp_on_one.offload_optimizer = fsdp_on_one.offload_weights = true;
+  std::string message;
+  EXPECT_TRUE(validate_knobs(qwen, fsdp_on_one, message)) << message;
+}
+
 TEST(Knobs, ImpossibleKnobsAreNamed) {
   const model_architecture& qwen = model("qwen2.5-0.5b");
   const std::pair<plan_knobs, const char*> cases[] = {

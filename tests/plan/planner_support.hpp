@@ -30,7 +30,7 @@ inline plan_knobs grpo_knobs(std::uint64_t prompts, std::uint64_t group, std::ui
   knobs.prompt_len = prompt;
   knobs.new_tokens = new_tokens;
   knobs.micro_batch = micro_batch;
-  knobs.ref_model = true;
+  knobs.reference = reference_kind::copy;
   return knobs;
 }
 

@@ -78,7 +78,7 @@ TEST(schema, plan_output_follows_the_documented_schema) {
   report.knobs.prompt_len = 512;
   report.knobs.new_tokens = 512;
   report.knobs.micro_batch = 16;
-  report.knobs.ref_model = true;
+  report.knobs.reference = reference_kind::copy;
   resident_buffer latents;
   std::string message;
   ASSERT_TRUE(parse_buffer_spec("latents=8x50x263x196:fp32@rollout", latents, message));

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+// CLI11's parse errors rewritten to one plain line.
+
+#include "parse_errors.hpp"
+
+#include <fmt/format.h>
+
+#include <regex>
+
+namespace rlmem::cli {
+
+namespace {
+
+// "rlmem plan --help" when the error came from a subcommand, else "rlmem --help".
+std::string help_of(const CLI::App& app) {
+  for (const CLI::App* command : app.get_subcommands()) return fmt::format("rlmem {} --help", command->get_name());
+  return "rlmem --help";
+}
+
+}  // namespace
+
+std::string plain_parse_error(const CLI::ParseError& error, const CLI::App& app) {
+  const std::string what = error.what();
+  const std::string help = help_of(app);
+  std::smatch match;
+  static const std::regex repeated(R"(^(\S+): At Most (\d+) required but received (\d+)$)");
+  static const std::regex missing_value(R"(^(\S+): \d+ required \S+ missing$)");
+  static const std::regex unexpected(R"(^The following arguments? (?:was|were) not expected: (.*)$)");
+  if (std::regex_match(what, match, repeated)) {
+    return fmt::format("{} is given {} times; give it once (see {})", match[1].str(), match[3].str(), help);
+  }
+  if (std::regex_match(what, match, missing_value)) return fmt::format("{} needs a value (see {})", match[1].str(), help);
+  if (std::regex_match(what, match, unexpected)) {
+    return fmt::format("unknown option or extra argument: {} (see {})", match[1].str().substr(0, 200), help);
+  }
+  return fmt::format("{} (see {})", what, help);
+}
+
+}  // namespace rlmem::cli
