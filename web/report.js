@@ -188,7 +188,7 @@
       hooks: {
         draw: [(u) => {
           drawEventLines(u, data.steps.event, 'rgba(90,100,117,0.45)', 1);
-          drawEventLines(u, data.ooms.map((o) => o.event), '#d62728', 2);
+          drawEventLines(u, data.ooms.map((o) => o.event_index), '#d62728', 2);
           drawDot(u, data.summary.peak_allocated_event, data.summary.peak_allocated_bytes, '#1f5fbf');
           drawDot(u, data.summary.peak_reserved_event, data.summary.peak_reserved_bytes, '#9d6b00');
         }],
@@ -513,7 +513,7 @@
     if (!data.ooms.length) { list.appendChild(el('p', 'empty', 'No OOM events in the trace.')); return; }
     for (const oom of data.ooms) {
       const card = el('div', 'card oom');
-      card.appendChild(el('div', 'verdict ' + oom.verdict, 'OOM at ' + formatEvent(oom.event) + ': ' + oom.verdict));
+      card.appendChild(el('div', 'verdict ' + oom.verdict, 'OOM at ' + formatEvent(oom.event_index) + ': ' + oom.verdict));
       card.appendChild(el('p', null, oom.explanation));
       card.appendChild(el('p', null, 'Advice: ' + oom.advice));
       const figures = el('dl');
@@ -528,7 +528,7 @@
         ['largest free block', formatBytes(oom.largest_free_block_bytes)],
         ['CUDA reported free', formatBytes(oom.device_free_bytes)],
         ['memory limit', limit],
-        ['largest site', oom.largest_site.label + ' (' + formatBytes(oom.largest_site_bytes) + ')'],
+        ['largest site', oom.largest_site.site + ' (' + formatBytes(oom.largest_site.bytes) + ')'],
       ]) { figures.appendChild(el('dt', null, name)); figures.appendChild(el('dd', null, value)); }
       card.appendChild(figures);
       if (oom.free_by_pool.length) {
@@ -548,7 +548,7 @@
       }
       const button = el('button', null, 'show on the timeline');
       button.type = 'button';
-      button.addEventListener('click', () => zoomTo(oom.event));
+      button.addEventListener('click', () => zoomTo(oom.event_index));
       card.appendChild(button);
       card.appendChild(el('pre', 'stack', stackLines(oom.largest_site.stack).join('\n')));
       list.appendChild(card);

@@ -3,6 +3,7 @@
 // JSON block, uPlot and the page script inlined, under a policy that allows no request.
 
 #include "html_assets.hpp"
+#include "oom_json.hpp"
 #include "stack_text.hpp"
 
 #include <rlmem/report.hpp>
@@ -187,32 +188,12 @@ json leak_summary_json(const leak_summary& growth) {
           {"growth_without_named_leak", growth.growth_without_named_leak}};
 }
 
+// The verdicts as `rlmem inspect --json` writes them, each site with its stack.
 json ooms_json(const inspection& result, stack_tables& tables) {
-  json ooms = json::array();
-  for (const oom_report& oom : result.ooms) {
-    json pools = json::array();
-    for (const free_block_summary& pool : oom.free_by_pool) {
-      pools.push_back({{"pool", pool.small_pool ? "small" : "large"}, {"stream", pool.stream},
-                       {"largest_free_bytes", pool.largest_free_bytes}, {"free_bytes", pool.free_bytes}});
-    }
-    ooms.push_back({{"event", oom.event},
-                    {"time_us", oom.time_us},
-                    {"requested_bytes", oom.requested_bytes},
-                    {"segment_bytes", oom.segment_bytes},
-                    {"allocated_bytes", oom.allocated_bytes},
-                    {"reserved_bytes", oom.reserved_bytes},
-                    {"reserved_unallocated_bytes", oom.reserved_unallocated_bytes},
-                    {"device_free_bytes", oom.device_free_bytes},
-                    {"limit_low_bytes", oom.limit_low_bytes},
-                    {"limit_high_bytes", oom.limit_high_bytes},
-                    {"limit_given", oom.limit_given},
-                    {"largest_free_block_bytes", oom.largest_free_block_bytes},
-                    {"free_by_pool", pools},
-                    {"largest_site", site_json(oom.largest_site, tables)},
-                    {"largest_site_bytes", oom.largest_site_bytes},
-                    {"verdict", oom.verdict == oom_verdict::fragmentation ? "fragmentation" : "capacity"},
-                    {"explanation", oom.explanation},
-                    {"advice", oom.advice}});
+  json ooms = detail::ooms_json(result);
+  for (std::size_t k = 0; k < result.ooms.size(); ++k) {
+    ooms[k]["largest_site"]["stack"] = tables.stack(result.ooms[k].largest_site.stack);
+    ooms[k]["request_stack"] = tables.stack(result.ooms[k].request_site.stack);
   }
   return ooms;
 }
@@ -305,6 +286,7 @@ std::string render_inspection_html(const snapshot& snap, const inspection& resul
   data["leak_summary"] = leak_summary_json(result.summary_of_leaks);
   data["fragmentation"] = fragmentation_json(result, views);
   data["ooms"] = ooms_json(result, tables);
+  data["oom_limit"] = detail::oom_limit_json(result);
   data["notes"] = result.notes;
   json sites = json::array();
   for (const allocation_site& site : views.sites) sites.push_back(site_json(site, tables));

@@ -149,13 +149,33 @@ TEST(html_report, oom_verdicts_carry_their_numbers) {
   for (std::size_t k = 0; k < made.result.ooms.size(); ++k) {
     const oom_report& oom = made.result.ooms[k];
     const nlohmann::json& shown = made.data["ooms"][k];
-    EXPECT_EQ(shown["event"], oom.event);
+    EXPECT_EQ(shown["event_index"], oom.event);
     EXPECT_EQ(shown["requested_bytes"], oom.requested_bytes);
     EXPECT_EQ(shown["largest_free_block_bytes"], oom.largest_free_block_bytes);
     EXPECT_EQ(shown["verdict"], oom.verdict == oom_verdict::fragmentation ? "fragmentation" : "capacity");
     EXPECT_EQ(shown["explanation"], oom.explanation);
   }
   EXPECT_EQ(made.data["fragmentation"]["largest_free_block_at_end_bytes"], made.result.fragmentation.largest_free_block_at_end_bytes);
+}
+
+// The page carries each OOM as `rlmem inspect --json` writes it, with the stacks of its sites added.
+TEST(html_report, oom_verdicts_are_the_inspect_json_ones) {
+  SKIP_WITHOUT_ASSETS();
+  const snapshot& snap = fixture("frag_default_oom.pickle.zst");
+  rendered made = render(snap, "frag_default_oom.pickle.zst");
+  nlohmann::json inspected = nlohmann::json::parse(render_inspection_json(snap, made.result, "frag_default_oom.pickle.zst"));
+  ASSERT_FALSE(inspected["oom"].empty());
+  ASSERT_EQ(made.data["ooms"].size(), inspected["oom"].size());
+  for (std::size_t k = 0; k < inspected["oom"].size(); ++k) {
+    nlohmann::json shown = made.data["ooms"][k];
+    ASSERT_TRUE(shown["largest_site"]["stack"].is_number_unsigned());
+    ASSERT_TRUE(shown["request_stack"].is_number_unsigned());
+    shown["largest_site"].erase("stack");
+    shown.erase("request_stack");
+    EXPECT_EQ(shown, inspected["oom"][k]) << "OOM " << k;
+    EXPECT_FALSE(shown["proofs"].empty()) << "OOM " << k << " carries no proof";
+  }
+  EXPECT_EQ(made.data["oom_limit"], inspected["oom_limit"]);
 }
 
 TEST(html_report, forbids_the_network_and_loads_nothing_by_url) {
