@@ -778,16 +778,65 @@
     new uPlot({ width: chartWidth(container), height: 320, scales: { x: { time: false } }, series,
       axes: [{ values: (u, values) => values.map((v) => v + '%') }, bytesAxis] }, table, container);
   }
+  // `rlmem replay --html`: the run under one setting, then (--compare) each setting's peak
+  // reserved and smallest capacity as bars, the floor (peak allocated) marked.
+  function replayView(body) {
+    byId('comparison-title').textContent = 'Replay of ' + data.file + ', device ' + data.device;
+    const result = data.oom === null ? 'completed, ' + formatCount(data.events_replayed) + ' events'
+      : 'OOM at ' + formatEvent(data.oom.event_index) + ' asking for ' + formatBytes(data.oom.requested_bytes) +
+        (data.oom.recorded ? ', as the recording did' : '');
+    const rows = [
+      ['settings', (data.alloc_conf || 'defaults') + (data.settings_recorded ? ' (as recorded)' : ' (what-if)')],
+      ['capacity', data.capacity_bytes ? formatBytes(data.capacity_bytes) : 'no limit'],
+      ['result', result],
+      ['peak allocated', formatBytes(data.peak_allocated_bytes)],
+      ['peak reserved', formatBytes(data.peak_reserved_bytes)],
+      ['segments at the end', formatCount(data.segments)],
+      ['alloc retries', formatCount(data.num_alloc_retries)],
+    ];
+    if (data.fidelity !== null) {
+      rows.push(['fidelity', formatCount(data.fidelity.segment_events_matched) + ' of ' + formatCount(data.fidelity.segment_events_expected) +
+        ' recorded segment events reproduced' + (data.fidelity.first_mismatch ? '; first divergence: ' + data.fidelity.first_mismatch : '')]);
+    }
+    if (data.min_capacity_bytes !== undefined) {
+      rows.push(['min capacity', data.min_capacity_bytes === 0 ? 'does not complete at any capacity' : formatBytes(data.min_capacity_bytes)]);
+    }
+    figureList(body, rows);
+    for (const note of data.notes) body.appendChild(el('p', 'help', note));
+    if (!data.compare) return;
+    body.appendChild(el('h3', null, 'Settings compared'));
+    const modelled = data.compare.filter((row) => row.unsupported === undefined);
+    const most = Math.max(1, data.floor_bytes, ...modelled.map((row) => Math.max(row.peak_reserved_bytes, row.min_capacity_bytes)));
+    body.appendChild(el('p', 'help', 'Bars: peak reserved (gold) and the smallest capacity under which the run completes (blue, to 2 MiB); ' +
+      'the line is the floor, the peak allocated (' + formatBytes(data.floor_bytes) + '), which no setting can go under.'));
+    tableOf(body, ['settings', 'peak reserved', 'min capacity', data.capacity_bytes ? 'at ' + formatBytes(data.capacity_bytes) : '', ''],
+      data.compare.map((row) => {
+        const label = row.label === 'recorded' ? 'recorded: ' + (row.alloc_conf || 'defaults') : row.label;
+        if (row.unsupported !== undefined) return [label, 'not modelled yet', '', '', row.unsupported];
+        const bars = el('div', 'setting-bars');
+        for (const [value, kind] of [[row.peak_reserved_bytes, 'reserved'], [row.min_capacity_bytes, 'capacity']]) {
+          const bar = el('div', 'setting-bar ' + kind);
+          bar.style.width = (100 * value / most) + '%';
+          bars.appendChild(bar);
+        }
+        const floor = el('div', 'setting-floor');
+        floor.style.left = (100 * data.floor_bytes / most) + '%';
+        bars.appendChild(floor);
+        return [label, formatBytes(row.peak_reserved_bytes), formatBytes(row.min_capacity_bytes),
+          data.capacity_bytes ? (row.completed ? 'completes' : 'OOM') : '', bars];
+      }), [false, true, true, false, false]).className = 'settings-table';
+  }
+
   const RANK_COLORS = ['#1f5fbf', '#e45756', '#54a24b', '#b279a2', '#f58518', '#72b7b2', '#9d6b00', '#5a6475'];
 
-  if (data.kind === 'diff' || data.kind === 'ranks') {
+  if (data.kind === 'diff' || data.kind === 'ranks' || data.kind === 'replay') {
     byId('inspection').hidden = true;
     byId('inspection-nav').hidden = true;
     byId('comparison').hidden = false;
-    const label = data.kind === 'diff' ? data.a + ' vs ' + data.b : data.directory;
+    const label = data.kind === 'diff' ? data.a + ' vs ' + data.b : data.kind === 'ranks' ? data.directory : data.file;
     byId('source').textContent = label;
     document.title = 'rlmem report: ' + label;
-    (data.kind === 'diff' ? diffView : ranksView)(byId('comparison-body'));
+    ({ diff: diffView, ranks: ranksView, replay: replayView })[data.kind](byId('comparison-body'));
   } else {
     summaryView();
     timelineView();

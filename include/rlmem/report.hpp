@@ -87,6 +87,10 @@ struct replay_report {
 std::string render_replay_text(const replay_report& report);
 /// `rlmem replay --json` (schema in docs/schema/replay.schema.json).
 std::string render_replay_json(const replay_report& report);
+/// `rlmem replay --html`: render_replay_json's figures as one self-contained page (the run, and
+/// with --compare each setting's peak reserved and smallest capacity as bars over the floor).
+/// Precondition: html_report_available().
+std::string render_replay_html(const replay_report& report);
 
 /// What `rlmem plan` prints: the model, the knobs, each phase's peak and, with --fit, the search.
 struct plan_report {

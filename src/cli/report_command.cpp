@@ -13,14 +13,10 @@
 #include <rlmem/report.hpp>
 #include <rlmem/views.hpp>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <limits>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace rlmem::cli {
@@ -54,36 +50,6 @@ std::string default_output(const std::vector<std::string>& files) {
   return files.size() == 2 ? stem_of(files[0]) + "-vs-" + stem_of(files[1]) + ".html" : stem_of(files[0]) + ".html";
 }
 
-// Writes the page next to its destination, then renames it over: a reader never finds half a
-// page under the name. Returns exit_ok, or exit_cannot_write after the one line.
-int write_page(const std::string& path, std::string_view page) {
-  if (path == "-") return write_report(page);
-  std::string partial = path + ".partial";
-  int descriptor = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (descriptor < 0) {
-    print_error("cannot write " + path + ": " + std::strerror(errno));
-    return exit_cannot_write;
-  }
-  int error = 0;
-  for (std::string_view rest = page; !rest.empty() && error == 0;) {
-    ssize_t done = ::write(descriptor, rest.data(), rest.size());
-    if (done < 0 && errno == EINTR) continue;
-    if (done < 0) {
-      error = errno;
-    } else {
-      rest.remove_prefix(static_cast<std::size_t>(done));
-    }
-  }
-  if (::close(descriptor) != 0 && error == 0 && errno != EINTR) error = errno;
-  if (error == 0 && std::rename(partial.c_str(), path.c_str()) != 0) error = errno;
-  if (error != 0) {
-    ::unlink(partial.c_str());
-    print_error("cannot write " + path + ": " + std::strerror(error));
-    return exit_cannot_write;
-  }
-  return exit_ok;
-}
-
 // The options every form shares; false after the one line.
 bool prepare_options(const report_arguments& args, inspect_options& choices) {
   choices.device = args.device;
@@ -103,7 +69,7 @@ bool prepare_options(const report_arguments& args, inspect_options& choices) {
 
 int write_and_tell(const report_arguments& args, const std::string& page) {
   std::string path = args.output.empty() ? default_output(args.files) : args.output;
-  int written = write_page(path, page);
+  int written = write_whole_file(path, page);
   if (written == exit_ok && path != "-" && !args.quiet) {
     std::fprintf(stderr, "rlmem: wrote %s (%s)\n", printable_text(path).c_str(), format_bytes(page.size()).c_str());
   }

@@ -182,8 +182,8 @@ async function testPage(browser, file, name, expect) {
   await page.close();
 }
 
-// The pages of `rlmem report A B` and `rlmem report DIR`: their tables and chart render, with no
-// error and no request.
+// The pages of `rlmem report A B`, `rlmem report DIR` and `rlmem replay --compare --html`: their
+// tables, bars and chart render, with no error and no request.
 async function testComparisonPage(browser, file, name, selectors) {
   console.log(`# ${name}`);
   const page = await openPage(browser, file);
@@ -211,6 +211,13 @@ function makeComparison(args, name) {
   return out;
 }
 
+function makeReplayPage(snapshotPath) {
+  const out = join(workdir, 'replay.html');
+  const run = spawnSync(rlmem, ['replay', snapshotPath, '--compare', '--html', out, '--quiet'], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`rlmem replay --html exited ${run.status}: ${run.stderr}`);
+  return out;
+}
+
 const ranksDir = join(workdir, 'ranks');
 rmSync(ranksDir, { recursive: true, force: true });
 mkdirSync(ranksDir);
@@ -220,6 +227,8 @@ const comparisons = [
   [makeComparison([join(testdata, 'snapshots/grpo_clean.pickle.zst'), join(testdata, 'snapshots/grpo_leak_logits.pickle.zst')], 'diff'), 'diff',
     [['table.diff-table .delta-bar', 'change bars'], ['#comparison-body table td', 'totals']]],
   [makeComparison([ranksDir], 'ranks'), 'ranks', [['table.ranks-table .rank-bar', 'rank bars'], ['#comparison-body canvas', 'rank timelines']]],
+  [makeReplayPage(join(testdata, 'snapshots/frag_default_oom.pickle.zst')), 'replay',
+    [['table.settings-table .setting-bar', 'settings bars'], ['#comparison-body dd', 'replay figures']]],
 ];
 
 const hostilePickle = join(workdir, 'hostile.pickle');

@@ -48,6 +48,14 @@ err=$("$rlmem" report "$work/ranks" -o "$work/ranks2.html" --quiet 2>&1 >/dev/nu
 [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "expected one line on stderr, seen: $err"
 grep -q '"ok":false' "$work/ranks2.html" || fail "expected the unreadable rank on the page"
 
+# replay --compare --html: the settings table as a page.
+"$rlmem" replay "$testdata/snapshots/frag_default_oom.pickle.zst" --compare --html "$work/replay.html" --quiet ||
+  fail "replay --compare --html exited $?, expected 0"
+grep -q '"kind":"replay"' "$work/replay.html" || fail "expected the replay page in replay.html"
+grep -q '"compare":\[' "$work/replay.html" || fail "expected the settings compared in replay.html"
+err=$("$rlmem" replay "$testdata/snapshots/frag_default_oom.pickle.zst" --html "$work/no/such/folder/r.html" --quiet 2>&1 >/dev/null); code=$?
+[ $code -eq 3 ] || fail "replay --html to an unwritable destination exited $code, expected 3 ($err)"
+
 "$rlmem" report --help | grep -q "Content-Security-Policy" || fail "report --help does not say the page is offline"
 "$rlmem" --help | grep -q "report" || fail "rlmem --help does not list report"
 echo "report CLI ok"

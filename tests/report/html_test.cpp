@@ -9,6 +9,7 @@
 #include <rlmem/allocator_settings.hpp>
 #include <rlmem/compare.hpp>
 #include <rlmem/inspect.hpp>
+#include <rlmem/replay.hpp>
 #include <rlmem/report.hpp>
 #include <rlmem/views.hpp>
 
@@ -372,6 +373,26 @@ TEST(html_report, ranks_page_carries_each_rank_and_its_timeline) {
     EXPECT_EQ(max_of(line["reserved_max"]), ranks[k].result.peak_reserved_bytes);
     EXPECT_EQ(data["ranks"][k]["peak_allocated_bytes"], ranks[k].result.peak_allocated_bytes);
   }
+}
+
+// `rlmem replay --compare --html` draws render_replay_json's document, every setting included.
+TEST(html_report, replay_page_carries_the_replay_json) {
+  SKIP_WITHOUT_ASSETS();
+  const snapshot& snap = fixture("frag_default_oom.pickle.zst");
+  replay_options options;
+  replay_report report;
+  report.file = "frag_default_oom.pickle.zst";
+  report.settings = settings_of(snap);
+  report.result = replay(snap, options);
+  report.capacity_bytes = report.result.capacity_bytes;
+  report.comparison = compare_settings(snap, options);
+  ASSERT_GT(report.comparison.size(), 2u);
+  nlohmann::json data = embedded_data(render_replay_html(report));
+  nlohmann::json json = nlohmann::json::parse(render_replay_json(report));
+  EXPECT_EQ(data["kind"], "replay");
+  data.erase("kind");
+  EXPECT_EQ(data, json);
+  EXPECT_EQ(data["compare"].size(), report.comparison.size());
 }
 
 }  // namespace rlmem
