@@ -163,6 +163,11 @@
       ['reserved', formatBytes(t.reserved_min[index]) + ' to ' + formatBytes(t.reserved_max[index])],
     ];
     if (data.summary.times_known) rows.push(['time', formatTime(t.first_time_us[index])]);
+    data.ooms.forEach((oom, k) => {
+      if (oom.event_index >= t.first_event[index] && oom.event_index <= t.last_event[index]) {
+        rows.push(['OOM ' + (k + 1), formatEvent(oom.event_index) + ': ' + oom.verdict + ' (see OOM below)']);
+      }
+    });
     if (t.largest_alloc_event[index] < 0) return { title: 'No allocation in this column', rows, stack: null };
     const site = data.sites[t.largest_alloc_site[index]];
     rows.push(['largest allocation', formatBytes(t.largest_alloc_bytes[index]) + ' at ' + formatEvent(t.largest_alloc_event[index])]);
@@ -188,7 +193,7 @@
       hooks: {
         draw: [(u) => {
           drawEventLines(u, data.steps.event, 'rgba(90,100,117,0.45)', 1);
-          drawEventLines(u, data.ooms.map((o) => o.event), '#d62728', 2);
+          drawEventLines(u, data.ooms.map((o) => o.event_index), '#d62728', 2);
           drawDot(u, data.summary.peak_allocated_event, data.summary.peak_allocated_bytes, '#1f5fbf');
           drawDot(u, data.summary.peak_reserved_event, data.summary.peak_reserved_bytes, '#9d6b00');
         }],
@@ -499,6 +504,9 @@
       ['at the end', formatBytes(f.unallocated_at_end_bytes) + ' unallocated, largest free block ' + formatBytes(f.largest_free_block_at_end_bytes)],
       ['mostly empty segments at dump', formatCount(f.mostly_empty_segments) + ' (' + formatBytes(f.mostly_empty_segment_bytes) + ')'],
     ]) { figures.appendChild(el('dt', null, name)); figures.appendChild(el('dd', null, value)); }
+    byId('peak-segments-title').textContent = 'Segments at the peak of reserved (' + formatEvent(data.peak_segments.event) + ', ' +
+      formatBytes(data.summary.peak_reserved_bytes) + ')';
+    segmentMapView(byId('peak-segments'), data.peak_segments);
   }
 
   function zoomTo(event) {
@@ -508,18 +516,128 @@
     byId('timeline').scrollIntoView();
   }
 
+  // A figure list into `parent`: [name, value] rows, all as text.
+  function figureList(parent, rows) {
+    const list = el('dl');
+    for (const [name, value] of rows) { list.appendChild(el('dt', null, name)); list.appendChild(el('dd', null, value)); }
+    parent.appendChild(list);
+    return list;
+  }
+
+  function tableOf(parent, headings, rows, numeric) {
+    const table = el('table');
+    const head = el('tr');
+    headings.forEach((name, k) => head.appendChild(el('th', numeric[k] ? 'num' : null, name)));
+    table.appendChild(head);
+    for (const cells of rows) {
+      const row = el('tr');
+      cells.forEach((cell, k) => row.appendChild(cell instanceof Node ? wrapCell(cell) : el('td', numeric[k] ? 'num' : null, cell)));
+      table.appendChild(row);
+    }
+    parent.appendChild(table);
+    return table;
+  }
+  function wrapCell(node) { const cell = el('td'); cell.appendChild(node); return cell; }
+
+  // A link that zooms the timeline to an event.
+  function eventLink(event, text) {
+    const link = el('a', 'event-link', text || formatEvent(event));
+    link.href = '#timeline';
+    link.addEventListener('click', (e) => { e.preventDefault(); zoomTo(event); });
+    return link;
+  }
+
+  function categoryLegend() {
+    const legend = el('p', 'legend');
+    data.categories.names.forEach((name, k) => {
+      const swatch = el('span', 'legend-swatch');
+      swatch.style.background = CATEGORY_COLORS[k];
+      legend.appendChild(swatch);
+      legend.appendChild(el('span', 'legend-name', name));
+    });
+    return legend;
+  }
+
+  // Segments after one event: per pool, then each kept segment as a bar of its blocks and gaps.
+  function segmentMapView(container, map) {
+    container.replaceChildren();
+    if (!map.pools.length) { container.appendChild(el('p', 'empty', 'Nothing was reserved.')); return; }
+    const largestFree = Math.max(map.largest_free_left_out, ...map.pools.map((pool) => pool.largest_free_bytes));
+    tableOf(container, ['pool', 'stream', 'segments', 'reserved', 'in blocks', 'free', 'largest free'],
+      map.pools.map((p) => [p.pool, String(p.stream), formatCount(p.segments), formatBytes(p.bytes), formatBytes(p.block_bytes),
+        formatBytes(p.free_bytes), formatBytes(p.largest_free_bytes)]),
+      [false, false, true, true, true, true, true]);
+    const shown = map.segments.length;
+    const total = shown + map.segments_left_out;
+    container.appendChild(el('p', 'help', (map.segments_left_out
+      ? 'The ' + formatCount(shown) + ' largest of ' + formatCount(total) + ' segments, by address; the other ' + formatCount(map.segments_left_out) +
+        ' hold ' + formatBytes(map.bytes_left_out) + ' (' + formatBytes(map.free_bytes_left_out) + ' free, largest free gap ' + formatBytes(map.largest_free_left_out) + '). '
+      : 'All ' + formatCount(total) + ' segments, by address. ') +
+      'Each bar is one segment at full width: blocks coloured by category, hatched where freed but not yet reusable, free gaps white, the largest of all (' + formatBytes(largestFree) + ') outlined. Hover for a block\'s stack.'));
+    container.appendChild(categoryLegend());
+    const rows = el('div', 'segment-map');
+    for (const seg of map.segments) {
+      const row = el('div', 'segment-row');
+      row.appendChild(el('div', 'segment-label', formatBytes(seg.bytes) + ' ' + seg.pool + (seg.stream ? ' s' + seg.stream : '') +
+        ' · ' + formatBytes(seg.free_bytes) + ' free'));
+      const bar = el('div', 'segment-bar' + (seg.pieces_left_out ? ' cut' : ''));
+      const p = seg.pieces;
+      for (let i = 0; i < p.bytes.length; i++) {
+        const kind = p.kind[i];
+        const piece = el('div', 'piece ' + (kind === 2 ? 'gap' + (p.bytes[i] === largestFree ? ' largest' : '') : kind === 1 ? 'pending' : 'block'));
+        piece.style.left = (100 * p.offset_bytes[i] / seg.bytes) + '%';
+        piece.style.width = (100 * p.bytes[i] / seg.bytes) + '%';
+        if (kind !== 2) piece.style.background = CATEGORY_COLORS[p.category[i]];
+        piece.addEventListener('mousemove', (e) => {
+          const rows = [['size', formatBytes(p.bytes[i])], ['offset', formatBytes(p.offset_bytes[i]) + ' into the segment at ' + seg.address]];
+          let title = 'free gap', stack = null;
+          if (kind !== 2) {
+            const site = data.sites[p.site[i]];
+            title = site.label;
+            stack = site.stack;
+            rows.push(['category', data.categories.names[p.category[i]]]);
+            if (kind === 1) rows.push(['state', 'freed, waiting on another stream']);
+          }
+          showTooltip(e.clientX, e.clientY, title, rows, stack);
+        });
+        piece.addEventListener('mouseleave', hideTooltip);
+        bar.appendChild(piece);
+      }
+      bar.title = seg.pieces_left_out ? formatCount(seg.pieces_left_out) + ' smaller blocks and gaps (' + formatBytes(seg.bytes_left_out) + ') are not drawn' : '';
+      row.appendChild(bar);
+      rows.appendChild(row);
+    }
+    container.appendChild(rows);
+  }
+
   function oomView() {
     const list = byId('oom-list');
+    const links = byId('oom-links');
     if (!data.ooms.length) { list.appendChild(el('p', 'empty', 'No OOM events in the trace.')); return; }
-    for (const oom of data.ooms) {
+    const limit = data.oom_limit;
+    byId('oom-help').textContent = (limit.given ? 'Judged under the given limit of ' + formatBytes(limit.judged_bytes) + '. '
+      : 'The trace proves the memory limit was between ' + formatBytes(limit.proven_low_bytes) + ' (the most it reserved) and ' +
+        formatBytes(limit.proven_high_bytes) + ' (set by the OOM at ' + formatEvent(limit.proven_high_event) + '); verdicts are judged at ' +
+        formatBytes(limit.judged_bytes) + '. ') +
+      'Each verdict is proven by replaying the whole trace under that limit with each remedy: a remedy that serves the request makes it fragmentation.';
+    links.appendChild(el('span', null, 'OOMs: '));
+    data.ooms.forEach((oom, index) => {
+      const anchor = 'oom-' + (index + 1);
+      const link = el('a', 'oom-link ' + oom.verdict, formatEvent(oom.event_index) + ' (' + oom.verdict + ')');
+      link.href = '#' + anchor;
+      links.appendChild(link);
       const card = el('div', 'card oom');
-      card.appendChild(el('div', 'verdict ' + oom.verdict, 'OOM at ' + formatEvent(oom.event) + ': ' + oom.verdict));
+      card.id = anchor;
+      const when = data.summary.times_known && oom.time_us !== null ? ', ' + formatTime(oom.time_us) : '';
+      card.appendChild(el('div', 'verdict ' + oom.verdict, 'OOM ' + (index + 1) + ' at ' + formatEvent(oom.event_index) + when + ': ' +
+        oom.verdict + (oom.request_larger_than_any_gpu ? ' (a request larger than any GPU)' : '') +
+        (oom.proven ? ', proven by simulation' : ', not proven by simulation')));
+      card.appendChild(el('p', 'proof', oom.proof));
       card.appendChild(el('p', null, oom.explanation));
-      card.appendChild(el('p', null, 'Advice: ' + oom.advice));
-      const figures = el('dl');
-      const limit = oom.limit_given ? formatBytes(oom.limit_low_bytes) + ' (given)'
+      card.appendChild(el('p', 'advice', 'Advice: ' + oom.advice));
+      const bound = oom.limit_given ? formatBytes(oom.limit_low_bytes) + ' (given)'
         : 'between ' + formatBytes(oom.limit_low_bytes) + ' and ' + formatBytes(oom.limit_high_bytes);
-      for (const [name, value] of [
+      const rows = [
         ['requested (rounded)', formatBytes(oom.requested_bytes)],
         ['segment it needed', formatBytes(oom.segment_bytes)],
         ['allocated', formatBytes(oom.allocated_bytes)],
@@ -527,42 +645,208 @@
         ['reserved but unallocated', formatBytes(oom.reserved_unallocated_bytes)],
         ['largest free block', formatBytes(oom.largest_free_block_bytes)],
         ['CUDA reported free', formatBytes(oom.device_free_bytes)],
-        ['memory limit', limit],
-        ['largest site', oom.largest_site.label + ' (' + formatBytes(oom.largest_site_bytes) + ')'],
-      ]) { figures.appendChild(el('dt', null, name)); figures.appendChild(el('dd', null, value)); }
-      card.appendChild(figures);
-      if (oom.free_by_pool.length) {
-        const pools = el('table');
-        const head = el('tr');
-        for (const name of ['pool', 'stream', 'largest free', 'free']) head.appendChild(el('th', null, name));
-        pools.appendChild(head);
-        for (const pool of oom.free_by_pool) {
-          const row = el('tr');
-          row.appendChild(el('td', null, pool.pool));
-          row.appendChild(el('td', null, pool.stream));
-          row.appendChild(el('td', 'num', formatBytes(pool.largest_free_bytes)));
-          row.appendChild(el('td', 'num', formatBytes(pool.free_bytes)));
-          pools.appendChild(row);
+        ['memory limit', bound],
+      ];
+      if (oom.verdict === 'capacity') rows.push(['short by', formatBytes(oom.short_by_bytes)]);
+      rows.push(['request made at', oom.request_site || '(no stack recorded)']);
+      rows.push(['largest site', oom.largest_site.site + ' (' + formatBytes(oom.largest_site.bytes) + ')']);
+      figureList(card, rows);
+
+      card.appendChild(el('h3', null, 'The replay that proves it'));
+      const proofRows = oom.proofs.map((proof) => {
+        let outcome;
+        if (!proof.tried) outcome = el('span', 'not-tried', 'not tried: ' + proof.not_tried);
+        else if (proof.served) outcome = el('span', 'served', 'served, and the run after it');
+        else {
+          outcome = el('span', 'failed');
+          outcome.appendChild(document.createTextNode(proof.failed_event_index === oom.event_index ? 'fails at this request ('
+            : proof.failed_event_index < oom.event_index ? 'an earlier request fails (' : 'a later request fails ('));
+          outcome.appendChild(eventLink(proof.failed_event_index));
+          outcome.appendChild(document.createTextNode(', ' + formatBytes(proof.failed_requested_bytes) + ')'));
         }
-        card.appendChild(pools);
+        return [proof.setting, outcome, proof.tried ? formatBytes(proof.reserved_reached_bytes) : '',
+          proof.reserved_needed_bytes === null ? '' : formatBytes(proof.reserved_needed_bytes), formatBytes(proof.limit_bytes)];
+      });
+      tableOf(card, ['setting', 'outcome', 'reserved reached', 'reserved needed', 'limit'], proofRows, [false, false, true, true, true])
+        .className = 'proofs';
+      const lines = el('ul', 'proof-lines');
+      for (const proof of oom.proofs) lines.appendChild(el('li', null, proof.summary));
+      card.appendChild(lines);
+
+      if (oom.free_by_pool.length) {
+        card.appendChild(el('h3', null, 'Free blocks by pool'));
+        tableOf(card, ['pool', 'stream', 'largest free', 'free'],
+          oom.free_by_pool.map((pool) => [pool.pool, String(pool.stream), formatBytes(pool.largest_free_bytes), formatBytes(pool.free_bytes)]),
+          [false, false, true, true]);
       }
       const button = el('button', null, 'show on the timeline');
       button.type = 'button';
-      button.addEventListener('click', () => zoomTo(oom.event));
+      button.addEventListener('click', () => zoomTo(oom.event_index));
       card.appendChild(button);
-      card.appendChild(el('pre', 'stack', stackLines(oom.largest_site.stack).join('\n')));
+      card.appendChild(el('h3', null, 'Stack of the request'));
+      const requestStack = stackLines(oom.request_stack);
+      card.appendChild(el('pre', 'stack', requestStack.length ? requestStack.join('\n') : '(no frames recorded)'));
+      if (index < data.oom_segments.length) {
+        const map = el('details', 'segments-at-oom');
+        map.appendChild(el('summary', null, 'Segments at this OOM'));
+        const body = el('div');
+        map.appendChild(body);
+        // Drawn when opened: an OOM map holds up to thousands of pieces.
+        map.addEventListener('toggle', () => { if (map.open && !body.childNodes.length) segmentMapView(body, data.oom_segments[index]); });
+        card.appendChild(map);
+      } else {
+        card.appendChild(el('p', 'empty', 'No segment map for this OOM: maps are kept for the first ' + formatCount(data.oom_segments.length) + ' OOMs.'));
+      }
       list.appendChild(card);
+    });
+  }
+
+  // `rlmem report A B`: the totals, then each table of changes as bars growing right (B holds
+  // more) or left (less).
+  function diffView(body) {
+    byId('comparison-title').textContent = 'What changed from A to B';
+    figureList(body, [['A', data.a], ['B', data.b]]);
+    const totals = data.totals;
+    tableOf(body, ['', 'A', 'B', 'change'], [
+      ['peak allocated', ...totals.peak_allocated_bytes.map(formatBytes), signedBytes(totals.peak_allocated_bytes[1] - totals.peak_allocated_bytes[0])],
+      ['peak reserved', ...totals.peak_reserved_bytes.map(formatBytes), signedBytes(totals.peak_reserved_bytes[1] - totals.peak_reserved_bytes[0])],
+      ['allocated at the end', ...totals.end_allocated_bytes.map(formatBytes), signedBytes(totals.end_allocated_bytes[1] - totals.end_allocated_bytes[0])],
+      ['reserved at the end', ...totals.end_reserved_bytes.map(formatBytes), signedBytes(totals.end_reserved_bytes[1] - totals.end_reserved_bytes[0])],
+    ], [false, true, true, true]);
+    for (const [moment, title] of [['at_peak', 'at the peak'], ['at_end', 'at the end']]) {
+      for (const [table, what] of [['categories', 'Categories'], ['sites', 'Sites']]) {
+        const rows = data[moment][table];
+        body.appendChild(el('h3', null, what + ' live ' + title + ' that changed'));
+        if (!rows.length) { body.appendChild(el('p', 'empty', 'No change.')); continue; }
+        const most = Math.max(...rows.map((row) => Math.abs(row.delta_bytes)), 1);
+        const list = tableOf(body, ['change', '', 'A', 'B', what === 'Sites' ? 'site' : 'category'],
+          rows.map((row) => {
+            const bar = el('div', 'delta-bar ' + (row.delta_bytes > 0 ? 'grew' : 'shrank'));
+            bar.style.width = (50 * Math.abs(row.delta_bytes) / most) + '%';
+            const cell = el('div', 'delta-cell');
+            cell.appendChild(bar);
+            return [signedBytes(row.delta_bytes), cell, formatBytes(row.a_bytes), formatBytes(row.b_bytes), row.key];
+          }), [true, false, true, true, false]);
+        list.className = 'diff-table';
+        const leftOut = data[moment][table + '_left_out'];
+        if (leftOut) body.appendChild(el('p', 'help', formatCount(leftOut) + ' smaller changes are not listed (rlmem diff --json lists every one).'));
+      }
     }
   }
 
-  summaryView();
-  timelineView();
-  categoriesView();
-  activeView();
-  peakView();
-  leaksView();
-  fragmentationView();
-  oomView();
+  function signedBytes(value) { return (value > 0 ? '+' : '') + formatBytes(value); }
+
+  // `rlmem report DIR`: one row per rank, then every rank's timeline on one chart.
+  function ranksView(body) {
+    byId('comparison-title').textContent = 'Ranks of ' + data.directory;
+    const imbalance = data.imbalance;
+    if (imbalance.max_rank >= 0) {
+      body.appendChild(el('p', null, 'Peak allocated from ' + formatBytes(imbalance.min_peak_allocated_bytes) + ' (rank ' + imbalance.min_rank +
+        ') to ' + formatBytes(imbalance.max_peak_allocated_bytes) + ' (rank ' + imbalance.max_rank + ')' +
+        (imbalance.max_over_min === null ? '' : ', ' + imbalance.max_over_min.toFixed(2) + 'x') +
+        '; peak reserved from ' + formatBytes(imbalance.min_peak_reserved_bytes) + ' to ' + formatBytes(imbalance.max_peak_reserved_bytes) + '.'));
+    }
+    const most = Math.max(1, ...data.ranks.filter((r) => r.ok).map((r) => r.peak_reserved_bytes));
+    tableOf(body, ['rank', 'peak allocated', 'peak reserved', '', 'events', 'steps', 'leaks', 'OOMs', 'file'], data.ranks.map((r) => {
+      if (!r.ok) return [String(r.rank), 'not read', '', '', '', '', '', '', r.file + ': ' + r.error];
+      const bars = el('div', 'rank-bars');
+      for (const [value, kind] of [[r.peak_reserved_bytes, 'reserved'], [r.peak_allocated_bytes, 'allocated']]) {
+        const bar = el('div', 'rank-bar ' + kind);
+        bar.style.width = (100 * value / most) + '%';
+        bars.appendChild(bar);
+      }
+      const ooms = r.oom.length ? formatCount(r.oom.length) + ' (' + r.oom.map((o) => o.verdict).join(', ') + ')' : '-';
+      return [String(r.rank), formatBytes(r.peak_allocated_bytes), formatBytes(r.peak_reserved_bytes), bars, formatCount(r.events),
+        formatCount(r.steps), formatCount(r.leaks.length), ooms, r.file];
+    }), [true, true, true, false, true, true, true, false, false]).className = 'ranks-table';
+    for (const r of data.ranks) {
+      for (const found of (r.ok ? r.leaks : [])) body.appendChild(el('p', 'leak-line', 'rank ' + r.rank + ': LEAK ' + found.site + ' ' + signedBytes(found.bytes_per_step) + ' per step'));
+    }
+    const read = data.ranks.filter((r) => r.ok && r.timeline.allocated_max.length);
+    if (!read.length) return;
+    body.appendChild(el('h3', null, 'Allocated over each rank\'s trace (the most in each of ' + formatCount(read[0].timeline.allocated_max.length) + ' slices)'));
+    const container = el('div', 'chart');
+    body.appendChild(container);
+    const slices = Math.max(...read.map((r) => r.timeline.allocated_max.length));
+    const x = Array.from({ length: slices }, (_, i) => 100 * i / slices);
+    const series = [{ label: '% of trace', value: (u, v) => v === null ? '' : v.toFixed(1) + '%' }];
+    const table = [x];
+    read.forEach((r, k) => {
+      series.push({ label: 'rank ' + r.rank, stroke: RANK_COLORS[k % RANK_COLORS.length], width: 1.5, value: (u, v) => formatBytes(v) });
+      table.push(x.map((_, i) => i < r.timeline.allocated_max.length ? r.timeline.allocated_max[i] : null));
+    });
+    new uPlot({ width: chartWidth(container), height: 320, scales: { x: { time: false } }, series,
+      axes: [{ values: (u, values) => values.map((v) => v + '%') }, bytesAxis] }, table, container);
+  }
+  // `rlmem replay --html`: the run under one setting, then (--compare) each setting's peak
+  // reserved and smallest capacity as bars, the floor (peak allocated) marked.
+  function replayView(body) {
+    byId('comparison-title').textContent = 'Replay of ' + data.file + ', device ' + data.device;
+    const result = data.oom === null ? 'completed, ' + formatCount(data.events_replayed) + ' events'
+      : 'OOM at ' + formatEvent(data.oom.event_index) + ' asking for ' + formatBytes(data.oom.requested_bytes) +
+        (data.oom.recorded ? ', as the recording did' : '');
+    const rows = [
+      ['settings', (data.alloc_conf || 'defaults') + (data.settings_recorded ? ' (as recorded)' : ' (what-if)')],
+      ['capacity', data.capacity_bytes ? formatBytes(data.capacity_bytes) : 'no limit'],
+      ['result', result],
+      ['peak allocated', formatBytes(data.peak_allocated_bytes)],
+      ['peak reserved', formatBytes(data.peak_reserved_bytes)],
+      ['segments at the end', formatCount(data.segments)],
+      ['alloc retries', formatCount(data.num_alloc_retries)],
+    ];
+    if (data.fidelity !== null) {
+      rows.push(['fidelity', formatCount(data.fidelity.segment_events_matched) + ' of ' + formatCount(data.fidelity.segment_events_expected) +
+        ' recorded segment events reproduced' + (data.fidelity.first_mismatch ? '; first divergence: ' + data.fidelity.first_mismatch : '')]);
+    }
+    if (data.min_capacity_bytes !== undefined) {
+      rows.push(['min capacity', data.min_capacity_bytes === 0 ? 'does not complete at any capacity' : formatBytes(data.min_capacity_bytes)]);
+    }
+    figureList(body, rows);
+    for (const note of data.notes) body.appendChild(el('p', 'help', note));
+    if (!data.compare) return;
+    body.appendChild(el('h3', null, 'Settings compared'));
+    const modelled = data.compare.filter((row) => row.unsupported === undefined);
+    const most = Math.max(1, data.floor_bytes, ...modelled.map((row) => Math.max(row.peak_reserved_bytes, row.min_capacity_bytes)));
+    body.appendChild(el('p', 'help', 'Bars: peak reserved (gold) and the smallest capacity under which the run completes (blue, to 2 MiB); ' +
+      'the line is the floor, the peak allocated (' + formatBytes(data.floor_bytes) + '), which no setting can go under.'));
+    tableOf(body, ['settings', 'peak reserved', 'min capacity', data.capacity_bytes ? 'at ' + formatBytes(data.capacity_bytes) : '', ''],
+      data.compare.map((row) => {
+        const label = row.label === 'recorded' ? 'recorded: ' + (row.alloc_conf || 'defaults') : row.label;
+        if (row.unsupported !== undefined) return [label, 'not modelled yet', '', '', row.unsupported];
+        const bars = el('div', 'setting-bars');
+        for (const [value, kind] of [[row.peak_reserved_bytes, 'reserved'], [row.min_capacity_bytes, 'capacity']]) {
+          const bar = el('div', 'setting-bar ' + kind);
+          bar.style.width = (100 * value / most) + '%';
+          bars.appendChild(bar);
+        }
+        const floor = el('div', 'setting-floor');
+        floor.style.left = (100 * data.floor_bytes / most) + '%';
+        bars.appendChild(floor);
+        return [label, formatBytes(row.peak_reserved_bytes), formatBytes(row.min_capacity_bytes),
+          data.capacity_bytes ? (row.completed ? 'completes' : 'OOM') : '', bars];
+      }), [false, true, true, false, false]).className = 'settings-table';
+  }
+
+  const RANK_COLORS = ['#1f5fbf', '#e45756', '#54a24b', '#b279a2', '#f58518', '#72b7b2', '#9d6b00', '#5a6475'];
+
+  if (data.kind === 'diff' || data.kind === 'ranks' || data.kind === 'replay') {
+    byId('inspection').hidden = true;
+    byId('inspection-nav').hidden = true;
+    byId('comparison').hidden = false;
+    const label = data.kind === 'diff' ? data.a + ' vs ' + data.b : data.kind === 'ranks' ? data.directory : data.file;
+    byId('source').textContent = label;
+    document.title = 'rlmem report: ' + label;
+    ({ diff: diffView, ranks: ranksView, replay: replayView })[data.kind](byId('comparison-body'));
+  } else {
+    summaryView();
+    timelineView();
+    categoriesView();
+    activeView();
+    peakView();
+    leaksView();
+    fragmentationView();
+    oomView();
+  }
   window.addEventListener('resize', () => {
     for (const chart of charts) chart.setSize({ width: chartWidth(chart.root.parentElement), height: chart.height });
   });

@@ -43,6 +43,21 @@ bool html_report_available() noexcept;
 std::string render_inspection_html(const snapshot& snap, const inspection& result, const memory_views& views,
                                    const std::string& source);
 
+/// Rows of each table a diff page lists: the largest changes (a diff keeps every site).
+inline constexpr std::size_t max_html_diff_rows = 200;
+/// Slices of each rank's timeline on the page of a folder of ranks.
+inline constexpr std::size_t html_rank_columns = 400;
+
+/// `rlmem report A B`: render_diff_json's figures as one self-contained page (the totals, then
+/// the changed categories and the max_html_diff_rows largest changed sites at the peak and at the
+/// end, as bars). Precondition: html_report_available().
+std::string render_diff_html(const inspection_diff& diff, const std::string& a_name, const std::string& b_name);
+
+/// `rlmem report DIR`: render_ranks_json's figures as one self-contained page, with each rank's
+/// allocated and reserved timeline (the peaks of html_rank_columns slices) side by side.
+/// Precondition: html_report_available().
+std::string render_ranks_html(const std::vector<rank_result>& ranks, const rank_imbalance& imbalance, const std::string& folder);
+
 /// `rlmem diff A B` for people: totals, then sites and categories that changed most.
 std::string render_diff_text(const inspection_diff& diff, const std::string& a_name, const std::string& b_name,
                              std::size_t top, const text_options& options = {});
@@ -73,6 +88,10 @@ struct replay_report {
 std::string render_replay_text(const replay_report& report);
 /// `rlmem replay --json` (schema in docs/schema/replay.schema.json).
 std::string render_replay_json(const replay_report& report);
+/// `rlmem replay --html`: render_replay_json's figures as one self-contained page (the run, and
+/// with --compare each setting's peak reserved and smallest capacity as bars over the floor).
+/// Precondition: html_report_available().
+std::string render_replay_html(const replay_report& report);
 
 /// What `rlmem plan` prints: the model, the knobs, each phase's peak and, with --fit, the search.
 struct plan_report {

@@ -74,6 +74,18 @@ RLMEM_API int rlmem_inspect_file(const char* path, const rlmem_inspect_options* 
 RLMEM_API int rlmem_inspect_bytes(const void* data, size_t size, const rlmem_inspect_options* options,
                                   char** json_out, char** error_out);
 
+/** `rlmem report FILE`: as rlmem_inspect_file, but `*html_out` receives the self-contained HTML
+ *  page (no network at view time) instead of the JSON document.
+ *  @return as rlmem_inspect_file, and RLMEM_E_INTERNAL when this librlmem was built without the
+ *    page's browser assets (node and npm missing at configure time). */
+RLMEM_API int rlmem_report_file(const char* path, const rlmem_inspect_options* options, char** html_out,
+                                char** error_out);
+
+/** As rlmem_report_file, for a snapshot held in memory (`size` bytes at `data`).
+ *  IMPORTANT: `data` must stay valid until the call returns; nothing refers to it after. */
+RLMEM_API int rlmem_report_bytes(const void* data, size_t size, const rlmem_inspect_options* options,
+                                 char** html_out, char** error_out);
+
 /** The verdict of the leak rule on one series of step-end figures. */
 typedef struct rlmem_leak_verdict {
   size_t struct_size;      /**< set by the caller to sizeof(rlmem_leak_verdict) */

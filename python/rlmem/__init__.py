@@ -5,6 +5,7 @@ in the library. torch is imported only by the parts that need it, so ``import rl
 without it.
 
 * :func:`inspect` -- what ``rlmem inspect --json`` reports on a snapshot, as Python objects.
+* :func:`report` -- the self-contained HTML page of ``rlmem report``.
 * :func:`leak_check` -- the leak rule on one series of step-end figures.
 * :class:`record` -- record allocation history; snapshots every N steps, at exit, and on OOM
   (with rlmem's verdict).
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .core import LeakVerdict, inspect, leak_check, library_path, version
+from .core import LeakVerdict, inspect, leak_check, library_path, report, version
 from .errors import (
     BadInputError,
     InternalError,
@@ -34,6 +35,7 @@ from .recording import oom_verdict_line, record
 __all__ = [
     "__version__",
     "inspect",
+    "report",
     "leak_check",
     "LeakVerdict",
     "version",

@@ -99,6 +99,12 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.rlmem_inspect_bytes.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(InspectOptions),
                                         ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
     lib.rlmem_inspect_bytes.restype = ctypes.c_int
+    lib.rlmem_report_file.argtypes = [ctypes.c_char_p, ctypes.POINTER(InspectOptions),
+                                      ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+    lib.rlmem_report_file.restype = ctypes.c_int
+    lib.rlmem_report_bytes.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(InspectOptions),
+                                       ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+    lib.rlmem_report_bytes.restype = ctypes.c_int
     lib.rlmem_leak_check.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_uint64),
                                      ctypes.c_size_t, ctypes.c_size_t, ctypes.POINTER(LeakVerdictStruct)]
     lib.rlmem_leak_check.restype = ctypes.c_int

@@ -89,6 +89,11 @@ def _options(lib, device, top, step_marker, limit, categories, keep_alive: list)
 
 
 def _call_inspect(lib, call) -> dict:
+    return json.loads(_call_document(lib, call))
+
+
+def _call_document(lib, call) -> str:
+    """The document a librlmem call writes (JSON or HTML), or the error it reports raised."""
     document = ctypes.c_void_p()
     error = ctypes.c_void_p()
     status = call(ctypes.byref(document), ctypes.byref(error))
@@ -99,7 +104,7 @@ def _call_inspect(lib, call) -> dict:
         raise error_for_status(status, message or name, name)
     if text is None:
         raise error_for_status(-4, "internal error: librlmem returned success without a document", "RLMEM_E_INTERNAL")
-    return json.loads(text)
+    return text
 
 
 def inspect(
@@ -153,6 +158,53 @@ def inspect(
             raise InvalidArgumentError(f"{os.fsdecode(path)!r}: a path cannot contain a NUL character")
         return _call_inspect(lib, lambda out, err: lib.rlmem_inspect_file(path, ctypes.byref(options), out, err))
     raise TypeError(f"snapshot must be a path (str, os.PathLike) or bytes-like, not {type(snapshot).__name__}")
+
+
+def report(
+    snapshot: PathOrBytes,
+    output: Union[str, "os.PathLike[str]", None] = None,
+    *,
+    device: Optional[int] = None,
+    top: int = 10,
+    step_marker: Optional[str] = None,
+    limit: Optional[int] = None,
+    categories: Union[str, "os.PathLike[str]", None] = None,
+) -> str:
+    """``rlmem report``: the self-contained HTML page of a snapshot (timeline, active memory, the
+    peak, leaks, fragmentation and segments, OOM verdicts with their proofs), offline by design.
+
+    ``snapshot`` and the options are :func:`inspect`'s. Returns the page; with ``output``, also
+    writes it there (whole or not at all: written beside it, then renamed over it)::
+
+        rlmem.report("snapshot.pickle", "snapshot.html")
+
+    Raises what :func:`inspect` raises, :class:`InternalError` when librlmem was built without the
+    page's browser assets, and ``OSError`` when ``output`` cannot be written.
+    """
+    lib, _ = _lib.load()
+    keep_alive: list = []
+    options = _options(lib, device, top, step_marker, limit, categories, keep_alive)
+    if isinstance(snapshot, (bytes, bytearray, memoryview)):
+        data, size = _buffer_of(snapshot, keep_alive)
+        page = _call_document(lib, lambda out, err: lib.rlmem_report_bytes(data, size, ctypes.byref(options), out, err))
+    elif isinstance(snapshot, (str, os.PathLike)):
+        path = os.fsencode(snapshot)
+        if b"\0" in path:
+            raise InvalidArgumentError(f"{os.fsdecode(path)!r}: a path cannot contain a NUL character")
+        page = _call_document(lib, lambda out, err: lib.rlmem_report_file(path, ctypes.byref(options), out, err))
+    else:
+        raise TypeError(f"snapshot must be a path (str, os.PathLike) or bytes-like, not {type(snapshot).__name__}")
+    if output is not None:
+        partial = os.fspath(output) + ".partial"
+        try:
+            with open(partial, "w", encoding="utf-8") as out:
+                out.write(page)
+            os.replace(partial, output)
+        except BaseException:
+            if os.path.exists(partial):
+                os.unlink(partial)
+            raise
+    return page
 
 
 def _buffer_of(snapshot, keep_alive: list):

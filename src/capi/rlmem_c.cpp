@@ -6,6 +6,7 @@
 #include <rlmem/report.hpp>
 #include <rlmem/rlmem.h>
 #include <rlmem/snapshot_reader.hpp>
+#include <rlmem/views.hpp>
 
 #include <cstdlib>  // std::malloc, std::free
 #include <cstring>  // std::memcpy
@@ -77,10 +78,19 @@ bool convert_options(const rlmem_inspect_options* given, rlmem::inspect_options&
   return true;
 }
 
-// The body shared by the path and bytes entry points: `read` returns the snapshot result.
+// The inspect JSON document, or (html) the page of `rlmem report`.
+std::string render(const rlmem::snapshot& snap, const rlmem::inspection& result, const rlmem::inspect_options& options,
+                   const std::string& source, bool html) {
+  if (!html) return rlmem::render_inspection_json(snap, result, source);
+  rlmem::memory_views views = rlmem::build_memory_views(snap, result, options.category_rules);
+  return rlmem::render_inspection_html(snap, result, views, source);
+}
+
+// The body shared by the path and bytes entry points of inspect and report: `read` returns the
+// snapshot result.
 template <class ReadFn>
 int inspect_to_json(const rlmem_inspect_options* given, const std::string& default_name, ReadFn read, char** json_out,
-                    char** error_out) noexcept {
+                    char** error_out, bool html = false) noexcept {
   try {
     failure problem{RLMEM_OK, {}};
     rlmem::inspect_options options;
@@ -100,7 +110,12 @@ int inspect_to_json(const rlmem_inspect_options* given, const std::string& defau
       set_error(error_out, source + ": " + message);
       return RLMEM_E_INVALID_ARGUMENT;
     }
-    char* json = copy_out(rlmem::render_inspection_json(loaded.value(), result, source));
+    if (html && !rlmem::html_report_available()) {
+      set_error(error_out, "this librlmem was built without the report page's browser assets (node and npm were not found when "
+                           "it was configured)");
+      return RLMEM_E_INTERNAL;
+    }
+    char* json = copy_out(render(loaded.value(), result, options, source, html));
     if (json == nullptr) throw std::bad_alloc();
     *json_out = json;
     return RLMEM_OK;
@@ -171,6 +186,25 @@ int rlmem_inspect_bytes(const void* data, size_t size, const rlmem_inspect_optio
   }
   std::span<const std::byte> bytes(static_cast<const std::byte*>(data), data == nullptr ? 0 : size);
   return inspect_to_json(options, "<bytes>", [bytes] { return rlmem::read_snapshot_bytes(bytes); }, json_out, error_out);
+}
+
+int rlmem_report_file(const char* path, const rlmem_inspect_options* options, char** html_out, char** error_out) {
+  if (!start_outputs(html_out, error_out)) return RLMEM_E_INVALID_ARGUMENT;
+  if (path == nullptr) {
+    set_error(error_out, "path is NULL");
+    return RLMEM_E_INVALID_ARGUMENT;
+  }
+  return inspect_to_json(options, path, [path] { return rlmem::read_snapshot_file(path); }, html_out, error_out, true);
+}
+
+int rlmem_report_bytes(const void* data, size_t size, const rlmem_inspect_options* options, char** html_out, char** error_out) {
+  if (!start_outputs(html_out, error_out)) return RLMEM_E_INVALID_ARGUMENT;
+  if (data == nullptr && size > 0) {
+    set_error(error_out, "data is NULL but size is " + std::to_string(size));
+    return RLMEM_E_INVALID_ARGUMENT;
+  }
+  std::span<const std::byte> bytes(static_cast<const std::byte*>(data), data == nullptr ? 0 : size);
+  return inspect_to_json(options, "<bytes>", [bytes] { return rlmem::read_snapshot_bytes(bytes); }, html_out, error_out, true);
 }
 
 int rlmem_leak_check(const int64_t* bytes, const uint64_t* counts, size_t n, size_t min_steady_steps,

@@ -56,4 +56,32 @@ int finish_output(int code) {
 
 void print_error(std::string_view message) { std::fprintf(stderr, "rlmem: %s\n", printable_text(message).c_str()); }
 
+int write_whole_file(const std::string& path, std::string_view page) {
+  if (path == "-") return write_report(page);
+  std::string partial = path + ".partial";
+  int descriptor = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (descriptor < 0) {
+    print_error("cannot write " + path + ": " + std::strerror(errno));
+    return exit_cannot_write;
+  }
+  int error = 0;
+  for (std::string_view rest = page; !rest.empty() && error == 0;) {
+    ssize_t done = ::write(descriptor, rest.data(), rest.size());
+    if (done < 0 && errno == EINTR) continue;
+    if (done < 0) {
+      error = errno;
+    } else {
+      rest.remove_prefix(static_cast<std::size_t>(done));
+    }
+  }
+  if (::close(descriptor) != 0 && error == 0 && errno != EINTR) error = errno;
+  if (error == 0 && std::rename(partial.c_str(), path.c_str()) != 0) error = errno;
+  if (error != 0) {
+    ::unlink(partial.c_str());
+    print_error("cannot write " + path + ": " + std::strerror(error));
+    return exit_cannot_write;
+  }
+  return exit_ok;
+}
+
 }  // namespace rlmem::cli

@@ -3,6 +3,7 @@
 // Everything rlmem prints: the report on standard output, every write checked, and the one line
 // on standard error, escaped so that a file name or a frame cannot write terminal controls.
 
+#include <string>
 #include <string_view>
 
 namespace rlmem::cli {
@@ -24,6 +25,11 @@ int report_write_failure(int error);
 /// or exit_cannot_write after saying why on standard error: "rlmem: cannot write the report:
 /// No space left on device". A reader that went away (EPIPE, SIGPIPE ignored) gets no message.
 int write_report(std::string_view text);
+
+/// Writes `page` to `path` ("-": standard output, as write_report) next to it first, then renames
+/// it over: a reader never finds half a file under the name. Returns exit_ok, or
+/// exit_cannot_write after the one line ("rlmem: cannot write PATH: ...").
+int write_whole_file(const std::string& path, std::string_view page);
 
 /// What main does last when the command succeeded: flushes stdio's standard output (CLI11's
 /// help) and closes descriptor 1, checking both, since some errors surface only at close.

@@ -27,10 +27,16 @@ struct replay_arguments {
   std::string allocator = "torch";
   bool release_free_pages = false;
   bool json = false;
+  std::string html;
   bool quiet = false;
 };
 
 int run_replay(const replay_arguments& args) {
+  if (!args.html.empty() && !html_report_available()) {
+    print_error("this rlmem was built without the HTML page's browser assets (node and npm were not found when it was "
+                "configured): install nodejs and npm, configure and build again, or use --json");
+    return exit_internal;
+  }
   replay_options options;
   options.device = args.device;
   if (!args.capacity.empty()) {
@@ -76,6 +82,7 @@ int run_replay(const replay_arguments& args) {
   }
   if (args.min_capacity) report.min_capacity_bytes = min_capacity(snap, options);
   if (args.compare) report.comparison = compare_settings(snap, options);
+  if (!args.html.empty()) return write_whole_file(args.html, render_replay_html(report));
   return write_report(args.json ? render_replay_json(report) : render_replay_text(report));
 }
 
@@ -104,12 +111,17 @@ void add_replay_command(CLI::App& app, command_body& run) {
                     "Also compare the recorded settings, expandable segments, max_split_size_mb 64..512 and\n"
                     "the rlmem policy: peak reserved and smallest capacity of each, and the floor (peak allocated)");
   command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/replay.schema.json)");
+  command->add_option("--html", args->html,
+                      "Write the result as one self-contained HTML page to this file ('-': standard output)\n"
+                      "instead of printing it; with --compare, each setting's figures as bars")
+      ->excludes("--json");
   command->add_flag("--quiet", args->quiet, "No progress line on stderr");
   command->footer("The trace's allocation sequence does not depend on the allocator, so its decisions can be\n"
                   "replayed on a CPU. Under the recorded settings the report says how many of the recorded\n"
                   "segment events (cudaMalloc, cudaFree) the model reproduced. Examples:\n"
                   "  rlmem replay run.pickle --capacity 40GiB                # would it fit in 40 GiB?\n"
                   "  rlmem replay oom.pickle --capacity 2805590497 --compare\n"
+                  "  rlmem replay oom.pickle --capacity 2805590497 --compare --html oom-replay.html\n"
                   "  rlmem replay run.pickle --alloc-conf max_split_size_mb:256 --min-capacity\n"
                   "  rlmem replay run.pickle --allocator rlmem --release-free-pages --min-capacity");
   command->callback([&run, args] { run = [args] { return run_replay(*args); }; });

@@ -5,12 +5,14 @@
 #include "analysis.hpp"
 #include "frames.hpp"
 
+#include <rlmem/allocator_rules.hpp>
 #include <rlmem/allocator_settings.hpp>
 #include <rlmem/live_set.hpp>
 #include <rlmem/saturating.hpp>
 #include <rlmem/views.hpp>
 
 #include <algorithm>
+#include <map>
 #include <queue>
 #include <unordered_map>
 
@@ -236,6 +238,114 @@ free_block_sample measure_free_blocks(const live_set& state, std::int64_t event)
   return sample;
 }
 
+// A segment while its map is made: its pieces keep their stacks until the cuts, so only the
+// pieces drawn name sites.
+struct segment_draft {
+  segment_layout layout;
+  std::vector<segment_piece> pieces;
+  std::vector<std::pair<stack_id, bool>> stacks;  // by piece: (stack, before_trace) of blocks
+};
+
+// The largest `keep` of `items` (ties to the first), back in their order; `bytes_of` sizes one.
+template <typename T, typename Size>
+std::vector<std::size_t> largest_in_order(const std::vector<T>& items, std::size_t keep, Size bytes_of) {
+  std::vector<std::size_t> order(items.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (order.size() > keep) {
+    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(), [&](std::size_t a, std::size_t b) {
+      return bytes_of(items[a]) != bytes_of(items[b]) ? bytes_of(items[a]) > bytes_of(items[b]) : a < b;
+    });
+    order.resize(keep);
+    std::sort(order.begin(), order.end());
+  }
+  return order;
+}
+
+segment_draft draft_segment(const live_set& state, std::uint64_t start, const live_set::mapped_range& range, bool expandable) {
+  segment_draft draft;
+  segment_layout& seg = draft.layout;
+  seg.address = start;
+  seg.bytes = range.bytes;
+  seg.stream = range.stream;
+  seg.small_pool = !expandable && small_pool_segment(range.bytes);
+  std::uint64_t end = saturating_add(start, range.bytes);
+  auto gap = [&](std::uint64_t from, std::uint64_t to) {
+    if (to <= from) return;
+    draft.pieces.push_back({from - start, to - from, true, false, 0, memory_category::other});
+    draft.stacks.emplace_back(0, false);
+    ++seg.gaps;
+    seg.free_bytes = saturating_add(seg.free_bytes, to - from);
+    seg.largest_free_bytes = std::max(seg.largest_free_bytes, to - from);
+  };
+  // Gaps as live_set::free_spaces() measures them: between live blocks, pending frees live.
+  std::uint64_t cursor = start;
+  for (auto held = state.blocks().lower_bound(start); held != state.blocks().end() && held->first < end; ++held) {
+    gap(cursor, held->first);
+    std::uint64_t bytes = std::min(held->second.bytes, end - held->first);
+    draft.pieces.push_back({held->first - start, bytes, false, held->second.pending_free, 0, memory_category::other});
+    draft.stacks.emplace_back(held->second.stack, held->second.before_trace);
+    ++seg.blocks;
+    seg.block_bytes = saturating_add(seg.block_bytes, bytes);
+    cursor = std::max(cursor, saturating_add(held->first, held->second.bytes));
+  }
+  gap(cursor, end);
+  return draft;
+}
+
+segment_map take_segment_map(const live_set& state, std::int64_t event, bool expandable, site_table& sites,
+                             const view_options& options) {
+  segment_map map;
+  map.event = event;
+  std::vector<segment_draft> drafts;
+  drafts.reserve(state.mapped().size());
+  std::map<std::pair<bool, std::uint64_t>, pool_layout> pools;  // (small, stream)
+  for (const auto& [start, range] : state.mapped()) {
+    drafts.push_back(draft_segment(state, start, range, expandable));
+    const segment_layout& seg = drafts.back().layout;
+    pool_layout& pool = pools[{seg.small_pool, seg.stream}];
+    pool.small_pool = seg.small_pool;
+    pool.stream = seg.stream;
+    ++pool.segments;
+    pool.bytes = saturating_add(pool.bytes, seg.bytes);
+    pool.block_bytes = saturating_add(pool.block_bytes, seg.block_bytes);
+    pool.free_bytes = saturating_add(pool.free_bytes, seg.free_bytes);
+    pool.largest_free_bytes = std::max(pool.largest_free_bytes, seg.largest_free_bytes);
+  }
+  for (auto& [key, pool] : pools) map.pools.push_back(pool);
+
+  std::vector<std::size_t> kept = largest_in_order(drafts, options.max_map_segments, [](const segment_draft& d) { return d.layout.bytes; });
+  std::vector<bool> drawn(drafts.size(), false);
+  for (std::size_t k : kept) drawn[k] = true;
+  for (std::size_t d = 0; d < drafts.size(); ++d) {
+    if (drawn[d]) continue;
+    const segment_layout& seg = drafts[d].layout;
+    ++map.segments_left_out;
+    map.bytes_left_out = saturating_add(map.bytes_left_out, seg.bytes);
+    map.free_bytes_left_out = saturating_add(map.free_bytes_left_out, seg.free_bytes);
+    map.largest_free_left_out = std::max(map.largest_free_left_out, seg.largest_free_bytes);
+  }
+  map.segments.reserve(kept.size());
+  for (std::size_t k : kept) {
+    segment_draft& draft = drafts[k];
+    segment_layout seg = std::move(draft.layout);
+    std::vector<std::size_t> pieces = largest_in_order(draft.pieces, options.max_segment_pieces, [](const segment_piece& p) { return p.bytes; });
+    seg.pieces_left_out = draft.pieces.size() - pieces.size();
+    for (const segment_piece& piece : draft.pieces) seg.bytes_left_out = saturating_add(seg.bytes_left_out, piece.bytes);
+    for (std::size_t p : pieces) {
+      segment_piece piece = draft.pieces[p];
+      if (!piece.free) {
+        auto [stack, before_trace] = draft.stacks[p];
+        piece.site = sites.site(stack, before_trace);
+        piece.category = sites.category(stack, before_trace);
+      }
+      seg.bytes_left_out -= piece.bytes;
+      seg.pieces.push_back(piece);
+    }
+    map.segments.push_back(std::move(seg));
+  }
+  return map;
+}
+
 }  // namespace
 
 memory_views build_memory_views(const snapshot& snap, const inspection& result, const std::vector<category_rule>& rules,
@@ -256,7 +366,18 @@ memory_views build_memory_views(const snapshot& snap, const inspection& result, 
   sample_events.erase(std::unique(sample_events.begin(), sample_events.end()), sample_events.end());
   auto next_sample = sample_events.begin();
 
-  live_set state = live_set::at_trace_start(snap, result.device, events, settings_of(snap));
+  // Segment maps: after the peak of reserved (slot -1) and after each of the first OOMs (slot k).
+  std::vector<std::pair<std::int64_t, std::int64_t>> map_moments{{result.peak_reserved_event, -1}};
+  for (std::size_t k = 0; k < std::min(result.ooms.size(), options.max_oom_maps); ++k) {
+    map_moments.emplace_back(static_cast<std::int64_t>(result.ooms[k].event), static_cast<std::int64_t>(k));
+  }
+  std::sort(map_moments.begin(), map_moments.end());
+  auto next_map = map_moments.begin();
+  views.oom_segments.resize(map_moments.size() - 1);
+  const allocator_settings recorded = settings_of(snap);
+  bool expandable = result.expandable_segment_count > 0 || recorded.expandable_segments;
+
+  live_set state = live_set::at_trace_start(snap, result.device, events, recorded);
   stack_tree_builder tree(snap, sites);
   views.tree_event = result.peak_allocated_event;
   auto take_tree = [&] {
@@ -264,6 +385,13 @@ memory_views build_memory_views(const snapshot& snap, const inspection& result, 
   };
   if (views.tree_event < 0) take_tree();
   if (next_sample != sample_events.end() && *next_sample < 0) views.free_blocks.push_back(measure_free_blocks(state, *next_sample++));
+  auto take_maps = [&](std::int64_t index) {
+    for (; next_map != map_moments.end() && next_map->first == index; ++next_map) {
+      segment_map map = take_segment_map(state, index, expandable, sites, options);
+      (next_map->second < 0 ? views.peak_segments : views.oom_segments[static_cast<std::size_t>(next_map->second)]) = std::move(map);
+    }
+  };
+  take_maps(-1);
 
   largest_allocations largest(options.bands);
   std::unordered_map<std::uint64_t, std::int64_t> alloc_event_at;  // address -> event of its live allocation
@@ -303,6 +431,7 @@ memory_views build_memory_views(const snapshot& snap, const inspection& result, 
                      change.before_trace});
     }
     if (index == views.tree_event) take_tree();
+    take_maps(index);
     if (next_sample != sample_events.end() && *next_sample == index) views.free_blocks.push_back(measure_free_blocks(state, *next_sample++));
   }
   for (const auto& [address, held] : state.blocks()) {

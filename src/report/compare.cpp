@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Renders comparisons: the diff of two snapshots and the per-rank table of a folder.
 
+#include "compare_json.hpp"
+
 #include <rlmem/report.hpp>
 
 #include <fmt/format.h>
@@ -77,7 +79,7 @@ std::string render_diff_text(const inspection_diff& diff, const std::string& a_n
   return out;
 }
 
-std::string render_diff_json(const inspection_diff& diff, const std::string& a_name, const std::string& b_name) {
+json detail::diff_json(const inspection_diff& diff, const std::string& a_name, const std::string& b_name) {
   json out;
   out["schema_version"] = 1;
   out["command"] = "diff";
@@ -89,7 +91,11 @@ std::string render_diff_json(const inspection_diff& diff, const std::string& a_n
                    {"end_reserved_bytes", {diff.end_reserved_a, diff.end_reserved_b}}};
   out["at_peak"] = {{"categories", rows_json(diff.categories_at_peak, false)}, {"sites", rows_json(diff.sites_at_peak, true)}};
   out["at_end"] = {{"categories", rows_json(diff.categories_at_end, false)}, {"sites", rows_json(diff.sites_at_end, true)}};
-  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return out;
+}
+
+std::string render_diff_json(const inspection_diff& diff, const std::string& a_name, const std::string& b_name) {
+  return detail::diff_json(diff, a_name, b_name).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string render_ranks_text(const std::vector<rank_result>& ranks, const rank_imbalance& imbalance,
@@ -125,7 +131,7 @@ std::string render_ranks_text(const std::vector<rank_result>& ranks, const rank_
   return out;
 }
 
-std::string render_ranks_json(const std::vector<rank_result>& ranks, const rank_imbalance& imbalance, const std::string& folder) {
+json detail::ranks_json(const std::vector<rank_result>& ranks, const rank_imbalance& imbalance, const std::string& folder) {
   json out;
   out["schema_version"] = 1;
   out["command"] = "inspect";
@@ -159,7 +165,11 @@ std::string render_ranks_json(const std::vector<rank_result>& ranks, const rank_
                       {"max_over_min", imbalance.max_over_min ? json(*imbalance.max_over_min) : json(nullptr)},
                       {"min_peak_reserved_bytes", imbalance.min_peak_reserved},
                       {"max_peak_reserved_bytes", imbalance.max_peak_reserved}};
-  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return out;
+}
+
+std::string render_ranks_json(const std::vector<rank_result>& ranks, const rank_imbalance& imbalance, const std::string& folder) {
+  return detail::ranks_json(ranks, imbalance, folder).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace rlmem

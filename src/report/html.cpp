@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The HTML page of `rlmem report`: web/report.html with the inspection and its views as one
-// JSON block, uPlot and the page script inlined, under a policy that allows no request.
+// The data of the HTML page of `rlmem report FILE`: the inspection and its views.
 
 #include "html_assets.hpp"
+#include "html_page.hpp"
+#include "oom_json.hpp"
 #include "stack_text.hpp"
 
 #include <rlmem/report.hpp>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <span>
@@ -187,32 +189,12 @@ json leak_summary_json(const leak_summary& growth) {
           {"growth_without_named_leak", growth.growth_without_named_leak}};
 }
 
+// The verdicts as `rlmem inspect --json` writes them, each site with its stack.
 json ooms_json(const inspection& result, stack_tables& tables) {
-  json ooms = json::array();
-  for (const oom_report& oom : result.ooms) {
-    json pools = json::array();
-    for (const free_block_summary& pool : oom.free_by_pool) {
-      pools.push_back({{"pool", pool.small_pool ? "small" : "large"}, {"stream", pool.stream},
-                       {"largest_free_bytes", pool.largest_free_bytes}, {"free_bytes", pool.free_bytes}});
-    }
-    ooms.push_back({{"event", oom.event},
-                    {"time_us", oom.time_us},
-                    {"requested_bytes", oom.requested_bytes},
-                    {"segment_bytes", oom.segment_bytes},
-                    {"allocated_bytes", oom.allocated_bytes},
-                    {"reserved_bytes", oom.reserved_bytes},
-                    {"reserved_unallocated_bytes", oom.reserved_unallocated_bytes},
-                    {"device_free_bytes", oom.device_free_bytes},
-                    {"limit_low_bytes", oom.limit_low_bytes},
-                    {"limit_high_bytes", oom.limit_high_bytes},
-                    {"limit_given", oom.limit_given},
-                    {"largest_free_block_bytes", oom.largest_free_block_bytes},
-                    {"free_by_pool", pools},
-                    {"largest_site", site_json(oom.largest_site, tables)},
-                    {"largest_site_bytes", oom.largest_site_bytes},
-                    {"verdict", oom.verdict == oom_verdict::fragmentation ? "fragmentation" : "capacity"},
-                    {"explanation", oom.explanation},
-                    {"advice", oom.advice}});
+  json ooms = detail::ooms_json(result);
+  for (std::size_t k = 0; k < result.ooms.size(); ++k) {
+    ooms[k]["largest_site"]["stack"] = tables.stack(result.ooms[k].largest_site.stack);
+    ooms[k]["request_stack"] = tables.stack(result.ooms[k].request_site.stack);
   }
   return ooms;
 }
@@ -236,39 +218,49 @@ json fragmentation_json(const inspection& result, const memory_views& views) {
           {"free_blocks", samples}};
 }
 
-// JSON that can sit inside <script type="application/json">: '<' can only occur inside JSON
-// strings, where \u003c means the same, so no "</script" or "<!--" can end or bend the block;
-// U+2028 and U+2029 are escaped too, for any reader that takes the text as JavaScript.
-std::string script_safe(const std::string& text) {
-  std::string out;
-  out.reserve(text.size() + text.size() / 64);
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '<') {
-      out += "\\u003c";
-    } else if (c == '\xE2' && i + 2 < text.size() && text[i + 1] == '\x80' && (text[i + 2] == '\xA8' || text[i + 2] == '\xA9')) {
-      out += text[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
-      i += 2;
-    } else {
-      out += c;
-    }
-  }
-  return out;
+json pool_json(const pool_layout& pool) {
+  return {{"pool", pool.small_pool ? "small" : "large"}, {"stream", pool.stream}, {"segments", pool.segments},
+          {"bytes", pool.bytes}, {"block_bytes", pool.block_bytes}, {"free_bytes", pool.free_bytes},
+          {"largest_free_bytes", pool.largest_free_bytes}};
 }
 
-// The page template with each {{slot}} filled once, in the order the slots appear.
-std::string fill_page(std::string_view page, const std::vector<std::pair<std::string_view, std::string_view>>& slots) {
-  std::string out;
-  std::size_t at = 0;
-  for (const auto& [name, value] : slots) {
-    std::size_t found = page.find(name, at);
-    if (found == std::string_view::npos) continue;
-    out.append(page.substr(at, found - at));
-    out.append(value);
-    at = found + name.size();
+// A piece's kind: 0 a live block, 1 a block freed but not yet reusable, 2 a free gap.
+json segment_json(const segment_layout& seg) {
+  json pieces = {{"offset_bytes", json::array()}, {"bytes", json::array()}, {"kind", json::array()},
+                 {"site", json::array()}, {"category", json::array()}};
+  for (const segment_piece& piece : seg.pieces) {
+    pieces["offset_bytes"].push_back(piece.offset_bytes);
+    pieces["bytes"].push_back(piece.bytes);
+    pieces["kind"].push_back(piece.free ? 2 : piece.pending_free ? 1 : 0);
+    pieces["site"].push_back(piece.site);
+    pieces["category"].push_back(static_cast<int>(piece.category));
   }
-  out.append(page.substr(at));
-  return out;
+  return {{"address", fmt::format("{:#x}", seg.address)},
+          {"bytes", seg.bytes},
+          {"stream", seg.stream},
+          {"pool", seg.small_pool ? "small" : "large"},
+          {"blocks", seg.blocks},
+          {"block_bytes", seg.block_bytes},
+          {"gaps", seg.gaps},
+          {"free_bytes", seg.free_bytes},
+          {"largest_free_bytes", seg.largest_free_bytes},
+          {"pieces_left_out", seg.pieces_left_out},
+          {"bytes_left_out", seg.bytes_left_out},
+          {"pieces", pieces}};
+}
+
+json segment_map_json(const segment_map& map) {
+  json pools = json::array();
+  for (const pool_layout& pool : map.pools) pools.push_back(pool_json(pool));
+  json segments = json::array();
+  for (const segment_layout& seg : map.segments) segments.push_back(segment_json(seg));
+  return {{"event", map.event},
+          {"pools", pools},
+          {"segments", segments},
+          {"segments_left_out", map.segments_left_out},
+          {"bytes_left_out", map.bytes_left_out},
+          {"free_bytes_left_out", map.free_bytes_left_out},
+          {"largest_free_left_out", map.largest_free_left_out}};
 }
 
 }  // namespace
@@ -277,10 +269,10 @@ bool html_report_available() noexcept { return detail::bundled_html_assets().ava
 
 std::string render_inspection_html(const snapshot& snap, const inspection& result, const memory_views& views,
                                    const std::string& source) {
-  const detail::html_assets& assets = detail::bundled_html_assets();
   stack_tables tables(snap);
   json data;
   data["schema_version"] = 1;
+  data["kind"] = "inspection";
   data["file"] = source;
   data["device"] = result.device;
   data["devices"] = result.devices;
@@ -305,6 +297,11 @@ std::string render_inspection_html(const snapshot& snap, const inspection& resul
   data["leak_summary"] = leak_summary_json(result.summary_of_leaks);
   data["fragmentation"] = fragmentation_json(result, views);
   data["ooms"] = ooms_json(result, tables);
+  data["oom_limit"] = detail::oom_limit_json(result);
+  data["peak_segments"] = segment_map_json(views.peak_segments);
+  json oom_maps = json::array();
+  for (const segment_map& map : views.oom_segments) oom_maps.push_back(segment_map_json(map));
+  data["oom_segments"] = oom_maps;
   data["notes"] = result.notes;
   json sites = json::array();
   for (const allocation_site& site : views.sites) sites.push_back(site_json(site, tables));
@@ -312,14 +309,7 @@ std::string render_inspection_html(const snapshot& snap, const inspection& resul
   // Last: the tables hold every frame and stack the parts above refer to.
   data["stacks"] = tables.stacks();
   data["frames"] = tables.frames();
-  // Frame strings come from the file: replace invalid UTF-8 rather than fail on it.
-  std::string payload = script_safe(data.dump(-1, ' ', false, json::error_handler_t::replace));
-
-  std::string policy = "default-src 'none'; script-src " + std::string(assets.script_hashes) +
-                       "; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
-  std::string styles = "<style>" + std::string(assets.uplot_css) + "</style>\n<style>" + std::string(assets.report_css) + "</style>";
-  std::string scripts = "<script>" + std::string(assets.uplot_js) + "</script>\n<script>" + std::string(assets.report_js) + "</script>";
-  return fill_page(assets.page, {{"{{csp}}", policy}, {"{{styles}}", styles}, {"{{data}}", payload}, {"{{scripts}}", scripts}});
+  return detail::html_page(data);
 }
 
 }  // namespace rlmem

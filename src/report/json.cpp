@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The JSON report of `rlmem inspect`; docs/schema/inspect.schema.json describes it.
 
+#include "oom_json.hpp"
 #include "stack_text.hpp"
 
 #include <rlmem/report.hpp>
@@ -51,36 +52,6 @@ json event_or_null(std::int64_t event) { return event < 0 ? json(nullptr) : json
 
 // A time as torch recorded it, or null when the trace carries no times.
 json time_or_null(const inspection& result, std::int64_t time_us) { return result.times_known ? json(time_us) : json(nullptr); }
-
-std::string_view remedy_name(oom_remedy remedy) {
-  switch (remedy) {
-    case oom_remedy::expandable_segments: return "expandable_segments";
-    case oom_remedy::empty_cache: return "empty_cache";
-    case oom_remedy::max_split_size: return "max_split_size";
-    case oom_remedy::count_: break;
-  }
-  return "unknown";
-}
-
-// Each setting an OOM verdict tried and what its simulation did; figures that do not apply are null.
-json proofs_json(const std::vector<oom_proof>& proofs) {
-  json out = json::array();
-  for (const oom_proof& proof : proofs) {
-    bool failed = proof.tried && !proof.served;
-    out.push_back({{"remedy", remedy_name(proof.remedy)},
-                   {"setting", proof.setting},
-                   {"tried", proof.tried},
-                   {"not_tried", proof.tried ? json(nullptr) : json(proof.not_tried)},
-                   {"served", proof.served},
-                   {"failed_event_index", failed ? json(proof.failed_event) : json(nullptr)},
-                   {"failed_requested_bytes", failed ? json(proof.failed_requested_bytes) : json(nullptr)},
-                   {"reserved_reached_bytes", proof.tried ? json(proof.reserved_reached_bytes) : json(nullptr)},
-                   {"reserved_needed_bytes", proof.reserved_needed_bytes > 0 ? json(proof.reserved_needed_bytes) : json(nullptr)},
-                   {"limit_bytes", proof.limit_bytes},
-                   {"summary", proof.summary}});
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -193,44 +164,8 @@ std::string render_inspection_json(const snapshot& snap, const inspection& resul
     out["leak_summary"] = nullptr;
   }
 
-  json ooms = json::array();
-  for (const oom_report& oom : result.ooms) {
-    json pools = json::array();
-    for (const free_block_summary& pool : oom.free_by_pool) {
-      pools.push_back({{"pool", pool.small_pool ? "small" : "large"}, {"stream", pool.stream},
-                       {"largest_free_bytes", pool.largest_free_bytes}, {"free_bytes", pool.free_bytes}});
-    }
-    ooms.push_back({{"event_index", oom.event},
-                    {"time_us", time_or_null(result, oom.time_us)},
-                    {"requested_bytes", oom.requested_bytes},
-                    {"segment_bytes", oom.segment_bytes},
-                    {"allocated_bytes", oom.allocated_bytes},
-                    {"reserved_bytes", oom.reserved_bytes},
-                    {"reserved_unallocated_bytes", oom.reserved_unallocated_bytes},
-                    {"device_free_bytes", oom.device_free_bytes},
-                    {"limit_low_bytes", oom.limit_low_bytes},
-                    {"limit_high_bytes", oom.limit_high_bytes},
-                    {"limit_given", oom.limit_given},
-                    {"largest_free_block_bytes", oom.largest_free_block_bytes},
-                    {"free_by_pool", pools},
-                    {"largest_site", {{"site", oom.largest_site.label}, {"bytes", oom.largest_site_bytes}}},
-                    {"request_site", oom.request_site.label},
-                    {"verdict", oom.verdict == oom_verdict::fragmentation ? "fragmentation" : "capacity"},
-                    {"proven", oom.proven},
-                    {"proofs", proofs_json(oom.proofs)},
-                    {"proof", oom.proof},
-                    {"request_larger_than_any_gpu", oom.request_larger_than_any_gpu},
-                    {"short_by_bytes", oom.short_by_bytes},
-                    {"explanation", oom.explanation},
-                    {"advice", oom.advice}});
-  }
-  out["oom"] = ooms;
-  out["oom_limit"] = result.ooms.empty() ? json(nullptr)
-                                         : json{{"proven_low_bytes", result.limit.proven_low_bytes},
-                                                {"proven_high_bytes", result.limit.proven_high_bytes},
-                                                {"proven_high_event", result.limit.proven_high_event},
-                                                {"judged_bytes", result.limit.judged_bytes},
-                                                {"given", result.limit.given}};
+  out["oom"] = detail::ooms_json(result);
+  out["oom_limit"] = detail::oom_limit_json(result);
 
   const fragmentation_report& frag = result.fragmentation;
   out["fragmentation"] = {{"max_unallocated_bytes", frag.max_unallocated_bytes},

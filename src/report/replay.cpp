@@ -2,6 +2,7 @@
 // Renders `rlmem replay`: the run, its fidelity to the recording, and the settings table.
 
 #include "prose.hpp"
+#include "replay_json.hpp"
 
 #include <rlmem/report.hpp>
 
@@ -140,7 +141,7 @@ std::string render_replay_text(const replay_report& report) {
   return out;
 }
 
-std::string render_replay_json(const replay_report& report) {
+json detail::replay_json(const replay_report& report) {
   json out;
   out["schema_version"] = 1;
   out["command"] = "replay";
@@ -175,7 +176,11 @@ std::string render_replay_json(const replay_report& report) {
     out["compare"] = rows;
     out["floor_bytes"] = comparison_floor(report.comparison);
   }
-  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return out;
+}
+
+std::string render_replay_json(const replay_report& report) {
+  return detail::replay_json(report).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace rlmem

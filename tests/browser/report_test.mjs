@@ -4,27 +4,27 @@
 // network request and no dialog; its screenshot must not be blank; hovering the timeline shows
 // a stack; dragging zooms every chart; a hostile snapshot's markup shows as text.
 //
-//   node --experimental-websocket report_test.mjs RLMEM TESTDATA WORKDIR [--screenshots DIR]
+// Each view's box is compared with tests/browser/layout_reference.json (layout drift).
+//
+//   node --experimental-websocket report_test.mjs RLMEM TESTDATA WORKDIR [--screenshots DIR] [--update-layout]
 // Exits 77 (ctest's skip) with one line when Chromium is not installed.
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { inflateSync } from 'node:zlib';
-import { tmpdir } from 'node:os';
+
+import { boxOf, findChromium, mouse, openPage, sleep, startBrowser } from './chromium.mjs';
 
 const [rlmem, testdata, workdirArgument, ...rest] = process.argv.slice(2);
-const screenshotsAt = rest[0] === '--screenshots' ? resolve(rest[1]) : null;
+const screenshotsAt = rest.includes('--screenshots') ? resolve(rest[rest.indexOf('--screenshots') + 1]) : null;
+// The boxes of each view on the fixtures' pages, 1400 px wide: what layout drift is measured against.
+const layoutReference = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'layout_reference.json');
+const updateLayout = rest.includes('--update-layout');
+const storedLayout = updateLayout ? {} : JSON.parse(readFileSync(layoutReference, 'utf8'));
+const VIEWS = ['summary', 'timeline', 'active', 'peak', 'leaks', 'fragmentation', 'oom'];
 const workdir = resolve(workdirArgument);
 mkdirSync(workdir, { recursive: true });
 
-function findChromium() {
-  for (const name of [process.env.CHROMIUM, 'chromium', 'chromium-browser', 'google-chrome']) {
-    if (!name) continue;
-    const found = spawnSync('sh', ['-c', `command -v "${name}"`], { encoding: 'utf8' });
-    if (found.status === 0) return found.stdout.trim();
-  }
-  return null;
-}
 const chromium = findChromium();
 if (!chromium) {
   console.log('SKIP: chromium not found (apt-get install chromium, or set CHROMIUM): the browser tests did not run');
@@ -48,57 +48,22 @@ function makeReport(snapshotPath, name) {
   return out;
 }
 
-// The browser, its DevTools socket and one page session.
-async function startBrowser() {
-  const profile = mkdtempSync(join(tmpdir(), 'rlmem-chromium-'));
-  const args = ['--headless=new', '--remote-debugging-port=0', `--user-data-dir=${profile}`, '--no-first-run',
-    '--no-default-browser-check', '--disable-gpu', '--disable-extensions', '--disable-background-networking',
-    '--hide-scrollbars', '--window-size=1400,1000', 'about:blank'];
-  if (process.getuid && process.getuid() === 0) args.unshift('--no-sandbox');
-  const browser = spawn(chromium, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  const url = await new Promise((done, fail) => {
-    let text = '';
-    const timer = setTimeout(() => fail(new Error('chromium did not print its DevTools address in 30 s')), 30000);
-    browser.stderr.on('data', (chunk) => {
-      text += chunk;
-      const found = text.match(/DevTools listening on (ws:\/\/\S+)/);
-      if (found) { clearTimeout(timer); done(found[1]); }
-    });
-    browser.on('exit', (code) => fail(new Error(`chromium exited ${code}: ${text.slice(-500)}`)));
-  });
-  const socket = new WebSocket(url);
-  await new Promise((done, fail) => { socket.onopen = done; socket.onerror = fail; });
-  let nextId = 1;
-  const pending = new Map();
-  const listeners = [];
-  socket.onmessage = (message) => {
-    const parsed = JSON.parse(message.data);
-    if (parsed.id && pending.has(parsed.id)) {
-      const { done, fail } = pending.get(parsed.id);
-      pending.delete(parsed.id);
-      if (parsed.error) fail(new Error(JSON.stringify(parsed.error))); else done(parsed.result);
-    } else if (parsed.method) {
-      for (const listener of listeners) listener(parsed);
-    }
-  };
-  const send = (method, params = {}, sessionId = undefined) => new Promise((done, fail) => {
-    const id = nextId++;
-    pending.set(id, { done, fail });
-    socket.send(JSON.stringify({ id, method, params, sessionId }));
-  });
-  return {
-    send, listeners,
-    async close() {
-      socket.close();
-      const exited = new Promise((done) => browser.once('exit', done));
-      browser.kill();
-      await exited;
-      rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
-    },
-  };
+// Layout drift, coarse enough to forgive fonts: every view is where the reference has it, in the
+// same order, as wide (to 2 px), and as tall to within a quarter or 48 px.
+function compareLayout(name, boxes) {
+  if (updateLayout) { storedLayout[name] = boxes; return; }
+  const reference = storedLayout[name];
+  if (!reference) { check(false, `${name}: a layout reference exists (run with --update-layout)`); return; }
+  const drift = [];
+  const order = (layout) => VIEWS.slice().sort((a, b) => layout[a].y - layout[b].y).join(',');
+  if (order(boxes) !== order(reference)) drift.push(`order ${order(boxes)} (reference ${order(reference)})`);
+  for (const view of VIEWS) {
+    const now = boxes[view], then = reference[view];
+    if (Math.abs(now.x - then.x) > 2 || Math.abs(now.width - then.width) > 2) drift.push(`${view} x/width ${now.x}/${now.width} (reference ${then.x}/${then.width})`);
+    if (Math.abs(now.height - then.height) > Math.max(48, then.height / 4)) drift.push(`${view} height ${now.height} (reference ${then.height})`);
+  }
+  check(drift.length === 0, `${name}: the layout matches tests/browser/layout_reference.json ${drift.length ? JSON.stringify(drift) : ''}`);
 }
-
-const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
 // Decodes an 8-bit RGB(A) PNG (what Chromium writes) and counts its distinct colours.
 function distinctColours(png) {
@@ -143,43 +108,6 @@ function distinctColours(png) {
   return colours.size;
 }
 
-async function openPage(browser, file) {
-  const { targetId } = await browser.send('Target.createTarget', { url: 'about:blank' });
-  const { sessionId } = await browser.send('Target.attachToTarget', { targetId, flatten: true });
-  const send = (method, params) => browser.send(method, params, sessionId);
-  const seen = { errors: [], requests: [], dialogs: [] };
-  browser.listeners.push((message) => {
-    if (message.sessionId !== sessionId) return;
-    const p = message.params;
-    if (message.method === 'Runtime.exceptionThrown') seen.errors.push(p.exceptionDetails.exception?.description || p.exceptionDetails.text);
-    if (message.method === 'Runtime.consoleAPICalled' && (p.type === 'error' || p.type === 'assert')) seen.errors.push(p.args.map((a) => a.value ?? a.description).join(' '));
-    if (message.method === 'Log.entryAdded' && p.entry.level === 'error') seen.errors.push(p.entry.text);
-    if (message.method === 'Network.requestWillBeSent') seen.requests.push(p.request.url);
-    if (message.method === 'Page.javascriptDialogOpening') {
-      seen.dialogs.push(p.message);
-      send('Page.handleJavaScriptDialog', { accept: true });
-    }
-  });
-  for (const domain of ['Runtime', 'Log', 'Network', 'Page']) await send(`${domain}.enable`);
-  await send('Emulation.setDeviceMetricsOverride', { width: 1400, height: 1000, deviceScaleFactor: 1, mobile: false });
-  const url = 'file://' + resolve(file);
-  const started = Date.now();
-  await send('Page.navigate', { url });
-  const evaluate = async (expression) => (await send('Runtime.evaluate', { expression, returnByValue: true })).result.value;
-  while (Date.now() - started < 20000 && (await evaluate('document.body && document.body.dataset.ready')) !== '1') await sleep(50);
-  const readyMs = Date.now() - started;
-  return { send, evaluate, seen, url, readyMs, close: () => browser.send('Target.closeTarget', { targetId }) };
-}
-
-async function mouse(page, type, x, y, buttons = 0) {
-  await page.send('Input.dispatchMouseEvent', { type, x, y, button: buttons ? 'left' : 'none', buttons, clickCount: 1 });
-}
-
-async function boxOf(page, selector) {
-  return page.evaluate(`(() => { const b = document.querySelector(${JSON.stringify(selector)}).getBoundingClientRect();
-    return { x: b.x, y: b.y, width: b.width, height: b.height }; })()`);
-}
-
 async function testPage(browser, file, name, expect) {
   console.log(`# ${name}`);
   const page = await openPage(browser, file);
@@ -188,8 +116,22 @@ async function testPage(browser, file, name, expect) {
     ['#timeline-chart canvas', 'timeline'], ['#categories-chart canvas', 'categories'], ['#active-chart canvas', 'active memory'],
     ['#icicle .node', 'peak icicle'], ['#fragmentation-chart canvas', 'fragmentation'], ['#summary-figures dd', 'summary'],
   ]) check((await page.evaluate(`document.querySelectorAll(${JSON.stringify(selector)}).length`)) > 0, `${name}: ${what} view rendered`);
+  if (expect.layout) {
+    compareLayout(name, await page.evaluate(`Object.fromEntries(${JSON.stringify(VIEWS)}.map((id) => {
+      const b = document.getElementById(id).getBoundingClientRect();
+      return [id, { x: Math.round(b.x), y: Math.round(b.y + scrollY), width: Math.round(b.width), height: Math.round(b.height) }];
+    }))`));
+  }
   if (expect.leaks) check((await page.evaluate('document.querySelectorAll("#leak-list .card").length')) > 0, `${name}: leak cards rendered`);
-  if (expect.ooms) check((await page.evaluate('document.querySelectorAll("#oom-list .card").length')) > 0, `${name}: OOM cards rendered`);
+  if (expect.ooms) {
+    check((await page.evaluate('document.querySelectorAll("#oom-list .card").length')) > 0, `${name}: OOM cards rendered`);
+    check((await page.evaluate('document.querySelectorAll("#oom-list table.proofs tr").length')) > 1, `${name}: the OOM's proofs are listed`);
+    check((await page.evaluate('document.querySelectorAll("#oom-links a").length')) > 0, `${name}: the timeline links to its OOMs`);
+    await page.evaluate('document.querySelector("#oom-list details").open = true');
+    await sleep(100);
+    check((await page.evaluate('document.querySelectorAll("#oom-list .segment-bar").length')) > 0, `${name}: the segment map at the OOM opens`);
+  }
+  check((await page.evaluate('document.querySelectorAll("#peak-segments .segment-bar").length')) > 0, `${name}: the segment map at the peak rendered`);
 
   const shot = Buffer.from((await page.send('Page.captureScreenshot', { format: 'png' })).data, 'base64');
   const colours = distinctColours(shot);
@@ -240,20 +182,71 @@ async function testPage(browser, file, name, expect) {
   await page.close();
 }
 
+// The pages of `rlmem report A B`, `rlmem report DIR` and `rlmem replay --compare --html`: their
+// tables, bars and chart render, with no error and no request.
+async function testComparisonPage(browser, file, name, selectors) {
+  console.log(`# ${name}`);
+  const page = await openPage(browser, file);
+  check((await page.evaluate('document.body.dataset.ready')) === '1', `${name}: the page script finished (${page.readyMs} ms to ready)`);
+  check(await page.evaluate('document.getElementById("inspection").hidden'), `${name}: the inspection views are hidden`);
+  for (const [selector, what] of selectors) {
+    check((await page.evaluate(`document.querySelectorAll(${JSON.stringify(selector)}).length`)) > 0, `${name}: ${what} rendered`);
+  }
+  if (screenshotsAt) {
+    const { cssContentSize } = await page.send('Page.getLayoutMetrics');
+    const clip = { x: 0, y: 0, width: 1400, height: Math.min(cssContentSize.height, 3000), scale: 1 };
+    const full = (await page.send('Page.captureScreenshot', { format: 'png', clip, captureBeyondViewport: true })).data;
+    writeFileSync(join(screenshotsAt, `report-${name}.png`), Buffer.from(full, 'base64'));
+  }
+  check(page.seen.errors.length === 0, `${name}: no console error ${JSON.stringify(page.seen.errors.slice(0, 3))}`);
+  const others = page.seen.requests.filter((url) => url !== page.url);
+  check(others.length === 0, `${name}: no network request ${JSON.stringify(others.slice(0, 3))}`);
+  await page.close();
+}
+
+function makeComparison(args, name) {
+  const out = join(workdir, `${name}.html`);
+  const run = spawnSync(rlmem, ['report', ...args, '-o', out, '--quiet'], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`rlmem report ${args.join(' ')} exited ${run.status}: ${run.stderr}`);
+  return out;
+}
+
+function makeReplayPage(snapshotPath) {
+  const out = join(workdir, 'replay.html');
+  const run = spawnSync(rlmem, ['replay', snapshotPath, '--compare', '--html', out, '--quiet'], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`rlmem replay --html exited ${run.status}: ${run.stderr}`);
+  return out;
+}
+
+const ranksDir = join(workdir, 'ranks');
+rmSync(ranksDir, { recursive: true, force: true });
+mkdirSync(ranksDir);
+symlinkSync(join(testdata, 'snapshots/grpo_clean.pickle.zst'), join(ranksDir, 'rank0.pickle.zst'));
+symlinkSync(join(testdata, 'snapshots/grpo_leak_logits.pickle.zst'), join(ranksDir, 'rank1.pickle.zst'));
+const comparisons = [
+  [makeComparison([join(testdata, 'snapshots/grpo_clean.pickle.zst'), join(testdata, 'snapshots/grpo_leak_logits.pickle.zst')], 'diff'), 'diff',
+    [['table.diff-table .delta-bar', 'change bars'], ['#comparison-body table td', 'totals']]],
+  [makeComparison([ranksDir], 'ranks'), 'ranks', [['table.ranks-table .rank-bar', 'rank bars'], ['#comparison-body canvas', 'rank timelines']]],
+  [makeReplayPage(join(testdata, 'snapshots/frag_default_oom.pickle.zst')), 'replay',
+    [['table.settings-table .setting-bar', 'settings bars'], ['#comparison-body dd', 'replay figures']]],
+];
+
 const hostilePickle = join(workdir, 'hostile.pickle');
 const made = spawnSync('python3', [join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'hostile_snapshot.py'), hostilePickle]);
 if (made.status !== 0) throw new Error('hostile_snapshot.py failed: ' + made.stderr);
 const pages = [
-  [makeReport(join(testdata, 'snapshots/grpo_leak_logits.pickle.zst'), 'grpo_leak_logits'), 'grpo_leak_logits', { leaks: true }],
-  [makeReport(join(testdata, 'snapshots/frag_default_oom.pickle.zst'), 'frag_default_oom'), 'frag_default_oom', { ooms: true }],
+  [makeReport(join(testdata, 'snapshots/grpo_leak_logits.pickle.zst'), 'grpo_leak_logits'), 'grpo_leak_logits', { leaks: true, layout: true }],
+  [makeReport(join(testdata, 'snapshots/frag_default_oom.pickle.zst'), 'frag_default_oom'), 'frag_default_oom', { ooms: true, layout: true }],
   [makeReport(hostilePickle, 'hostile'), 'hostile', { hostile: true, ooms: true }],
 ];
-const browser = await startBrowser();
+const browser = await startBrowser(chromium);
 try {
   for (const [file, name, expect] of pages) await testPage(browser, file, name, expect);
+  for (const [file, name, selectors] of comparisons) await testComparisonPage(browser, file, name, selectors);
 } finally {
   await browser.close();
 }
+if (updateLayout) writeFileSync(layoutReference, JSON.stringify(storedLayout, null, 1) + '\n');
 if (failures.length) {
   console.log(`${failures.length} browser check(s) failed`);
   process.exit(1);

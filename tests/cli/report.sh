@@ -27,6 +27,35 @@ err=$("$rlmem" report "$testdata/snapshots/frag_default.pickle.zst" --device 9 -
 [ $code -eq 2 ] || fail "--device 9 exited $code, expected 2"
 echo "$err" | grep -q "has no device 9" || fail "expected 'has no device 9', seen: $err"
 
+# Two snapshots: their diff, named after both.
+(cd "$work" && "$rlmem" report "$testdata/snapshots/grpo_clean.pickle.zst" "$testdata/snapshots/grpo_leak_logits.pickle.zst" --quiet) ||
+  fail "report A B exited $?, expected 0"
+grep -q '"kind":"diff"' "$work/grpo_clean-vs-grpo_leak_logits.html" || fail "expected the diff page grpo_clean-vs-grpo_leak_logits.html"
+err=$("$rlmem" report "$testdata/snapshots/grpo_clean.pickle.zst" "$testdata/snapshots" -o "$work/z.html" 2>&1 >/dev/null); code=$?
+[ $code -eq 2 ] || fail "report FILE DIR exited $code, expected 2"
+echo "$err" | grep -q "is a folder" || fail "expected 'is a folder', seen: $err"
+
+# A folder of ranks: the page, named after the folder; a rank that cannot be read is on the page,
+# and the exit code and one line say so.
+mkdir -p "$work/ranks"
+ln -s "$testdata/snapshots/grpo_clean.pickle.zst" "$work/ranks/rank0.pickle.zst"
+ln -s "$testdata/snapshots/grpo_leak_logits.pickle.zst" "$work/ranks/rank1.pickle.zst"
+(cd "$work" && "$rlmem" report ranks --quiet) || fail "report DIR exited $?, expected 0"
+grep -q '"kind":"ranks"' "$work/ranks.html" || fail "expected the ranks page ranks.html"
+head -c 100 "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" > "$work/ranks/rank2.pickle"
+err=$("$rlmem" report "$work/ranks" -o "$work/ranks2.html" --quiet 2>&1 >/dev/null); code=$?
+[ $code -eq 2 ] || fail "a folder with a truncated rank exited $code, expected 2"
+[ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "expected one line on stderr, seen: $err"
+grep -q '"ok":false' "$work/ranks2.html" || fail "expected the unreadable rank on the page"
+
+# replay --compare --html: the settings table as a page.
+"$rlmem" replay "$testdata/snapshots/frag_default_oom.pickle.zst" --compare --html "$work/replay.html" --quiet ||
+  fail "replay --compare --html exited $?, expected 0"
+grep -q '"kind":"replay"' "$work/replay.html" || fail "expected the replay page in replay.html"
+grep -q '"compare":\[' "$work/replay.html" || fail "expected the settings compared in replay.html"
+err=$("$rlmem" replay "$testdata/snapshots/frag_default_oom.pickle.zst" --html "$work/no/such/folder/r.html" --quiet 2>&1 >/dev/null); code=$?
+[ $code -eq 3 ] || fail "replay --html to an unwritable destination exited $code, expected 3 ($err)"
+
 "$rlmem" report --help | grep -q "Content-Security-Policy" || fail "report --help does not say the page is offline"
 "$rlmem" --help | grep -q "report" || fail "rlmem --help does not list report"
 echo "report CLI ok"

@@ -7,7 +7,9 @@
 
 #include <rlmem/allocator_rules.hpp>
 #include <rlmem/allocator_settings.hpp>
+#include <rlmem/compare.hpp>
 #include <rlmem/inspect.hpp>
+#include <rlmem/replay.hpp>
 #include <rlmem/report.hpp>
 #include <rlmem/views.hpp>
 
@@ -15,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <regex>
 
 namespace rlmem {
@@ -149,13 +153,33 @@ TEST(html_report, oom_verdicts_carry_their_numbers) {
   for (std::size_t k = 0; k < made.result.ooms.size(); ++k) {
     const oom_report& oom = made.result.ooms[k];
     const nlohmann::json& shown = made.data["ooms"][k];
-    EXPECT_EQ(shown["event"], oom.event);
+    EXPECT_EQ(shown["event_index"], oom.event);
     EXPECT_EQ(shown["requested_bytes"], oom.requested_bytes);
     EXPECT_EQ(shown["largest_free_block_bytes"], oom.largest_free_block_bytes);
     EXPECT_EQ(shown["verdict"], oom.verdict == oom_verdict::fragmentation ? "fragmentation" : "capacity");
     EXPECT_EQ(shown["explanation"], oom.explanation);
   }
   EXPECT_EQ(made.data["fragmentation"]["largest_free_block_at_end_bytes"], made.result.fragmentation.largest_free_block_at_end_bytes);
+}
+
+// The page carries each OOM as `rlmem inspect --json` writes it, with the stacks of its sites added.
+TEST(html_report, oom_verdicts_are_the_inspect_json_ones) {
+  SKIP_WITHOUT_ASSETS();
+  const snapshot& snap = fixture("frag_default_oom.pickle.zst");
+  rendered made = render(snap, "frag_default_oom.pickle.zst");
+  nlohmann::json inspected = nlohmann::json::parse(render_inspection_json(snap, made.result, "frag_default_oom.pickle.zst"));
+  ASSERT_FALSE(inspected["oom"].empty());
+  ASSERT_EQ(made.data["ooms"].size(), inspected["oom"].size());
+  for (std::size_t k = 0; k < inspected["oom"].size(); ++k) {
+    nlohmann::json shown = made.data["ooms"][k];
+    ASSERT_TRUE(shown["largest_site"]["stack"].is_number_unsigned());
+    ASSERT_TRUE(shown["request_stack"].is_number_unsigned());
+    shown["largest_site"].erase("stack");
+    shown.erase("request_stack");
+    EXPECT_EQ(shown, inspected["oom"][k]) << "OOM " << k;
+    EXPECT_FALSE(shown["proofs"].empty()) << "OOM " << k << " carries no proof";
+  }
+  EXPECT_EQ(made.data["oom_limit"], inspected["oom_limit"]);
 }
 
 TEST(html_report, forbids_the_network_and_loads_nothing_by_url) {
@@ -222,6 +246,153 @@ TEST(html_report, an_empty_snapshot_still_makes_a_page) {
   EXPECT_TRUE(page.data["timeline"]["first_event"].empty());
   EXPECT_TRUE(page.data["bands"]["bytes"].empty());
   EXPECT_EQ(page.data["peak_tree"]["bytes"][0], 0u);
+}
+
+// The segment maps measure free gaps as inspect does: at the peak of reserved and at the OOM
+// their largest free gaps are inspect's, their pools its free_by_pool, their segments add up to
+// what was reserved.
+TEST(html_report, segment_maps_match_inspect_at_the_peak_and_the_oom) {
+  SKIP_WITHOUT_ASSETS();
+  const snapshot& snap = fixture("frag_default_oom.pickle.zst");
+  rendered made = render(snap, "frag_default_oom.pickle.zst");
+  const inspection& result = made.result;
+  const segment_map& peak = made.views.peak_segments;
+  EXPECT_EQ(peak.event, result.peak_reserved_event);
+  std::uint64_t reserved = 0, largest = 0, segments = 0;
+  for (const pool_layout& pool : peak.pools) {
+    reserved += pool.bytes;
+    largest = std::max(largest, pool.largest_free_bytes);
+    segments += pool.segments;
+  }
+  EXPECT_EQ(static_cast<std::int64_t>(reserved), result.peak_reserved_bytes);
+  EXPECT_EQ(largest, result.fragmentation.largest_free_block_at_peak_reserved_bytes);
+  EXPECT_EQ(peak.segments.size() + peak.segments_left_out, segments);
+
+  ASSERT_EQ(made.views.oom_segments.size(), result.ooms.size());
+  const segment_map& at_oom = made.views.oom_segments[0];
+  const oom_report& oom = result.ooms[0];
+  EXPECT_EQ(at_oom.event, static_cast<std::int64_t>(oom.event));
+  reserved = 0;
+  for (const pool_layout& pool : at_oom.pools) reserved += pool.bytes;
+  EXPECT_EQ(static_cast<std::int64_t>(reserved), oom.reserved_bytes);
+  ASSERT_EQ(at_oom.pools.size(), oom.free_by_pool.size());
+  for (const free_block_summary& expected : oom.free_by_pool) {
+    auto found = std::find_if(at_oom.pools.begin(), at_oom.pools.end(), [&](const pool_layout& pool) {
+      return pool.small_pool == expected.small_pool && pool.stream == expected.stream;
+    });
+    ASSERT_NE(found, at_oom.pools.end()) << (expected.small_pool ? "small" : "large") << " pool of stream " << expected.stream;
+    EXPECT_EQ(found->largest_free_bytes, expected.largest_free_bytes);
+    EXPECT_EQ(found->free_bytes, expected.free_bytes);
+  }
+  // 79 segments at the OOM: 51 large (2.13 GiB), 28 small; 48 drawn.
+  EXPECT_EQ(at_oom.segments.size(), view_options{}.max_map_segments);
+  EXPECT_EQ(at_oom.segments.size() + at_oom.segments_left_out, 79u);
+
+  const nlohmann::json& shown = made.data["oom_segments"][0];
+  EXPECT_EQ(shown["event"], oom.event);
+  EXPECT_EQ(shown["segments"].size(), at_oom.segments.size());
+  char address[32];
+  std::snprintf(address, sizeof address, "%#llx", static_cast<unsigned long long>(at_oom.segments[0].address));
+  EXPECT_EQ(shown["segments"][0]["address"], address);
+  EXPECT_EQ(made.data["peak_segments"]["event"], result.peak_reserved_event);
+}
+
+// Cut to a few segments and pieces, a map still accounts for every byte: what is drawn plus what
+// is summed is what was reserved, and each segment's drawn pieces plus those left out fill it.
+TEST(html_report, segment_maps_stay_bounded_and_account_for_every_byte) {
+  const snapshot& snap = fixture("frag_default_oom.pickle.zst");
+  inspection result = inspect(snap);
+  view_options few;
+  few.max_map_segments = 3;
+  few.max_segment_pieces = 2;
+  memory_views views = build_memory_views(snap, result, {}, few);
+  for (const segment_map* map : {&views.peak_segments, &views.oom_segments.at(0)}) {
+    ASSERT_EQ(map->segments.size(), 3u);
+    std::uint64_t reserved = 0, drawn = 0;
+    for (const pool_layout& pool : map->pools) reserved += pool.bytes;
+    std::uint64_t previous_address = 0, smallest_drawn = UINT64_MAX;
+    for (const segment_layout& seg : map->segments) {
+      EXPECT_GT(seg.address, previous_address) << "expected segments by address";
+      previous_address = seg.address;
+      drawn += seg.bytes;
+      smallest_drawn = std::min(smallest_drawn, seg.bytes);
+      ASSERT_LE(seg.pieces.size(), 2u);
+      std::uint64_t in_pieces = 0, end = 0;
+      for (const segment_piece& piece : seg.pieces) {
+        EXPECT_GE(piece.offset_bytes, end) << "expected pieces by offset, not overlapping";
+        end = piece.offset_bytes + piece.bytes;
+        in_pieces += piece.bytes;
+      }
+      EXPECT_LE(end, seg.bytes);
+      EXPECT_EQ(seg.pieces.size() + seg.pieces_left_out, seg.blocks + seg.gaps);
+      EXPECT_EQ(in_pieces + seg.bytes_left_out, seg.block_bytes + seg.free_bytes);
+      EXPECT_EQ(seg.block_bytes + seg.free_bytes, seg.bytes) << "blocks and gaps fill segment " << seg.address;
+    }
+    EXPECT_EQ(drawn + map->bytes_left_out, reserved);
+    EXPECT_GT(map->segments_left_out, 0u);
+    EXPECT_LE(map->bytes_left_out, map->segments_left_out * smallest_drawn) << "expected the largest segments drawn";
+  }
+}
+
+// `rlmem report A B` draws render_diff_json's figures: the same totals, the changed rows only.
+TEST(html_report, diff_page_carries_the_diff) {
+  SKIP_WITHOUT_ASSETS();
+  inspect_options every_site;
+  every_site.top = SIZE_MAX;
+  inspection a = inspect(fixture("grpo_clean.pickle.zst"), every_site);
+  inspection b = inspect(fixture("grpo_leak_logits.pickle.zst"), every_site);
+  inspection_diff diff = diff_inspections(a, b);
+  nlohmann::json data = embedded_data(render_diff_html(diff, "grpo_clean.pickle.zst", "grpo_leak_logits.pickle.zst"));
+  nlohmann::json json = nlohmann::json::parse(render_diff_json(diff, "grpo_clean.pickle.zst", "grpo_leak_logits.pickle.zst"));
+  EXPECT_EQ(data["kind"], "diff");
+  EXPECT_EQ(data["totals"], json["totals"]);
+  EXPECT_EQ(data["totals"]["peak_allocated_bytes"][1], b.peak_allocated_bytes);
+  std::size_t changed = 0;
+  for (const auto& row : json["at_end"]["sites"]) changed += row["delta_bytes"] != 0;
+  ASSERT_GT(changed, 0u);
+  EXPECT_EQ(data["at_end"]["sites"].size() + data["at_end"]["sites_left_out"].get<std::size_t>(), changed);
+  EXPECT_LE(data["at_end"]["sites"].size(), max_html_diff_rows);
+  for (const auto& row : data["at_end"]["sites"]) EXPECT_NE(row["delta_bytes"], 0);
+}
+
+// `rlmem report DIR` draws each rank's timeline in html_rank_columns slices whose peak is the rank's.
+TEST(html_report, ranks_page_carries_each_rank_and_its_timeline) {
+  SKIP_WITHOUT_ASSETS();
+  std::vector<std::filesystem::path> files = {testing::testdata("snapshots/grpo_clean.pickle.zst"), testing::testdata("snapshots/frag_default_oom.pickle.zst")};
+  std::vector<rank_result> ranks = inspect_ranks(files, {}, 2);
+  ranks[0].rank = 0;
+  ranks[1].rank = 1;
+  nlohmann::json data = embedded_data(render_ranks_html(ranks, measure_imbalance(ranks), "ranks"));
+  EXPECT_EQ(data["kind"], "ranks");
+  ASSERT_EQ(data["ranks"].size(), 2u);
+  for (std::size_t k = 0; k < 2; ++k) {
+    ASSERT_TRUE(ranks[k].ok) << ranks[k].failure;
+    const nlohmann::json& line = data["ranks"][k]["timeline"];
+    EXPECT_EQ(line["allocated_max"].size(), html_rank_columns);
+    EXPECT_EQ(max_of(line["allocated_max"]), ranks[k].result.peak_allocated_bytes);
+    EXPECT_EQ(max_of(line["reserved_max"]), ranks[k].result.peak_reserved_bytes);
+    EXPECT_EQ(data["ranks"][k]["peak_allocated_bytes"], ranks[k].result.peak_allocated_bytes);
+  }
+}
+
+// `rlmem replay --compare --html` draws render_replay_json's document, every setting included.
+TEST(html_report, replay_page_carries_the_replay_json) {
+  SKIP_WITHOUT_ASSETS();
+  const snapshot& snap = fixture("frag_default_oom.pickle.zst");
+  replay_options options;
+  replay_report report;
+  report.file = "frag_default_oom.pickle.zst";
+  report.settings = settings_of(snap);
+  report.result = replay(snap, options);
+  report.capacity_bytes = report.result.capacity_bytes;
+  report.comparison = compare_settings(snap, options);
+  ASSERT_GT(report.comparison.size(), 2u);
+  nlohmann::json data = embedded_data(render_replay_html(report));
+  nlohmann::json json = nlohmann::json::parse(render_replay_json(report));
+  EXPECT_EQ(data["kind"], "replay");
+  data.erase("kind");
+  EXPECT_EQ(data, json);
+  EXPECT_EQ(data["compare"].size(), report.comparison.size());
 }
 
 }  // namespace rlmem
