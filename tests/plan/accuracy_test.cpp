@@ -94,19 +94,20 @@ std::vector<row_error> errors_of(const std::string& file) {
   return errors;
 }
 
-void expect_within_bounds(const std::vector<row_error>& errors) {
+// Issue 12's bound for newly measured paths is tighter (median 1%, max 3%) than the first rows'.
+void expect_within_bounds(const std::vector<row_error>& errors, double max_error = 0.12, double max_median = 0.05) {
   ASSERT_FALSE(errors.empty());
   std::vector<double> magnitudes;
   std::ostringstream table;
   for (const row_error& error : errors) {
     magnitudes.push_back(std::abs(error.relative));
     table << "  " << error.label << "  error " << 100 * error.relative << "%\n";
-    EXPECT_LE(std::abs(error.relative), 0.12) << "expected every row within 12%, saw " << error.label;
+    EXPECT_LE(std::abs(error.relative), max_error) << "expected every row within " << 100 * max_error << "%, saw " << error.label;
   }
   std::sort(magnitudes.begin(), magnitudes.end());
   const std::size_t n = magnitudes.size();
   const double median = n % 2 == 1 ? magnitudes[n / 2] : (magnitudes[n / 2 - 1] + magnitudes[n / 2]) / 2;
-  EXPECT_LE(median, 0.05) << "expected a median error of at most 5%, saw " << 100 * median << "%\n" << table.str();
+  EXPECT_LE(median, max_median) << "expected a median error of at most " << 100 * max_median << "%, saw " << 100 * median << "%\n" << table.str();
   std::cout << table.str() << "  median |error| " << 100 * median << "%, max " << 100 * magnitudes.back() << "%\n";
 }
 
@@ -116,6 +117,13 @@ TEST(PlanAccuracy, GrpoStepsAndLoraMeasuredWithTheSameScript) { expect_within_bo
 
 // Paths derived before they were measured: mixture of experts, Gemma, fp32 master weights, FSDP2.
 TEST(PlanAccuracy, MoeGemmaFp32MasterWeightsAndFsdp) { expect_within_bounds(errors_of("measured_variants.json")); }
+// Issue 12, item 3: GRPO steps of a LoRA policy with its reference taken with the adapter
+// disabled (no second copy) or from a bf16 copy, measured on an H100 by
+// tools/planner/measure_lora_reference.py (r 16 and 64; the run stopped at its time limit after
+// the first 1.5B row).
+TEST(PlanAccuracy, LoraReferenceAdapterDisabledAndCopy) {
+  expect_within_bounds(errors_of("measured_lora_reference.json"), 0.03, 0.01);
+}
 
 }  // namespace
 }  // namespace rlmem
