@@ -786,7 +786,8 @@
       : 'OOM at ' + formatEvent(data.oom.event_index) + ' asking for ' + formatBytes(data.oom.requested_bytes) +
         (data.oom.recorded ? ', as the recording did' : '');
     const rows = [
-      ['settings', (data.alloc_conf || 'defaults') + (data.settings_recorded ? ' (as recorded)' : ' (what-if)')],
+      ['settings', data.allocator === 'rlmem' ? 'the rlmem policy, free pages ' + (data.release_free_pages ? 'released at once' : 'cached') + ' (what-if)'
+        : (data.alloc_conf || 'defaults') + (data.settings_recorded ? ' (as recorded)' : ' (what-if)')],
       ['capacity', data.capacity_bytes ? formatBytes(data.capacity_bytes) : 'no limit'],
       ['result', result],
       ['peak allocated', formatBytes(data.peak_allocated_bytes)],
@@ -827,16 +828,73 @@
       }), [false, true, true, false, false]).className = 'settings-table';
   }
 
+  // `rlmem plan --html`: each phase's peak as a bar of its parts, then (--fit) your config, each
+  // knob changed alone and the combinations that fit.
+  function planView(body) {
+    const knobs = data.knobs;
+    byId('comparison-title').textContent = 'Plan of ' + data.model.name + ', ' + knobs.phase;
+    const rows = [
+      ['model', data.model.name + ' (' + formatCount(data.model.parameters) + ' parameters)'],
+      ['peak', formatBytes(data.peak_bytes) + ' in ' + data.peak_phase],
+      ['outside the allocator', formatBytes(data.outside_allocator.cuda_context_bytes + data.outside_allocator.cublas_workspace_bytes) +
+        ' (CUDA context and cuBLAS workspace)'],
+    ];
+    if (data.fit) {
+      rows.push(['card', data.fit.card + ': ' + formatBytes(data.fit.usable_bytes) + ' usable']);
+      rows.push(['your config', formatBytes(data.fit.yours.peak_bytes) + (data.fit.yours.fits ? ': fits' : ': does not fit')]);
+    }
+    figureList(body, rows);
+    body.appendChild(el('h3', null, 'Peak of each phase, by part'));
+    const parts = [];
+    for (const phase of data.phases) for (const name of Object.keys(phase.components)) if (!parts.includes(name)) parts.push(name);
+    const most = Math.max(1, ...data.phases.map((phase) => phase.peak_bytes), data.fit ? data.fit.usable_bytes : 0);
+    const legend = el('p', 'help');
+    parts.forEach((name, k) => {
+      const swatch = el('span', 'part-swatch');
+      swatch.style.background = PART_COLORS[k % PART_COLORS.length];
+      legend.appendChild(swatch);
+      legend.appendChild(document.createTextNode(name + '  '));
+    });
+    body.appendChild(legend);
+    tableOf(body, ['phase', 'peak', 'at', ''], data.phases.map((phase) => {
+      const bar = el('div', 'part-bars');
+      let left = 0;
+      for (const [name, bytes] of Object.entries(phase.components)) {
+        const piece = el('div', 'part-bar');
+        piece.style.left = (100 * left / most) + '%';
+        piece.style.width = (100 * bytes / most) + '%';
+        piece.style.background = PART_COLORS[parts.indexOf(name) % PART_COLORS.length];
+        piece.title = name + ': ' + formatBytes(bytes);
+        bar.appendChild(piece);
+        left += bytes;
+      }
+      if (data.fit) {
+        const line = el('div', 'setting-floor');
+        line.style.left = (100 * data.fit.usable_bytes / most) + '%';
+        bar.appendChild(line);
+      }
+      return [phase.name, formatBytes(phase.peak_bytes), phase.peak_at, bar];
+    }), [false, true, false, false]).className = 'plan-table';
+    if (!data.fit) return;
+    body.appendChild(el('h3', null, 'Each knob changed alone from your config'));
+    body.appendChild(el('p', 'help', 'Peak and saving of each change; * marks the least change that fits (or the most that still fits).'));
+    tableOf(body, ['knob', 'from', 'to', 'peak', 'saved', 'fits'], data.fit.what_if.map((row) =>
+      [row.knob, row.from, row.to + (row.limit ? ' *' : ''), formatBytes(row.peak_bytes), formatBytes(row.saved_bytes), row.fits ? 'yes' : 'no']),
+    [false, false, false, true, true, false]).className = 'what-if-table';
+  }
+
+  const PART_COLORS = ['#1f5fbf', '#d9b45a', '#54a24b', '#e45756', '#b279a2', '#72b7b2', '#f58518', '#9d6b00', '#5a6475', '#8cd17d'];
   const RANK_COLORS = ['#1f5fbf', '#e45756', '#54a24b', '#b279a2', '#f58518', '#72b7b2', '#9d6b00', '#5a6475'];
 
-  if (data.kind === 'diff' || data.kind === 'ranks' || data.kind === 'replay') {
+  if (data.kind === 'diff' || data.kind === 'ranks' || data.kind === 'replay' || data.kind === 'plan') {
     byId('inspection').hidden = true;
     byId('inspection-nav').hidden = true;
     byId('comparison').hidden = false;
-    const label = data.kind === 'diff' ? data.a + ' vs ' + data.b : data.kind === 'ranks' ? data.directory : data.file;
+    const label = data.kind === 'diff' ? data.a + ' vs ' + data.b : data.kind === 'ranks' ? data.directory
+      : data.kind === 'plan' ? data.model.name : data.file;
     byId('source').textContent = label;
     document.title = 'rlmem report: ' + label;
-    ({ diff: diffView, ranks: ranksView, replay: replayView })[data.kind](byId('comparison-body'));
+    ({ diff: diffView, ranks: ranksView, replay: replayView, plan: planView })[data.kind](byId('comparison-body'));
   } else {
     summaryView();
     timelineView();

@@ -111,6 +111,10 @@ struct plan_report {
 std::string render_plan_text(const plan_report& report);
 /// `rlmem plan --json` (schema in docs/schema/plan.schema.json).
 std::string render_plan_json(const plan_report& report);
+/// `rlmem plan --html`: render_plan_json's document as one self-contained page (each phase's
+/// peak as bars of its parts; with --fit your config, each knob changed alone and the
+/// combinations that fit). Precondition: html_report_available().
+std::string render_plan_html(const plan_report& report);
 
 /// The command line that reproduces `knobs` (the search's best configuration, for instance).
 std::string knobs_command_line(const plan_knobs& knobs);

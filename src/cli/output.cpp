@@ -6,6 +6,7 @@
 #include "commands.hpp"
 
 #include <rlmem/format.hpp>
+#include <rlmem/report.hpp>
 
 #include <cerrno>
 #include <cstdio>
@@ -82,6 +83,13 @@ int write_whole_file(const std::string& path, std::string_view page) {
     return exit_cannot_write;
   }
   return exit_ok;
+}
+
+bool html_pages_available() {
+  if (html_report_available()) return true;
+  print_error("this rlmem was built without the HTML page's browser assets (node and npm were not found when it was "
+              "configured): install nodejs and npm, configure and build again");
+  return false;
 }
 
 }  // namespace rlmem::cli

@@ -31,6 +31,10 @@ int write_report(std::string_view text);
 /// exit_cannot_write after the one line ("rlmem: cannot write PATH: ...").
 int write_whole_file(const std::string& path, std::string_view page);
 
+/// Whether this build can write HTML pages; when not, says so in the one line ("install nodejs
+/// and npm, configure and build again") and the caller exits with exit_internal.
+bool html_pages_available();
+
 /// What main does last when the command succeeded: flushes stdio's standard output (CLI11's
 /// help) and closes descriptor 1, checking both, since some errors surface only at close.
 /// Returns `code`, or exit_cannot_write after the one line.

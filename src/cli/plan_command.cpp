@@ -43,6 +43,7 @@ struct plan_arguments {
   std::size_t width = 100;
   bool keep_shape = false;
   bool json = false;
+  std::string html;
   bool list = false;
 };
 
@@ -254,6 +255,7 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
 }
 
 int run_plan(plan_arguments& args, const CLI::App& command) {
+  if (!args.html.empty() && !html_pages_available()) return exit_internal;
   if (args.list) {
     std::string names;
     for (const std::string& name : preset_names()) names += name + "\n";
@@ -300,6 +302,7 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     report.fit_vary = options.vary;
   }
   report.width = args.width;
+  if (!args.html.empty()) return write_whole_file(args.html, render_plan_html(report));
   return write_report(args.json ? render_plan_json(report) : render_plan_text(report));
 }
 
@@ -384,6 +387,11 @@ void add_plan_command(CLI::App& app, command_body& run) {
       ->capture_default_str()
       ->check(whole_number_in(min_width, max_width));
   command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/plan.schema.json)");
+  command->add_option("--html", args->html,
+                      "Write the plan as one self-contained HTML page to this file\n"
+                      "('-': standard output): each phase's peak as bars of its parts,\n"
+                      "and with --fit the what-ifs")
+      ->excludes("--json");
   command->footer("Peaks are bytes allocated through PyTorch's caching allocator (max_memory_allocated), derived from\n"
                   "what each step of the code path keeps: transformers with SDPA, full bf16 logits, the response's\n"
                   "log-probs in fp32, torch AdamW.\n"

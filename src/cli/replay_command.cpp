@@ -32,11 +32,7 @@ struct replay_arguments {
 };
 
 int run_replay(const replay_arguments& args) {
-  if (!args.html.empty() && !html_report_available()) {
-    print_error("this rlmem was built without the HTML page's browser assets (node and npm were not found when it was "
-                "configured): install nodejs and npm, configure and build again, or use --json");
-    return exit_internal;
-  }
+  if (!args.html.empty() && !html_pages_available()) return exit_internal;
   replay_options options;
   options.device = args.device;
   if (!args.capacity.empty()) {
@@ -97,23 +93,24 @@ void add_replay_command(CLI::App& app, command_body& run) {
                       "(default: the settings recorded in the snapshot)")
       ->each([args](const std::string&) { args->alloc_conf_given = true; });
   command->add_option("--capacity", args->capacity,
-                      "Memory limit (set_per_process_memory_fraction), e.g. 2805590497 or 40GiB (default: none)");
+                      "Memory limit (set_per_process_memory_fraction), e.g. 2805590497 or 40GiB");
   command->add_option("--device", args->device, "CUDA device (default: the one with the longest trace)")->check(whole_number_in(0, max_device_index));
   command->add_option("--allocator", args->allocator,
-                      "torch: PyTorch's caching allocator under --alloc-conf (default); rlmem: the rlmem\n"
-                      "runtime's policy (pages mapped under blocks in per-stream address space)")
+                      "torch: PyTorch's caching allocator under --alloc-conf (default);\n"
+                      "rlmem: the rlmem runtime's policy (pages mapped under blocks)")
       ->check(CLI::IsMember({"torch", "rlmem"}));
   command->add_flag("--release-free-pages", args->release_free_pages,
-                    "With --allocator rlmem: unmap a page as soon as no block uses it (default: keep it\n"
-                    "until memory runs short or empty_cache())");
-  command->add_flag("--min-capacity", args->min_capacity, "Also find the smallest capacity (to 2 MiB) under which the trace completes");
+                    "With --allocator rlmem: unmap a page once no block uses it\n"
+                    "(default: keep it until memory runs short or empty_cache())");
+  command->add_flag("--min-capacity", args->min_capacity, "Also find the smallest capacity (to 2 MiB) under which it completes");
   command->add_flag("--compare", args->compare,
-                    "Also compare the recorded settings, expandable segments, max_split_size_mb 64..512 and\n"
-                    "the rlmem policy: peak reserved and smallest capacity of each, and the floor (peak allocated)");
+                    "Also compare the recorded settings, expandable segments,\n"
+                    "max_split_size_mb 64..512 and the rlmem policy: peak reserved and\n"
+                    "smallest capacity of each, and the floor (peak allocated)");
   command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/replay.schema.json)");
   command->add_option("--html", args->html,
-                      "Write the result as one self-contained HTML page to this file ('-': standard output)\n"
-                      "instead of printing it; with --compare, each setting's figures as bars")
+                      "Write the result as one self-contained HTML page to this file\n"
+                      "('-': standard output); with --compare, each setting's figures as bars")
       ->excludes("--json");
   command->add_flag("--quiet", args->quiet, "No progress line on stderr");
   command->footer("The trace's allocation sequence does not depend on the allocator, so its decisions can be\n"

@@ -127,11 +127,7 @@ int run_report_folder(const report_arguments& args, const inspect_options& choic
 }
 
 int run_report(const report_arguments& args) {
-  if (!html_report_available()) {
-    print_error("this rlmem was built without the report page's browser assets (node and npm were not found when it was "
-                "configured): install nodejs and npm, configure and build again");
-    return exit_internal;
-  }
+  if (!html_pages_available()) return exit_internal;
   inspect_options choices;
   if (!prepare_options(args, choices)) return exit_bad_input;
   std::error_code status;

@@ -4,6 +4,7 @@
 
 #include <rlmem/allocator_rules.hpp>
 #include <rlmem/caching_allocator.hpp>
+#include <rlmem/saturating.hpp>
 
 #include <algorithm>
 #include <iterator>
@@ -112,12 +113,12 @@ std::vector<model_block*> caching_allocator_model::add_existing_segment(std::uin
   for (const model_block& held : live) {
     if (held.ptr > cursor) append(cursor, held.ptr - cursor, false, false);
     made.push_back(append(held.ptr, held.size, true, held.allocated));
-    if (held.allocated) allocated_bytes_ += static_cast<std::int64_t>(held.size);
+    if (held.allocated) allocated_bytes_ = saturating_add(allocated_bytes_, signed_bytes(held.size));
     cursor = held.ptr + held.size;
   }
   if (address + size > cursor) append(cursor, address + size - cursor, false, false);
   if (previous == nullptr) return made;  // an empty range holds nothing
-  reserved_bytes_ += static_cast<std::int64_t>(size);
+  reserved_bytes_ = saturating_add(reserved_bytes_, signed_bytes(size));  // a hostile dump's segments may sum past int64
   if (expandable) {
     model_block* head = previous;
     while (head->prev != nullptr) head = head->prev;
@@ -255,6 +256,7 @@ model_block* caching_allocator_model::find_expandable_block(std::uint64_t size, 
 bool caching_allocator_model::map_block(model_block* block, std::uint64_t size) {
   std::uint64_t bytes = std::min(round_up(size, page_of(block->small_pool)), block->size);
   if (device_bytes_ > 0 && static_cast<std::uint64_t>(reserved_bytes_) + bytes > device_bytes_) return false;  // cuMemCreate OOM
+  if (bytes > static_cast<std::uint64_t>(INT64_MAX - reserved_bytes_)) return false;  // past any device: the count would overflow
   unmapped_of(block->small_pool).erase(block);
   if (bytes < block->size) {
     model_block* tail = new_block({block->ptr + bytes, block->size - bytes, block->stream, block->small_pool, false, false, false, true, block, block->next});
@@ -292,6 +294,7 @@ model_block* caching_allocator_model::new_segment(std::uint64_t size, std::uint6
   if (capacity_ > 0 && static_cast<std::uint64_t>(reserved_bytes_) + alloc_size > capacity_) return nullptr;
   if (settings_.expandable_segments) return expandable_block(size, stream, small);
   if (device_bytes_ > 0 && static_cast<std::uint64_t>(reserved_bytes_) + alloc_size > device_bytes_) return nullptr;  // cudaMalloc OOM
+  if (alloc_size > static_cast<std::uint64_t>(INT64_MAX - reserved_bytes_)) return nullptr;  // past any device: the count would overflow
   std::uint64_t address = address_for_(alloc_size);
   reserved_bytes_ += static_cast<std::int64_t>(alloc_size);
   ++segments_;

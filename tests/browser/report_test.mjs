@@ -218,6 +218,15 @@ function makeReplayPage(snapshotPath) {
   return out;
 }
 
+function makePlanPage() {
+  const out = join(workdir, 'plan.html');
+  const run = spawnSync(rlmem, ['plan', '--model', 'qwen2.5-0.5b', '--phase', 'grpo-step', '--prompts', '8', '--group', '8',
+    '--prompt-len', '512', '--new-tokens', '512', '--micro-batch', '16', '--ref-model', '--fit', 'h100-80g', '--html', out],
+  { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`rlmem plan --html exited ${run.status}: ${run.stderr}`);
+  return out;
+}
+
 const ranksDir = join(workdir, 'ranks');
 rmSync(ranksDir, { recursive: true, force: true });
 mkdirSync(ranksDir);
@@ -229,6 +238,7 @@ const comparisons = [
   [makeComparison([ranksDir], 'ranks'), 'ranks', [['table.ranks-table .rank-bar', 'rank bars'], ['#comparison-body canvas', 'rank timelines']]],
   [makeReplayPage(join(testdata, 'snapshots/frag_default_oom.pickle.zst')), 'replay',
     [['table.settings-table .setting-bar', 'settings bars'], ['#comparison-body dd', 'replay figures']]],
+  [makePlanPage(), 'plan', [['table.plan-table .part-bar', 'phase parts'], ['table.what-if-table td', 'what-ifs']]],
 ];
 
 const hostilePickle = join(workdir, 'hostile.pickle');

@@ -56,6 +56,13 @@ grep -q '"compare":\[' "$work/replay.html" || fail "expected the settings compar
 err=$("$rlmem" replay "$testdata/snapshots/frag_default_oom.pickle.zst" --html "$work/no/such/folder/r.html" --quiet 2>&1 >/dev/null); code=$?
 [ $code -eq 3 ] || fail "replay --html to an unwritable destination exited $code, expected 3 ($err)"
 
+# plan --html: the phases and the fit as a page.
+"$rlmem" plan --model qwen2.5-0.5b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 --new-tokens 512 \
+  --micro-batch 16 --ref-model --fit h100-80g --html "$work/plan.html" ||
+  fail "plan --html exited $?, expected 0"
+grep -q '"kind":"plan"' "$work/plan.html" || fail "expected the plan page in plan.html"
+grep -q '"what_if":\[' "$work/plan.html" || fail "expected the what-ifs in plan.html"
+
 "$rlmem" report --help | grep -q "Content-Security-Policy" || fail "report --help does not say the page is offline"
 "$rlmem" --help | grep -q "report" || fail "rlmem --help does not list report"
 echo "report CLI ok"

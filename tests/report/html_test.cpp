@@ -9,6 +9,7 @@
 #include <rlmem/allocator_settings.hpp>
 #include <rlmem/compare.hpp>
 #include <rlmem/inspect.hpp>
+#include <rlmem/plan.hpp>
 #include <rlmem/replay.hpp>
 #include <rlmem/report.hpp>
 #include <rlmem/views.hpp>
@@ -393,6 +394,38 @@ TEST(html_report, replay_page_carries_the_replay_json) {
   data.erase("kind");
   EXPECT_EQ(data, json);
   EXPECT_EQ(data["compare"].size(), report.comparison.size());
+}
+
+}  // namespace rlmem
+
+namespace rlmem {
+
+// `rlmem plan --html` draws render_plan_json's document: the phases with their parts and the fit.
+TEST(html_report, plan_page_carries_the_plan_json) {
+  SKIP_WITHOUT_ASSETS();
+  plan_report report;
+  report.model = *find_preset("qwen2.5-0.5b");
+  report.knobs.phase = plan_phase::grpo_step;
+  report.knobs.prompts = 8;
+  report.knobs.group = 8;
+  report.knobs.prompt_len = 512;
+  report.knobs.new_tokens = 512;
+  report.knobs.micro_batch = 16;
+  report.knobs.reference = reference_kind::copy;
+  report.plan = plan_memory(report.model, report.knobs);
+  fit_options options;
+  options.budget_bytes = gpu_memory_bytes("h100-80g");
+  report.fit = fit_configuration(report.model, report.knobs, options);
+  report.fit_card = "h100-80g";
+  report.fit_budget_bytes = options.budget_bytes;
+  report.fit_margin = options.fragmentation_margin;
+  nlohmann::json data = embedded_data(render_plan_html(report));
+  nlohmann::json json = nlohmann::json::parse(render_plan_json(report));
+  EXPECT_EQ(data["kind"], "plan");
+  data.erase("kind");
+  EXPECT_EQ(data, json);
+  EXPECT_EQ(data["phases"].size(), report.plan.phases.size());
+  EXPECT_EQ(data["fit"]["what_if"].size(), report.fit->what_if.size());
 }
 
 }  // namespace rlmem
