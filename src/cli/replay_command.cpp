@@ -93,7 +93,7 @@ void add_replay_command(CLI::App& app, command_body& run) {
                       "(default: the settings recorded in the snapshot)")
       ->each([args](const std::string&) { args->alloc_conf_given = true; });
   command->add_option("--capacity", args->capacity,
-                      "Memory limit (set_per_process_memory_fraction), e.g. 2805590497 or 40GiB");
+                      "Memory limit (set_per_process_memory_fraction): 2805590497, 40GiB, ...");
   command->add_option("--device", args->device, "CUDA device (default: the one with the longest trace)")->check(whole_number_in(0, max_device_index));
   command->add_option("--allocator", args->allocator,
                       "torch: PyTorch's caching allocator under --alloc-conf (default);\n"
