@@ -3,6 +3,7 @@
 // loads nothing from the network, stays small, and a hostile snapshot's strings stay text.
 
 #include "fixtures.hpp"
+#include "grpo_plan.hpp"
 #include "inspect/crafted.hpp"
 
 #include <rlmem/allocator_rules.hpp>
@@ -403,22 +404,7 @@ namespace rlmem {
 // `rlmem plan --html` draws render_plan_json's document: the phases with their parts and the fit.
 TEST(html_report, plan_page_carries_the_plan_json) {
   SKIP_WITHOUT_ASSETS();
-  plan_report report;
-  report.model = *find_preset("qwen2.5-0.5b");
-  report.knobs.phase = plan_phase::grpo_step;
-  report.knobs.prompts = 8;
-  report.knobs.group = 8;
-  report.knobs.prompt_len = 512;
-  report.knobs.new_tokens = 512;
-  report.knobs.micro_batch = 16;
-  report.knobs.reference = reference_kind::copy;
-  report.plan = plan_memory(report.model, report.knobs);
-  fit_options options;
-  options.budget_bytes = gpu_memory_bytes("h100-80g");
-  report.fit = fit_configuration(report.model, report.knobs, options);
-  report.fit_card = "h100-80g";
-  report.fit_budget_bytes = options.budget_bytes;
-  report.fit_margin = options.fragmentation_margin;
+  const plan_report report = testing::grpo_plan_fitted_to_h100("qwen2.5-0.5b");
   nlohmann::json data = embedded_data(render_plan_html(report));
   nlohmann::json json = nlohmann::json::parse(render_plan_json(report));
   EXPECT_EQ(data["kind"], "plan");

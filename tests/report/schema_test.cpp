@@ -3,6 +3,7 @@
 // validator (json_schema.hpp) over real outputs.
 
 #include "fixtures.hpp"
+#include "grpo_plan.hpp"
 #include "json_schema.hpp"
 
 #include <rlmem/report.hpp>
@@ -70,26 +71,10 @@ TEST(schema, replay_output_follows_the_documented_schema) {
 }
 
 TEST(schema, plan_output_follows_the_documented_schema) {
-  plan_report report;
-  report.model = *find_preset("qwen2.5-1.5b");
-  report.knobs.phase = plan_phase::grpo_step;
-  report.knobs.prompts = 8;
-  report.knobs.group = 8;
-  report.knobs.prompt_len = 512;
-  report.knobs.new_tokens = 512;
-  report.knobs.micro_batch = 16;
-  report.knobs.reference = reference_kind::copy;
   resident_buffer latents;
   std::string message;
   ASSERT_TRUE(parse_buffer_spec("latents=8x50x263x196:fp32@rollout", latents, message));
-  report.knobs.buffers.push_back(latents);
-  report.plan = plan_memory(report.model, report.knobs);
-  fit_options options;
-  options.budget_bytes = gpu_memory_bytes("h100-80g");
-  report.fit = fit_configuration(report.model, report.knobs, options);
-  report.fit_card = "h100-80g";
-  report.fit_budget_bytes = options.budget_bytes;
-  report.fit_margin = options.fragmentation_margin;
+  const plan_report report = testing::grpo_plan_fitted_to_h100("qwen2.5-1.5b", {latents});
   const std::string output = render_plan_json(report);
   expect_valid(output, "plan.schema.json");
   // The components of every phase add up to its peak, and the buffer sits where it was put.
