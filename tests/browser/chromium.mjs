@@ -22,7 +22,9 @@ export async function startBrowser(chromium) {
     '--no-default-browser-check', '--disable-gpu', '--disable-extensions', '--disable-background-networking',
     '--hide-scrollbars', '--window-size=1400,1000', 'about:blank'];
   if (process.getuid && process.getuid() === 0) args.unshift('--no-sandbox');
-  const browser = spawn(chromium, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Its own process group, so that closing it ends its helper processes too (they write into
+  // the profile after the browser process is gone).
+  const browser = spawn(chromium, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   const url = await new Promise((done, fail) => {
     let text = '';
     const timer = setTimeout(() => fail(new Error('chromium did not print its DevTools address in 30 s')), 30000);
@@ -58,9 +60,19 @@ export async function startBrowser(chromium) {
     async close() {
       socket.close();
       const exited = new Promise((done) => browser.once('exit', done));
-      browser.kill();
+      try {
+        process.kill(-browser.pid, 'SIGTERM');
+      } catch {
+        browser.kill();  // the group is already gone
+      }
       await exited;
-      rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
+      // The profile is a scratch folder: a helper process still writing into it is no failure of
+      // the page under test, so removal is retried and, at worst, left to the system's /tmp.
+      try {
+        rmSync(profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 200 });
+      } catch (error) {
+        console.log(`# note: the browser profile ${profile} was left behind (${error.code})`);
+      }
     },
   };
 }
