@@ -259,14 +259,11 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
   model.close_existing_reservations();
   // The maps that placed it are the trace-start state, not events of the trace.
   const std::size_t setup_segment_events = model.segment_events().size();
-  if (rlmem && !start.mapped().empty()) {
-    result.notes.push_back("memory allocated before recording (" + format_bytes(static_cast<std::int64_t>(repacked_bytes)) +
-                           ") is placed by the rlmem policy in address order; the recording's cached free space at trace start (" +
-                           format_bytes(static_cast<std::int64_t>(dropped_cache_bytes)) + ") is not carried over");
-  } else if (repack && !start.mapped().empty()) {
-    result.notes.push_back("memory allocated before recording (" + format_bytes(static_cast<std::int64_t>(repacked_bytes)) +
-                           ") is packed into expandable segments in address order, as a run with them from the start would "
-                           "place it; the recording's cached free space at trace start (" +
+  if (repack && !start.mapped().empty()) {
+    const char* placed = rlmem ? "is placed by the rlmem policy in address order"
+                               : "is packed into expandable segments in address order, as a run with them from the start would place it";
+    result.notes.push_back("memory allocated before recording (" + format_bytes(static_cast<std::int64_t>(repacked_bytes)) + ") " +
+                           placed + "; the recording's cached free space at trace start (" +
                            format_bytes(static_cast<std::int64_t>(dropped_cache_bytes)) + ") is not carried over");
   }
   if (observe) observe(simulation_step{0, model, nullptr, {}});
