@@ -34,6 +34,12 @@ found=$(grep -nE "^#include <($public_above_model)" "$root"/include/rlmem/{model
 if [ -n "$found" ]; then
   echo "FAIL the model's public headers include a higher layer:"; echo "$found"; status=1
 fi
+# The runtime is the policy over the device: it includes neither the snapshot reader nor any
+# layer above the model, and links only the policy and the device seam.
+forbid runtime "rlmem/(snapshot|snapshot_reader|live_set|trace_simulation)\\.hpp|$public_above_model" "the snapshot reader or a higher layer"
+if grep -qE "rlmem_(snapshot|model|replay|inspect|report)\b" "$root/src/runtime/CMakeLists.txt"; then
+  echo "FAIL src/runtime/CMakeLists.txt links more than the policy and the device seam"; status=1
+fi
 # replay links the model, not inspect.
 if grep -q "rlmem_inspect" "$root/src/replay/CMakeLists.txt"; then
   echo "FAIL src/replay/CMakeLists.txt links rlmem_inspect"; status=1

@@ -75,6 +75,26 @@ class device {
   /// covered by mappings with access set; size > 0.
   virtual device_errc copy_to_host(void* destination, std::uint64_t source, std::uint64_t size) noexcept = 0;
   virtual device_errc copy_from_host(std::uint64_t destination, const void* source, std::uint64_t size) noexcept = 0;
+
+  /// Waits until every stream of the device is idle: the fence before unmapping memory a kernel
+  /// may still use (the driver does not wait for them, nor do unmap and release).
+  virtual device_errc synchronize() noexcept = 0;
+
+  /// Page-locked host memory, which the copy engines read and write at full speed. Pre: size > 0.
+  virtual device_errc host_allocate(std::uint64_t size, void*& host) noexcept = 0;
+  /// Pre: `host` came from host_allocate and every copy using it has been waited for.
+  virtual device_errc host_free(void* host) noexcept = 0;
+
+  /// Copies and fills enqueued in order on the device's own copy stream, so that a caller can
+  /// map or pin the next chunk while this one moves. They run after everything enqueued before
+  /// them on this stream only: fence other streams first. Pre: as the synchronous copies; the
+  /// host side stays valid until wait_copies(). A fake device does them at once.
+  virtual device_errc copy_to_host_async(void* destination, std::uint64_t source, std::uint64_t size) noexcept = 0;
+  virtual device_errc copy_from_host_async(std::uint64_t destination, const void* source, std::uint64_t size) noexcept = 0;
+  /// Sets every byte of a mapped range with access set to `value`.
+  virtual device_errc fill_async(std::uint64_t destination, std::uint64_t size, std::uint8_t value) noexcept = 0;
+  /// Returns once every copy and fill enqueued so far is done; the first failure of any of them.
+  virtual device_errc wait_copies() noexcept = 0;
 };
 
 }  // namespace rlmem

@@ -7,6 +7,7 @@
 #include <rlmem/device.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -32,7 +33,10 @@ struct fake_device_options {
   bool keep_log = false;
 };
 
-enum class device_op : std::uint8_t { reserve, free_reservation, create, release, map, set_access, unmap, copy_to_host, copy_from_host };
+enum class device_op : std::uint8_t {
+  reserve, free_reservation, create, release, map, set_access, unmap, copy_to_host, copy_from_host,
+  synchronize, host_allocate, host_free, copy_to_host_async, copy_from_host_async, fill, wait_copies
+};
 std::string_view device_op_name(device_op op) noexcept;
 
 /// One call as the fake saw it.
@@ -65,6 +69,13 @@ class fake_device final : public device {
   device_errc memory_info(std::uint64_t& free_bytes, std::uint64_t& total_bytes) noexcept override;
   device_errc copy_to_host(void* destination, std::uint64_t source, std::uint64_t size) noexcept override;
   device_errc copy_from_host(std::uint64_t destination, const void* source, std::uint64_t size) noexcept override;
+  device_errc synchronize() noexcept override;
+  device_errc host_allocate(std::uint64_t size, void*& host) noexcept override;
+  device_errc host_free(void* host) noexcept override;
+  device_errc copy_to_host_async(void* destination, std::uint64_t source, std::uint64_t size) noexcept override;
+  device_errc copy_from_host_async(std::uint64_t destination, const void* source, std::uint64_t size) noexcept override;
+  device_errc fill_async(std::uint64_t destination, std::uint64_t size, std::uint8_t value) noexcept override;
+  device_errc wait_copies() noexcept override;
 
   /// Physical bytes held: handles not yet both released and unmapped.
   std::uint64_t used_bytes() const noexcept { return used_bytes_; }
@@ -72,6 +83,11 @@ class fake_device final : public device {
   std::size_t reservations() const noexcept { return reservations_.size(); }
   std::size_t live_handles() const noexcept { return handles_.size(); }
   std::uint64_t calls() const noexcept { return calls_; }
+  /// Host buffers from host_allocate not yet freed.
+  std::size_t host_buffers() const noexcept { return host_buffers_.size(); }
+  std::uint64_t host_bytes() const noexcept { return host_bytes_; }
+  /// synchronize() calls so far: a policy must fence before it unmaps.
+  std::uint64_t fences() const noexcept { return fences_; }
   const std::vector<device_call>& log() const noexcept { return log_; }
 
  private:
@@ -98,6 +114,10 @@ class fake_device final : public device {
   /// order; false when a byte of the range is not mapped or `accessible_only` and one is not.
   template <typename Each>
   bool for_each_mapping(std::uint64_t address, std::uint64_t size, bool accessible_only, Each each);
+  /// The copies' shared checks and the walk over the mappings; `move(host offset, handle bytes,
+  /// length)` moves the bytes.
+  template <typename Move>
+  device_errc copy(device_op op, std::uint64_t address, std::uint64_t size, Move move) noexcept;
   void drop_if_gone(std::unordered_map<physical_handle, handle_state>::iterator found) noexcept;
 
   fake_device_options options_;
@@ -111,6 +131,13 @@ class fake_device final : public device {
   std::map<std::uint64_t, mapping> mappings_;            // start -> mapping
   std::unordered_map<physical_handle, handle_state> handles_;
   std::vector<device_call> log_;
+  struct host_buffer {
+    std::unique_ptr<std::byte[]> bytes;
+    std::uint64_t size = 0;
+  };
+  std::unordered_map<void*, host_buffer> host_buffers_;
+  std::uint64_t host_bytes_ = 0;
+  std::uint64_t fences_ = 0;
 };
 
 }  // namespace rlmem

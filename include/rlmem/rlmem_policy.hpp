@@ -31,6 +31,16 @@ struct rlmem_policy_options {
   /// Address space reserved per stream (rounded up to the granularity): it bounds the bytes
   /// one stream can have live, so make it no less than the device.
   std::uint64_t reservation_bytes = std::uint64_t{256} << 30;
+  /// Keep every map and unmap in segment_events() (replay reads them); a long-running runtime
+  /// turns this off so its memory does not grow with time.
+  bool keep_segment_events = true;
+};
+
+/// A range of addresses and its length in bytes.
+struct address_run {
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+  bool operator==(const address_run&) const = default;
 };
 
 class rlmem_policy final : public allocator_policy {
@@ -53,7 +63,7 @@ class rlmem_policy final : public allocator_policy {
   void set_device_bytes(std::uint64_t bytes) override { device_bytes_ = bytes; }
 
   std::int64_t allocated_bytes() const noexcept override { return allocated_bytes_; }
-  std::int64_t reserved_bytes() const noexcept override { return static_cast<std::int64_t>(pages_.size() * page_bytes_); }
+  std::int64_t reserved_bytes() const noexcept override { return static_cast<std::int64_t>(mapped_pages_ * page_bytes_); }
   /// Contiguous mapped runs, as a snapshot lists expandable segments. O(pages).
   std::uint64_t segments() const noexcept override;
   /// Requests that released cached pages and tried again.
@@ -61,9 +71,33 @@ class rlmem_policy final : public allocator_policy {
   /// Every page mapped and unmapped, in order.
   const std::vector<model_segment_event>& segment_events() const noexcept override { return events_; }
 
+  // Pausing (the runtime's pause and resume). Arenas are keyed by what allocate() calls a stream;
+  // pages never span two arenas, so a range of one arena holds only its own blocks' pages.
+
+  std::uint64_t page_bytes() const noexcept { return page_bytes_; }
+  /// The address range of the arena keyed `stream`; false when it has none yet.
+  bool arena_range(std::uint64_t stream, address_run& range) const;
+  /// Bytes mapped for the arena keyed `stream` now.
+  std::uint64_t arena_mapped_bytes(std::uint64_t stream) const;
+  /// Contiguous runs of pages in `range` that live blocks use (mapped or paused), in address order.
+  std::vector<address_run> used_runs(address_run range) const;
+  /// Releases every page in `range`: those no block uses for good, the others until
+  /// restore_range() maps new memory at their addresses. Blocks stay live; placing one in the
+  /// range before the restore is the caller's error. Fences the device first. False when the
+  /// device failed (fault() says how); pages released so far stay released.
+  bool release_range(address_run range);
+  /// Maps new pages, contents unspecified, under every paused page in `range`; the runs mapped,
+  /// in address order. False when memory ran short (nothing in the range changed) or the device
+  /// failed.
+  bool restore_range(address_run range, std::vector<address_run>& restored);
+  /// Bytes of pages released by release_range() and not yet restored or freed.
+  std::uint64_t paused_bytes() const noexcept { return paused_pages_ * page_bytes_; }
+
   /// A device call failed for a reason other than memory (a broken precondition): the policy's
   /// bug, never the program's. Empty while all is well.
   const std::string& fault() const noexcept { return fault_; }
+  /// The caller has reported the fault.
+  void clear_fault() noexcept { fault_.clear(); }
 
  private:
   struct arena {
@@ -72,17 +106,22 @@ class rlmem_policy final : public allocator_policy {
     std::uint64_t top = 0;                                      // offset of the first never-used byte
     std::map<std::uint64_t, std::uint64_t> free_by_address;     // address -> size, below top
     std::set<std::pair<std::uint64_t, std::uint64_t>> free_by_size;  // (size, address)
+    std::uint64_t mapped_pages = 0;
   };
   struct page {
-    physical_handle handle = 0;
+    physical_handle handle = 0;  // 0 while paused
     std::uint32_t users = 0;
+    arena* owner = nullptr;
   };
 
   arena* arena_of(std::uint64_t stream);
   bool place(arena& where, std::uint64_t size, std::uint64_t& address);
   void give_back(arena& where, std::uint64_t address, std::uint64_t size);
-  bool map_pages(std::uint64_t address, std::uint64_t size);
-  bool map_page(std::uint64_t address);
+  bool map_pages(arena& owner, std::uint64_t address, std::uint64_t size);
+  bool map_page(arena& owner, std::uint64_t address);
+  /// create + map + set_access of one page; the handle, or 0 with fault_ set unless out of memory.
+  physical_handle new_page_memory(std::uint64_t address);
+  void record(bool alloc, std::uint64_t address);
   void leave_pages(std::uint64_t address, std::uint64_t size);
   void unmap_page(std::uint64_t address);
   bool release_cached_pages();
@@ -96,7 +135,9 @@ class rlmem_policy final : public allocator_policy {
   std::int64_t allocated_bytes_ = 0;
   std::uint64_t retries_ = 0;
   std::unordered_map<std::uint64_t, arena> arenas_;   // by stream
-  std::map<std::uint64_t, page> pages_;               // mapped pages by address
+  std::map<std::uint64_t, page> pages_;               // pages blocks use or cached, mapped or paused
+  std::uint64_t mapped_pages_ = 0;
+  std::uint64_t paused_pages_ = 0;
   std::set<std::uint64_t> cached_;                     // mapped pages no block uses
   std::deque<model_block> storage_;
   std::vector<model_block*> recycled_;

@@ -43,8 +43,9 @@ bool load(void* library, const char* name, Function& function) {
 
 class cuda_device final : public device {
  public:
-  cuda_device(void* library, const cu::entry_points& driver, cu::device_ordinal ordinal_device, cu::context ctx, device_config config)
-      : library_(library), driver_(driver), device_(ordinal_device), context_(ctx), config_(config) {
+  cuda_device(void* library, const cu::entry_points& driver, cu::device_ordinal ordinal_device, cu::context ctx, cu::stream copies,
+              device_config config)
+      : library_(library), driver_(driver), device_(ordinal_device), context_(ctx), copies_(copies), config_(config) {
     location_ = {cu::location_type_device, config.ordinal};
     properties_.type = cu::allocation_type_pinned;
     properties_.requested_handle_types = cu::handle_type_none;
@@ -53,6 +54,7 @@ class cuda_device final : public device {
   cuda_device(const cuda_device&) = delete;
   cuda_device& operator=(const cuda_device&) = delete;
   ~cuda_device() override {
+    if (bind() == device_errc::ok) driver_.stream_destroy(copies_);
     driver_.primary_context_release(device_);
     dlclose(library_);
   }
@@ -132,6 +134,49 @@ class cuda_device final : public device {
     return errc_of(driver_.copy_host_to_device(destination, source, size));
   }
 
+  device_errc synchronize() noexcept override {
+    if (device_errc bound = bind(); bound != device_errc::ok) return bound;
+    return errc_of(driver_.context_synchronize());
+  }
+
+  device_errc host_allocate(std::uint64_t size, void*& host) noexcept override {
+    if (size == 0) return device_errc::invalid_argument;
+    if (device_errc bound = bind(); bound != device_errc::ok) return bound;
+    void* made = nullptr;
+    device_errc result = errc_of(driver_.host_alloc(&made, size, 0));
+    if (result == device_errc::ok) host = made;
+    return result;
+  }
+
+  device_errc host_free(void* host) noexcept override {
+    if (host == nullptr) return device_errc::invalid_argument;
+    if (device_errc bound = bind(); bound != device_errc::ok) return bound;
+    return errc_of(driver_.host_free(host));
+  }
+
+  device_errc copy_to_host_async(void* destination, std::uint64_t source, std::uint64_t size) noexcept override {
+    if (destination == nullptr || size == 0) return device_errc::invalid_argument;
+    if (device_errc bound = bind(); bound != device_errc::ok) return bound;
+    return errc_of(driver_.copy_device_to_host_async(destination, source, size, copies_));
+  }
+
+  device_errc copy_from_host_async(std::uint64_t destination, const void* source, std::uint64_t size) noexcept override {
+    if (source == nullptr || size == 0) return device_errc::invalid_argument;
+    if (device_errc bound = bind(); bound != device_errc::ok) return bound;
+    return errc_of(driver_.copy_host_to_device_async(destination, source, size, copies_));
+  }
+
+  device_errc fill_async(std::uint64_t destination, std::uint64_t size, std::uint8_t value) noexcept override {
+    if (size == 0) return device_errc::invalid_argument;
+    if (device_errc bound = bind(); bound != device_errc::ok) return bound;
+    return errc_of(driver_.fill_async(destination, value, size, copies_));
+  }
+
+  device_errc wait_copies() noexcept override {
+    if (device_errc bound = bind(); bound != device_errc::ok) return bound;
+    return errc_of(driver_.stream_synchronize(copies_));
+  }
+
  private:
   bool aligned(std::uint64_t value) const noexcept { return value % config_.granularity == 0; }
   bool sized(std::uint64_t size) const noexcept { return size > 0 && aligned(size); }
@@ -148,6 +193,7 @@ class cuda_device final : public device {
   cu::entry_points driver_;
   cu::device_ordinal device_;
   cu::context context_;
+  cu::stream copies_;  // the device's own stream for backups and restores
   device_config config_;
   cu::memory_location location_{};
   cu::allocation_properties properties_{};
@@ -182,7 +228,14 @@ std::unique_ptr<device> open_cuda_device(int ordinal, std::string& why) {
                   load(library, "cuMemMap", driver.map) && load(library, "cuMemUnmap", driver.unmap) &&
                   load(library, "cuMemSetAccess", driver.set_access) && load(library, "cuMemGetInfo_v2", driver.memory_info) &&
                   load(library, "cuMemcpyHtoD_v2", driver.copy_host_to_device) &&
-                  load(library, "cuMemcpyDtoH_v2", driver.copy_device_to_host);
+                  load(library, "cuMemcpyDtoH_v2", driver.copy_device_to_host) &&
+                  load(library, "cuCtxSynchronize", driver.context_synchronize) && load(library, "cuMemHostAlloc", driver.host_alloc) &&
+                  load(library, "cuMemFreeHost", driver.host_free) && load(library, "cuStreamCreate", driver.stream_create) &&
+                  load(library, "cuStreamDestroy_v2", driver.stream_destroy) &&
+                  load(library, "cuStreamSynchronize", driver.stream_synchronize) &&
+                  load(library, "cuMemcpyHtoDAsync_v2", driver.copy_host_to_device_async) &&
+                  load(library, "cuMemcpyDtoHAsync_v2", driver.copy_device_to_host_async) &&
+                  load(library, "cuMemsetD8Async", driver.fill_async);
   if (!complete) return give_up("the CUDA driver lacks the virtual-memory API (a driver older than CUDA 10.2)");
   if (cu::result code = driver.init(0); code != cu::success) {
     return give_up(code == cu::error_no_device ? "no CUDA device" : failed("cuInit", code));
@@ -209,7 +262,18 @@ std::unique_ptr<device> open_cuda_device(int ordinal, std::string& why) {
   if (cu::result code = driver.primary_context_retain(&ctx, handle); code != cu::success) {
     return give_up(failed("cuDevicePrimaryCtxRetain", code));
   }
-  return std::make_unique<cuda_device>(library, driver, handle, ctx, config);
+  // The copy stream belongs to the primary context: make it current while creating it.
+  cu::context previous = nullptr;
+  driver.context_get_current(&previous);
+  cu::stream copies = nullptr;
+  cu::result made = driver.context_set_current(ctx);
+  if (made == cu::success) made = driver.stream_create(&copies, cu::stream_non_blocking);
+  driver.context_set_current(previous);
+  if (made != cu::success) {
+    driver.primary_context_release(handle);
+    return give_up(failed("cuStreamCreate", made));
+  }
+  return std::make_unique<cuda_device>(library, driver, handle, ctx, copies, config);
 }
 
 }  // namespace rlmem

@@ -13,6 +13,7 @@ using device_ordinal = int;  // CUdevice
 using context = struct context_st*;  // CUcontext
 using device_pointer = unsigned long long;  // CUdeviceptr (v2)
 using allocation_handle = unsigned long long;  // CUmemGenericAllocationHandle
+using stream = struct stream_st*;  // CUstream
 
 constexpr result success = 0;
 constexpr result error_invalid_value = 1;
@@ -30,6 +31,7 @@ constexpr int handle_type_none = 0;         // CU_MEM_HANDLE_TYPE_NONE
 constexpr int location_type_device = 1;     // CU_MEM_LOCATION_TYPE_DEVICE
 constexpr int access_read_write = 3;        // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
 constexpr int granularity_minimum = 0;      // CU_MEM_ALLOC_GRANULARITY_MINIMUM
+constexpr unsigned int stream_non_blocking = 1;  // CU_STREAM_NON_BLOCKING
 
 struct memory_location {  // CUmemLocation
   int type;
@@ -79,6 +81,17 @@ struct entry_points {
   result (*memory_info)(std::size_t* free_bytes, std::size_t* total_bytes);       // cuMemGetInfo_v2
   result (*copy_host_to_device)(device_pointer destination, const void* source, std::size_t size);  // cuMemcpyHtoD_v2
   result (*copy_device_to_host)(void* destination, device_pointer source, std::size_t size);        // cuMemcpyDtoH_v2
+  result (*context_synchronize)();                                                // cuCtxSynchronize
+  result (*host_alloc)(void** host, std::size_t size, unsigned int flags);         // cuMemHostAlloc
+  result (*host_free)(void* host);                                                // cuMemFreeHost
+  result (*stream_create)(stream* created, unsigned int flags);                    // cuStreamCreate
+  result (*stream_destroy)(stream destroyed);                                     // cuStreamDestroy_v2
+  result (*stream_synchronize)(stream waited);                                    // cuStreamSynchronize
+  result (*copy_host_to_device_async)(device_pointer destination, const void* source, std::size_t size,
+                                      stream on);                                 // cuMemcpyHtoDAsync_v2
+  result (*copy_device_to_host_async)(void* destination, device_pointer source, std::size_t size,
+                                      stream on);                                 // cuMemcpyDtoHAsync_v2
+  result (*fill_async)(device_pointer destination, unsigned char value, std::size_t count, stream on);  // cuMemsetD8Async
 };
 
 }  // namespace rlmem::cuda_driver

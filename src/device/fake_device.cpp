@@ -22,6 +22,13 @@ std::string_view device_op_name(device_op op) noexcept {
     case device_op::unmap: return "unmap";
     case device_op::copy_to_host: return "copy_to_host";
     case device_op::copy_from_host: return "copy_from_host";
+    case device_op::synchronize: return "synchronize";
+    case device_op::host_allocate: return "host_allocate";
+    case device_op::host_free: return "host_free";
+    case device_op::copy_to_host_async: return "copy_to_host_async";
+    case device_op::copy_from_host_async: return "copy_from_host_async";
+    case device_op::fill: return "fill";
+    case device_op::wait_copies: return "wait_copies";
   }
   return "unknown";
 }
@@ -191,30 +198,79 @@ device_errc fake_device::memory_info(std::uint64_t& free_bytes, std::uint64_t& t
   return device_errc::ok;
 }
 
+template <typename Move>
+device_errc fake_device::copy(device_op op, std::uint64_t address, std::uint64_t size, Move move) noexcept {
+  if (injected_failure()) return logged(op, address, size, 0, device_errc::out_of_memory);
+  if (!options_.host_backed) return logged(op, address, size, 0, device_errc::not_supported);
+  bool covered = for_each_mapping(address, size, true, [&](std::uint64_t start, mapping& each) {
+    std::uint64_t from = std::max(start, address);
+    std::uint64_t to = std::min(start + each.size, address + size);
+    move(from - address, handles_.at(each.handle).bytes.get() + (from - start), to - from);
+  });
+  return logged(op, address, size, 0, covered ? device_errc::ok : device_errc::invalid_argument);
+}
+
 device_errc fake_device::copy_to_host(void* destination, std::uint64_t source, std::uint64_t size) noexcept {
-  if (injected_failure()) return logged(device_op::copy_to_host, source, size, 0, device_errc::out_of_memory);
-  if (!options_.host_backed) return logged(device_op::copy_to_host, source, size, 0, device_errc::not_supported);
   if (destination == nullptr) return logged(device_op::copy_to_host, source, size, 0, device_errc::invalid_argument);
   auto* out = static_cast<std::byte*>(destination);
-  bool covered = for_each_mapping(source, size, true, [&](std::uint64_t start, mapping& each) {
-    std::uint64_t from = std::max(start, source);
-    std::uint64_t to = std::min(start + each.size, source + size);
-    std::memcpy(out + (from - source), handles_.at(each.handle).bytes.get() + (from - start), to - from);
-  });
-  return logged(device_op::copy_to_host, source, size, 0, covered ? device_errc::ok : device_errc::invalid_argument);
+  return copy(device_op::copy_to_host, source, size,
+              [&](std::uint64_t offset, std::byte* bytes, std::uint64_t length) { std::memcpy(out + offset, bytes, length); });
 }
 
 device_errc fake_device::copy_from_host(std::uint64_t destination, const void* source, std::uint64_t size) noexcept {
-  if (injected_failure()) return logged(device_op::copy_from_host, destination, size, 0, device_errc::out_of_memory);
-  if (!options_.host_backed) return logged(device_op::copy_from_host, destination, size, 0, device_errc::not_supported);
   if (source == nullptr) return logged(device_op::copy_from_host, destination, size, 0, device_errc::invalid_argument);
   const auto* in = static_cast<const std::byte*>(source);
-  bool covered = for_each_mapping(destination, size, true, [&](std::uint64_t start, mapping& each) {
-    std::uint64_t from = std::max(start, destination);
-    std::uint64_t to = std::min(start + each.size, destination + size);
-    std::memcpy(handles_.at(each.handle).bytes.get() + (from - start), in + (from - destination), to - from);
-  });
-  return logged(device_op::copy_from_host, destination, size, 0, covered ? device_errc::ok : device_errc::invalid_argument);
+  return copy(device_op::copy_from_host, destination, size,
+              [&](std::uint64_t offset, std::byte* bytes, std::uint64_t length) { std::memcpy(bytes, in + offset, length); });
 }
+
+device_errc fake_device::synchronize() noexcept {
+  ++fences_;
+  return logged(device_op::synchronize, 0, 0, 0, device_errc::ok);
+}
+
+device_errc fake_device::host_allocate(std::uint64_t size, void*& host) noexcept {
+  if (injected_failure()) return logged(device_op::host_allocate, 0, size, 0, device_errc::out_of_memory);
+  if (size == 0) return logged(device_op::host_allocate, 0, size, 0, device_errc::invalid_argument);
+  try {
+    std::unique_ptr<std::byte[]> bytes(new std::byte[size]);
+    void* made = bytes.get();
+    host_buffers_.emplace(made, host_buffer{std::move(bytes), size});
+    host = made;
+  } catch (const std::bad_alloc&) {
+    return logged(device_op::host_allocate, 0, size, 0, device_errc::out_of_memory);
+  }
+  host_bytes_ += size;
+  return logged(device_op::host_allocate, 0, size, 0, device_errc::ok);
+}
+
+device_errc fake_device::host_free(void* host) noexcept {
+  auto found = host_buffers_.find(host);
+  if (found == host_buffers_.end()) return logged(device_op::host_free, 0, 0, 0, device_errc::invalid_argument);
+  host_bytes_ -= found->second.size;
+  host_buffers_.erase(found);
+  return logged(device_op::host_free, 0, 0, 0, device_errc::ok);
+}
+
+device_errc fake_device::copy_to_host_async(void* destination, std::uint64_t source, std::uint64_t size) noexcept {
+  if (destination == nullptr) return logged(device_op::copy_to_host_async, source, size, 0, device_errc::invalid_argument);
+  auto* out = static_cast<std::byte*>(destination);
+  return copy(device_op::copy_to_host_async, source, size,
+              [&](std::uint64_t offset, std::byte* bytes, std::uint64_t length) { std::memcpy(out + offset, bytes, length); });
+}
+
+device_errc fake_device::copy_from_host_async(std::uint64_t destination, const void* source, std::uint64_t size) noexcept {
+  if (source == nullptr) return logged(device_op::copy_from_host_async, destination, size, 0, device_errc::invalid_argument);
+  const auto* in = static_cast<const std::byte*>(source);
+  return copy(device_op::copy_from_host_async, destination, size,
+              [&](std::uint64_t offset, std::byte* bytes, std::uint64_t length) { std::memcpy(bytes, in + offset, length); });
+}
+
+device_errc fake_device::fill_async(std::uint64_t destination, std::uint64_t size, std::uint8_t value) noexcept {
+  return copy(device_op::fill, destination, size,
+              [&](std::uint64_t, std::byte* bytes, std::uint64_t length) { std::memset(bytes, value, length); });
+}
+
+device_errc fake_device::wait_copies() noexcept { return logged(device_op::wait_copies, 0, 0, 0, device_errc::ok); }
 
 }  // namespace rlmem

@@ -24,9 +24,11 @@ rlmem_policy::rlmem_policy(device& gpu, rlmem_policy_options options)
 
 rlmem_policy::~rlmem_policy() {
   // Everything back to the device, pages first (a reservation is freed with nothing mapped).
-  for (const auto& [address, mapped] : pages_) {
+  if (mapped_pages_ > 0) gpu_.synchronize();
+  for (const auto& [address, held] : pages_) {
+    if (held.handle == 0) continue;
     gpu_.unmap(address, page_bytes_);
-    gpu_.release(mapped.handle);
+    gpu_.release(held.handle);
   }
   for (const auto& [stream, space] : arenas_) gpu_.free_reservation(space.base, space.size);
 }
@@ -90,14 +92,17 @@ void rlmem_policy::give_back(arena& where, std::uint64_t address, std::uint64_t 
 }
 
 bool rlmem_policy::room_for_a_page() const noexcept {
-  std::uint64_t mapped = pages_.size() * page_bytes_;
+  std::uint64_t mapped = mapped_pages_ * page_bytes_;
   if (options_.capacity_bytes > 0 && mapped + page_bytes_ > options_.capacity_bytes) return false;
   if (device_bytes_ > 0 && mapped + page_bytes_ > device_bytes_) return false;
   return true;
 }
 
-bool rlmem_policy::map_page(std::uint64_t address) {
-  if (!room_for_a_page()) return false;
+void rlmem_policy::record(bool alloc, std::uint64_t address) {
+  if (options_.keep_segment_events) events_.push_back({alloc, address, page_bytes_});
+}
+
+physical_handle rlmem_policy::new_page_memory(std::uint64_t address) {
   physical_handle handle = 0;
   device_errc code = gpu_.create(page_bytes_, handle);
   if (code == device_errc::ok) {
@@ -110,26 +115,39 @@ bool rlmem_policy::map_page(std::uint64_t address) {
   }
   if (code != device_errc::ok) {
     if (code != device_errc::out_of_memory) fault_ = "mapping a page: " + std::string(device_error_name(code));
-    return false;
+    return 0;
   }
-  pages_.emplace(address, page{handle, 1});
-  events_.push_back({true, address, page_bytes_});
+  return handle;
+}
+
+bool rlmem_policy::map_page(arena& owner, std::uint64_t address) {
+  if (!room_for_a_page()) return false;
+  physical_handle handle = new_page_memory(address);
+  if (handle == 0) return false;
+  pages_.emplace(address, page{handle, 1, &owner});
+  ++mapped_pages_;
+  ++owner.mapped_pages;
+  record(true, address);
   return true;
 }
 
 // Every page under [address, address + size) gains a user, mapped when new. On failure the
 // pages taken so far are left again and those this call mapped go back to the device: nothing
 // changed.
-bool rlmem_policy::map_pages(std::uint64_t address, std::uint64_t size) {
+bool rlmem_policy::map_pages(arena& owner, std::uint64_t address, std::uint64_t size) {
   std::uint64_t first = address / page_bytes_ * page_bytes_;
   std::vector<std::uint64_t> mapped_here;
   for (std::uint64_t at = first; at < address + size; at += page_bytes_) {
     auto found = pages_.find(at);
-    if (found != pages_.end()) {
+    bool paused = found != pages_.end() && found->second.handle == 0;
+    if (paused) {
+      fault_ = "a block placed in a paused range";
+    } else if (found != pages_.end()) {
       if (found->second.users++ == 0) cached_.erase(at);
       continue;
     }
-    if (!map_page(at)) {
+    if (paused || !map_page(owner, at)) {
+      // Pages mapped by this call were never used: no fence is needed to give them back.
       if (at > first) leave_pages(first, at - first);
       for (std::uint64_t page_address : mapped_here) {
         if (cached_.erase(page_address) > 0) unmap_page(page_address);
@@ -145,16 +163,24 @@ void rlmem_policy::unmap_page(std::uint64_t address) {
   auto found = pages_.find(address);
   gpu_.unmap(address, page_bytes_);
   gpu_.release(found->second.handle);
+  --mapped_pages_;
+  --found->second.owner->mapped_pages;
   pages_.erase(found);
-  events_.push_back({false, address, page_bytes_});
+  record(false, address);
 }
 
+// A page no block uses any more is cached, or (release_free_pages) unmapped once the device is
+// fenced; a paused one has no memory left to give back.
 void rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size) {
   std::uint64_t first = address / page_bytes_ * page_bytes_;
   for (std::uint64_t at = first; at < address + size; at += page_bytes_) {
     auto found = pages_.find(at);
     if (--found->second.users > 0) continue;
-    if (options_.release_free_pages) {
+    if (found->second.handle == 0) {
+      --paused_pages_;
+      pages_.erase(found);
+    } else if (options_.release_free_pages) {
+      gpu_.synchronize();
       unmap_page(at);
     } else {
       cached_.insert(at);
@@ -164,6 +190,7 @@ void rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size) {
 
 bool rlmem_policy::release_cached_pages() {
   if (cached_.empty()) return false;
+  gpu_.synchronize();
   for (std::uint64_t address : cached_) unmap_page(address);
   cached_.clear();
   return true;
@@ -194,11 +221,11 @@ model_block* rlmem_policy::allocate(std::uint64_t requested_bytes, std::uint64_t
   if (where == nullptr) return nullptr;
   std::uint64_t address = 0;
   if (!place(*where, size, address)) return nullptr;
-  if (!map_pages(address, size)) {
+  if (!map_pages(*where, address, size)) {
     // Short of memory: the pages no block uses go back, once, and the request tries again.
     bool released = release_cached_pages();
     if (released) ++retries_;
-    if (!released || !map_pages(address, size)) {
+    if (!released || !map_pages(*where, address, size)) {
       give_back(*where, address, size);
       return nullptr;
     }
@@ -236,11 +263,108 @@ std::vector<model_block*> rlmem_policy::add_existing_segment(std::uint64_t, std:
 std::uint64_t rlmem_policy::segments() const noexcept {
   std::uint64_t runs = 0;
   std::uint64_t end = 0;
-  for (const auto& [address, mapped] : pages_) {
+  for (const auto& [address, held] : pages_) {
+    if (held.handle == 0) continue;
     if (runs == 0 || address != end) ++runs;
     end = address + page_bytes_;
   }
   return runs;
+}
+
+bool rlmem_policy::arena_range(std::uint64_t stream, address_run& range) const {
+  auto found = arenas_.find(stream);
+  if (found == arenas_.end()) return false;
+  range = {found->second.base, found->second.size};
+  return true;
+}
+
+std::uint64_t rlmem_policy::arena_mapped_bytes(std::uint64_t stream) const {
+  auto found = arenas_.find(stream);
+  return found == arenas_.end() ? 0 : found->second.mapped_pages * page_bytes_;
+}
+
+std::vector<address_run> rlmem_policy::used_runs(address_run range) const {
+  std::vector<address_run> runs;
+  for (auto at = pages_.lower_bound(range.address); at != pages_.end() && at->first < range.address + range.bytes; ++at) {
+    if (at->second.users == 0) continue;
+    if (!runs.empty() && runs.back().address + runs.back().bytes == at->first) {
+      runs.back().bytes += page_bytes_;
+    } else {
+      runs.push_back({at->first, page_bytes_});
+    }
+  }
+  return runs;
+}
+
+bool rlmem_policy::release_range(address_run range) {
+  gpu_.synchronize();
+  for (auto at = pages_.lower_bound(range.address); at != pages_.end() && at->first < range.address + range.bytes;) {
+    page& held = at->second;
+    if (held.handle == 0) {
+      ++at;
+      continue;
+    }
+    std::uint64_t address = at->first;
+    device_errc code = gpu_.unmap(address, page_bytes_);
+    if (code == device_errc::ok) code = gpu_.release(held.handle);
+    if (code != device_errc::ok) {
+      fault_ = "releasing a page: " + std::string(device_error_name(code));
+      return false;
+    }
+    --mapped_pages_;
+    --held.owner->mapped_pages;
+    record(false, address);
+    if (held.users == 0) {
+      cached_.erase(address);
+      at = pages_.erase(at);
+      continue;
+    }
+    held.handle = 0;
+    ++paused_pages_;
+    ++at;
+  }
+  return true;
+}
+
+bool rlmem_policy::restore_range(address_run range, std::vector<address_run>& restored) {
+  restored.clear();
+  std::vector<std::uint64_t> mapped_here;
+  auto undo = [&] {
+    for (std::uint64_t address : mapped_here) {
+      page& held = pages_.at(address);
+      gpu_.unmap(address, page_bytes_);
+      gpu_.release(held.handle);
+      held.handle = 0;
+      --mapped_pages_;
+      --held.owner->mapped_pages;
+      ++paused_pages_;
+    }
+    restored.clear();
+    return false;
+  };
+  for (auto at = pages_.lower_bound(range.address); at != pages_.end() && at->first < range.address + range.bytes; ++at) {
+    page& held = at->second;
+    if (held.handle != 0) continue;
+    // Short of memory, the cached pages of every arena go back once, as for an allocation.
+    auto mapped = [&] { return room_for_a_page() ? new_page_memory(at->first) : physical_handle{0}; };
+    held.handle = mapped();
+    if (held.handle == 0 && fault_.empty() && release_cached_pages()) {
+      ++retries_;
+      held.handle = mapped();
+    }
+    if (held.handle == 0) return undo();
+    mapped_here.push_back(at->first);
+    --paused_pages_;
+    ++mapped_pages_;
+    ++held.owner->mapped_pages;
+    record(true, at->first);
+    if (!restored.empty() && restored.back().address + restored.back().bytes == at->first) {
+      restored.back().bytes += page_bytes_;
+    } else {
+      restored.push_back({at->first, page_bytes_});
+    }
+  }
+  return true;
 }
 
 }  // namespace rlmem

@@ -59,6 +59,10 @@ static_assert(declared_as<decltype(points::unmap), decltype(&::cuMemUnmap)>);
 static_assert(declared_as<decltype(points::memory_info), decltype(&::cuMemGetInfo)>);
 static_assert(declared_as<decltype(points::copy_host_to_device), decltype(&::cuMemcpyHtoD)>);
 static_assert(declared_as<decltype(points::copy_device_to_host), decltype(&::cuMemcpyDtoH)>);
+static_assert(declared_as<decltype(points::context_synchronize), decltype(&::cuCtxSynchronize)>);
+static_assert(declared_as<decltype(points::host_alloc), decltype(&::cuMemHostAlloc)>);
+static_assert(declared_as<decltype(points::host_free), decltype(&::cuMemFreeHost)>);
+static_assert(sizeof(stream) == sizeof(CUstream) && stream_non_blocking == CU_STREAM_NON_BLOCKING);
 
 }  // namespace
 }  // namespace rlmem::cuda_driver

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The rlmem runtime: the rlmem policy running for real over a device, for a training job. It
+// adds what a process needs around the policy: a lock, tags (memory allocated inside a region
+// belongs to that region's tag and lives in address space of its own), pause and resume of a tag
+// (its physical memory released while every address stays valid, restored bit-exact from pinned
+// host buffers or refilled with a documented byte), and counters per tag.
+
+#include <rlmem/device.hpp>
+#include <rlmem/rlmem_policy.hpp>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace rlmem {
+
+enum class runtime_errc : int {
+  ok = 0,
+  out_of_memory,    ///< the device has no memory left for the request, even after the cache went back
+  paused,           ///< the tag is paused: resume it before allocating in it
+  not_paused,       ///< resume of a tag that is not paused
+  already_paused,   ///< pause of a tag that is paused
+  unknown_pointer,  ///< free of an address the runtime did not hand out (or freed twice)
+  unknown_tag,
+  invalid_argument,
+  device_error,     ///< the device failed otherwise; the message says which call
+  count_
+};
+
+/// "out_of_memory" etc.; "unknown" outside the enum.
+std::string_view runtime_error_name(runtime_errc code) noexcept;
+
+/// What a pause does with the contents of a tag's memory.
+enum class keep_contents : std::uint8_t {
+  discard,  ///< gone; resume fills every byte with runtime_options::discard_fill
+  host,     ///< copied to pinned host memory, restored bit-exact by resume, then freed
+};
+
+struct runtime_options {
+  /// The policy's options (capacity, release of free pages, address space per stream and tag).
+  /// keep_segment_events is forced off: a runtime runs for days.
+  rlmem_policy_options policy;
+  /// Backups and restores move in chunks of this many bytes (a multiple of the page), so that
+  /// pinning or mapping the next chunk overlaps the copy of this one.
+  std::uint64_t copy_chunk_bytes = std::uint64_t{64} << 20;
+  /// Every byte of a discarded tag's memory after resume: zeros, so that a KV cache or buffer
+  /// read before it is written holds no stale data from another tag.
+  std::uint8_t discard_fill = 0;
+};
+
+/// {current, peak, total} as torch's memory_stats() and RMM's statistics adaptor count them;
+/// total sums every increase.
+struct counter {
+  std::uint64_t current = 0;
+  std::uint64_t peak = 0;
+  std::uint64_t total = 0;
+  void add(std::uint64_t amount) noexcept;
+  void remove(std::uint64_t amount) noexcept { current -= amount; }
+  /// Moves current to `value`, counting a rise as an increase.
+  void set(std::uint64_t value) noexcept;
+};
+
+struct tag_statistics {
+  std::string name;
+  bool paused = false;
+  counter allocated_bytes;   ///< bytes handed out (requests rounded up to 512)
+  counter allocations;       ///< blocks handed out
+  counter mapped_bytes;      ///< physical memory held by the tag's pages
+  std::uint64_t paused_bytes = 0;       ///< released by pause and still in use: resume maps them again
+  std::uint64_t host_backup_bytes = 0;  ///< pinned host memory holding the contents
+  std::uint64_t pauses = 0;
+  std::uint64_t resumes = 0;
+  std::uint64_t failed_allocations = 0;
+  /// The last pause and resume: bytes copied (0 for a discard) and seconds, from the call to
+  /// its return, copies included.
+  std::uint64_t last_pause_copied_bytes = 0;
+  double last_pause_seconds = 0;
+  std::uint64_t last_resume_copied_bytes = 0;
+  double last_resume_seconds = 0;
+};
+
+struct runtime_totals {
+  counter allocated_bytes;
+  counter allocations;
+  counter reserved_bytes;  ///< pages mapped, every tag together
+  std::uint64_t alloc_retries = 0;
+  std::uint64_t ooms = 0;
+};
+
+/// Thread-safe: every member takes one lock.
+class runtime {
+ public:
+  /// Pre: `gpu` outlives the runtime and is used by nothing else.
+  runtime(device& gpu, runtime_options options);
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  /// The tag of every allocation made outside a region.
+  static constexpr std::string_view default_tag = "default";
+
+  /// Allocations from now on (any thread) go to `tag`, created on first use; regions nest.
+  void enter_region(std::string_view tag);
+  /// Back to the enclosing region's tag; false when no region is open.
+  bool leave_region();
+  std::string current_tag() const;
+
+  /// `bytes` (> 0) on `stream` in the current tag: the address, or an error. Blocks of one tag
+  /// and stream share pages, never with another tag or stream.
+  runtime_errc allocate(std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address);
+  /// Gives a block back; allowed while its tag is paused (its pages are then not restored).
+  runtime_errc free(std::uint64_t address);
+
+  /// Releases the tag's physical memory, keeping its addresses. Fences the device first.
+  runtime_errc pause(std::string_view tag, keep_contents keep);
+  /// Maps new memory at the same addresses and restores or fills the contents. Memory
+  /// allocated elsewhere meanwhile may leave too little: then nothing changes and the tag stays
+  /// paused (out_of_memory), with its backup kept.
+  runtime_errc resume(std::string_view tag);
+  /// Pages no block uses go back to the device (fenced first).
+  runtime_errc empty_cache();
+
+  /// Reads or writes mapped memory through the device (tests, and bit-exactness checks).
+  runtime_errc read(std::uint64_t address, void* destination, std::uint64_t size);
+  runtime_errc write(std::uint64_t address, const void* source, std::uint64_t size);
+
+  std::vector<tag_statistics> statistics() const;
+  runtime_totals totals() const;
+  /// The reason of the last failure, in one line (empty when none).
+  std::string last_error() const;
+
+ private:
+  struct backup_chunk {
+    address_run range;
+    void* host = nullptr;
+  };
+  struct tag_state {
+    tag_statistics stats;
+    std::vector<std::uint64_t> arena_keys;  // one per stream the tag allocated on
+    std::vector<backup_chunk> backup;
+    keep_contents kept = keep_contents::discard;
+  };
+  struct live_block {
+    model_block* block = nullptr;
+    std::uint32_t tag = 0;
+  };
+
+  tag_state& tag_named(std::string_view name);
+  tag_state* find_tag(std::string_view name);
+  std::uint64_t arena_key(std::uint32_t tag, std::uint64_t stream);
+  void refresh_mapped(tag_state& tag);
+  runtime_errc fail(runtime_errc code, std::string message);
+  runtime_errc device_fault(std::string_view what);
+  void free_backup(tag_state& tag);
+  /// Every range of the tag that blocks use, cut into copy chunks.
+  std::vector<address_run> chunks_in_use(const tag_state& tag) const;
+
+  mutable std::mutex lock_;
+  device& gpu_;
+  runtime_options options_;
+  rlmem_policy policy_;
+  std::vector<tag_state> tags_;                   // by id; 0 is the default tag
+  std::unordered_map<std::string, std::uint32_t> tag_ids_;
+  std::vector<std::uint32_t> regions_;            // open regions, innermost last
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> arena_keys_;  // (tag, stream)
+  std::unordered_map<std::uint64_t, live_block> live_;  // by address
+  runtime_totals totals_;
+  std::string last_error_;
+};
+
+}  // namespace rlmem

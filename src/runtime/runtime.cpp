@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: MIT
+// The runtime: the rlmem policy behind a lock, with tags, pause and resume, and counters.
+
+#include <rlmem/runtime.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <new>
+
+namespace rlmem {
+
+namespace {
+
+constexpr std::array<std::string_view, static_cast<std::size_t>(runtime_errc::count_)> error_names{
+    "ok", "out_of_memory", "paused", "not_paused", "already_paused", "unknown_pointer", "unknown_tag", "invalid_argument",
+    "device_error"};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+rlmem_policy_options for_a_long_run(rlmem_policy_options options) {
+  options.keep_segment_events = false;
+  return options;
+}
+
+}  // namespace
+
+std::string_view runtime_error_name(runtime_errc code) noexcept {
+  auto index = static_cast<std::size_t>(code);
+  return index < error_names.size() ? error_names[index] : "unknown";
+}
+
+void counter::add(std::uint64_t amount) noexcept {
+  current += amount;
+  total += amount;
+  peak = std::max(peak, current);
+}
+
+void counter::set(std::uint64_t value) noexcept {
+  if (value >= current) {
+    add(value - current);
+  } else {
+    remove(current - value);
+  }
+}
+
+runtime::runtime(device& gpu, runtime_options options)
+    : gpu_(gpu), options_(options), policy_(gpu, for_a_long_run(options.policy)) {
+  std::uint64_t page = policy_.page_bytes();
+  options_.copy_chunk_bytes = std::max(page, options_.copy_chunk_bytes / page * page);
+  tag_named(default_tag);
+}
+
+runtime::tag_state& runtime::tag_named(std::string_view name) {
+  auto found = tag_ids_.find(std::string(name));
+  if (found != tag_ids_.end()) return tags_[found->second];
+  tag_ids_.emplace(std::string(name), static_cast<std::uint32_t>(tags_.size()));
+  tag_state& made = tags_.emplace_back();
+  made.stats.name = std::string(name);
+  return made;
+}
+
+runtime::tag_state* runtime::find_tag(std::string_view name) {
+  auto found = tag_ids_.find(std::string(name));
+  return found == tag_ids_.end() ? nullptr : &tags_[found->second];
+}
+
+void runtime::enter_region(std::string_view tag) {
+  std::lock_guard hold(lock_);
+  tag_named(tag);
+  regions_.push_back(tag_ids_.at(std::string(tag)));
+}
+
+bool runtime::leave_region() {
+  std::lock_guard hold(lock_);
+  if (regions_.empty()) return false;
+  regions_.pop_back();
+  return true;
+}
+
+std::string runtime::current_tag() const {
+  std::lock_guard hold(lock_);
+  return tags_[regions_.empty() ? 0 : regions_.back()].stats.name;
+}
+
+std::uint64_t runtime::arena_key(std::uint32_t tag, std::uint64_t stream) {
+  auto [at, made] = arena_keys_.try_emplace({tag, stream}, arena_keys_.size() + 1);
+  if (made) tags_[tag].arena_keys.push_back(at->second);
+  return at->second;
+}
+
+// The pages of every tag, as the policy holds them now: an allocation in one tag may have sent
+// another's cached pages back to the device.
+void runtime::refresh_mapped(tag_state& tag) {
+  std::uint64_t mapped = 0;
+  for (std::uint64_t key : tag.arena_keys) mapped += policy_.arena_mapped_bytes(key);
+  tag.stats.mapped_bytes.set(mapped);
+  totals_.reserved_bytes.set(static_cast<std::uint64_t>(policy_.reserved_bytes()));
+}
+
+runtime_errc runtime::fail(runtime_errc code, std::string message) {
+  last_error_ = std::move(message);
+  return code;
+}
+
+runtime_errc runtime::device_fault(std::string_view what) {
+  std::string message = std::string(what) + ": " + policy_.fault();
+  policy_.clear_fault();
+  return fail(runtime_errc::device_error, std::move(message));
+}
+
+runtime_errc runtime::allocate(std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address) {
+  std::lock_guard hold(lock_);
+  if (bytes == 0) return fail(runtime_errc::invalid_argument, "an allocation of 0 bytes");
+  std::uint32_t tag_id = regions_.empty() ? 0 : regions_.back();
+  if (tags_[tag_id].stats.paused) {
+    ++tags_[tag_id].stats.failed_allocations;
+    return fail(runtime_errc::paused, "tag '" + tags_[tag_id].stats.name + "' is paused: resume it before allocating in it");
+  }
+  model_block* block = nullptr;
+  try {
+    std::uint64_t key = arena_key(tag_id, stream);
+    std::uint64_t retries_before = policy_.alloc_retries();
+    block = policy_.allocate(bytes, key);
+    if (policy_.alloc_retries() != retries_before) totals_.alloc_retries = policy_.alloc_retries();
+    if (block != nullptr) live_.emplace(block->ptr, live_block{block, tag_id});
+  } catch (const std::bad_alloc&) {
+    if (block != nullptr) policy_.free_completed(block);
+    return fail(runtime_errc::out_of_memory, "out of host memory for the runtime's bookkeeping");
+  }
+  tag_state& tag = tags_[tag_id];
+  for (tag_state& each : tags_) refresh_mapped(each);
+  if (block == nullptr) {
+    if (!policy_.fault().empty()) return device_fault("allocation");
+    ++totals_.ooms;
+    ++tag.stats.failed_allocations;
+    std::uint64_t free_bytes = 0;
+    std::uint64_t total_bytes = 0;
+    gpu_.memory_info(free_bytes, total_bytes);
+    return fail(runtime_errc::out_of_memory, "out of memory: " + std::to_string(bytes) + " bytes requested in tag '" + tag.stats.name +
+                                                 "'; " + mib(static_cast<std::uint64_t>(policy_.reserved_bytes())) + " mapped by rlmem, " +
+                                                 mib(free_bytes) + " free of " + mib(total_bytes) + " on the device");
+  }
+  address = block->ptr;
+  tag.stats.allocated_bytes.add(block->size);
+  tag.stats.allocations.add(1);
+  totals_.allocated_bytes.add(block->size);
+  totals_.allocations.add(1);
+  return runtime_errc::ok;
+}
+
+runtime_errc runtime::free(std::uint64_t address) {
+  std::lock_guard hold(lock_);
+  auto found = live_.find(address);
+  if (found == live_.end()) return fail(runtime_errc::unknown_pointer, "free of an address rlmem did not hand out, or freed twice");
+  auto [block, tag_id] = found->second;
+  std::uint64_t size = block->size;
+  live_.erase(found);
+  policy_.free_completed(block);
+  tag_state& tag = tags_[tag_id];
+  tag.stats.allocated_bytes.remove(size);
+  tag.stats.allocations.remove(1);
+  totals_.allocated_bytes.remove(size);
+  totals_.allocations.remove(1);
+  refresh_mapped(tag);
+  if (!policy_.fault().empty()) return device_fault("free");
+  return runtime_errc::ok;
+}
+
+std::vector<address_run> runtime::chunks_in_use(const tag_state& tag) const {
+  std::vector<address_run> chunks;
+  for (std::uint64_t key : tag.arena_keys) {
+    address_run range;
+    if (!policy_.arena_range(key, range)) continue;
+    for (address_run run : policy_.used_runs(range)) {
+      for (std::uint64_t at = run.address; at < run.address + run.bytes; at += options_.copy_chunk_bytes) {
+        chunks.push_back({at, std::min(options_.copy_chunk_bytes, run.address + run.bytes - at)});
+      }
+    }
+  }
+  return chunks;
+}
+
+void runtime::free_backup(tag_state& tag) {
+  for (const backup_chunk& chunk : tag.backup) gpu_.host_free(chunk.host);
+  tag.backup.clear();
+  tag.stats.host_backup_bytes = 0;
+}
+
+runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
+  std::lock_guard hold(lock_);
+  tag_state* tag = find_tag(name);
+  if (tag == nullptr) return fail(runtime_errc::unknown_tag, "no tag '" + std::string(name) + "': nothing was allocated in it");
+  if (tag->stats.paused) return fail(runtime_errc::already_paused, "tag '" + std::string(name) + "' is already paused");
+  auto start = std::chrono::steady_clock::now();
+  // Every stream may still be using the tag's memory: fence before copying or unmapping.
+  if (device_errc code = gpu_.synchronize(); code != device_errc::ok) {
+    return fail(runtime_errc::device_error, "synchronize before pause: " + std::string(device_error_name(code)));
+  }
+  std::uint64_t copied = 0;
+  if (keep == keep_contents::host) {
+    // Pin a chunk, then start its copy: pinning the next one overlaps this one's transfer.
+    device_errc code = device_errc::ok;
+    try {
+      for (address_run chunk : chunks_in_use(*tag)) {
+        void* host = nullptr;
+        code = gpu_.host_allocate(chunk.bytes, host);
+        if (code != device_errc::ok) break;
+        tag->backup.push_back({chunk, host});
+        tag->stats.host_backup_bytes += chunk.bytes;
+        code = gpu_.copy_to_host_async(host, chunk.address, chunk.bytes);
+        if (code != device_errc::ok) break;
+        copied += chunk.bytes;
+      }
+    } catch (const std::bad_alloc&) {
+      code = device_errc::out_of_memory;
+    }
+    device_errc waited = gpu_.wait_copies();
+    if (code == device_errc::ok) code = waited;
+    if (code != device_errc::ok) {
+      free_backup(*tag);
+      return fail(code == device_errc::out_of_memory ? runtime_errc::out_of_memory : runtime_errc::device_error,
+                  "backing up tag '" + std::string(name) + "' to host memory: " + std::string(device_error_name(code)) + "; nothing paused");
+    }
+  }
+  for (std::uint64_t key : tag->arena_keys) {
+    address_run range;
+    if (policy_.arena_range(key, range) && !policy_.release_range(range)) {
+      // Pages released so far stay released; the tag counts as paused so resume maps them again.
+      tag->stats.paused = true;
+      tag->kept = keep;
+      return device_fault("pause");
+    }
+  }
+  tag->stats.paused = true;
+  tag->kept = keep;
+  ++tag->stats.pauses;
+  refresh_mapped(*tag);
+  tag->stats.last_pause_copied_bytes = copied;
+  tag->stats.last_pause_seconds = seconds_since(start);
+  return runtime_errc::ok;
+}
+
+runtime_errc runtime::resume(std::string_view name) {
+  std::lock_guard hold(lock_);
+  tag_state* tag = find_tag(name);
+  if (tag == nullptr) return fail(runtime_errc::unknown_tag, "no tag '" + std::string(name) + "': nothing was allocated in it");
+  if (!tag->stats.paused) return fail(runtime_errc::not_paused, "tag '" + std::string(name) + "' is not paused");
+  auto start = std::chrono::steady_clock::now();
+  std::vector<address_run> restored_ranges;  // to release again if the resume cannot finish
+  std::uint64_t copied = 0;
+  device_errc code = device_errc::ok;
+  bool short_of_memory = false;
+  try {
+    std::vector<address_run> restored;
+    // The backed-up chunks first, each copied while the next one is mapped; then whatever has
+    // no backup (a discard), filled.
+    for (const backup_chunk& chunk : tag->backup) {
+      if (!policy_.restore_range(chunk.range, restored)) {
+        short_of_memory = policy_.fault().empty();
+        break;
+      }
+      restored_ranges.push_back(chunk.range);
+      for (address_run run : restored) {
+        code = gpu_.copy_from_host_async(run.address, static_cast<const std::byte*>(chunk.host) + (run.address - chunk.range.address), run.bytes);
+        if (code != device_errc::ok) break;
+        copied += run.bytes;
+      }
+      if (code != device_errc::ok) break;
+    }
+    for (std::size_t index = 0; index < tag->arena_keys.size() && code == device_errc::ok && !short_of_memory; ++index) {
+      address_run range;
+      if (!policy_.arena_range(tag->arena_keys[index], range)) continue;
+      if (!policy_.restore_range(range, restored)) {
+        short_of_memory = policy_.fault().empty();
+        break;
+      }
+      restored_ranges.push_back(range);
+      for (address_run run : restored) {
+        code = gpu_.fill_async(run.address, run.bytes, options_.discard_fill);
+        if (code != device_errc::ok) break;
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    short_of_memory = true;
+  }
+  device_errc waited = gpu_.wait_copies();
+  if (code == device_errc::ok) code = waited;
+  bool failed = short_of_memory || code != device_errc::ok || !policy_.fault().empty();
+  if (failed) {
+    // Back to paused as it was: the backup is still whole.
+    std::string fault = policy_.fault();
+    policy_.clear_fault();
+    for (address_run range : restored_ranges) policy_.release_range(range);
+    refresh_mapped(*tag);
+    if (short_of_memory) {
+      return fail(runtime_errc::out_of_memory, "resume of tag '" + std::string(name) + "': not enough free device memory (" +
+                                                   mib(static_cast<std::uint64_t>(policy_.reserved_bytes())) +
+                                                   " mapped by rlmem); the tag stays paused");
+    }
+    return fail(runtime_errc::device_error, "resume of tag '" + std::string(name) + "': " +
+                                                (fault.empty() ? std::string(device_error_name(code)) : fault) + "; the tag stays paused");
+  }
+  free_backup(*tag);
+  tag->stats.paused = false;
+  ++tag->stats.resumes;
+  refresh_mapped(*tag);
+  tag->stats.last_resume_copied_bytes = copied;
+  tag->stats.last_resume_seconds = seconds_since(start);
+  return runtime_errc::ok;
+}
+
+runtime_errc runtime::empty_cache() {
+  std::lock_guard hold(lock_);
+  policy_.empty_cache();
+  for (tag_state& each : tags_) refresh_mapped(each);
+  if (!policy_.fault().empty()) return device_fault("empty_cache");
+  return runtime_errc::ok;
+}
+
+runtime_errc runtime::read(std::uint64_t address, void* destination, std::uint64_t size) {
+  std::lock_guard hold(lock_);
+  device_errc code = gpu_.copy_to_host(destination, address, size);
+  if (code == device_errc::ok) return runtime_errc::ok;
+  return fail(runtime_errc::invalid_argument, "read of unmapped or invalid memory: " + std::string(device_error_name(code)));
+}
+
+runtime_errc runtime::write(std::uint64_t address, const void* source, std::uint64_t size) {
+  std::lock_guard hold(lock_);
+  device_errc code = gpu_.copy_from_host(address, source, size);
+  if (code == device_errc::ok) return runtime_errc::ok;
+  return fail(runtime_errc::invalid_argument, "write to unmapped or invalid memory: " + std::string(device_error_name(code)));
+}
+
+std::vector<tag_statistics> runtime::statistics() const {
+  std::lock_guard hold(lock_);
+  std::vector<tag_statistics> all;
+  all.reserve(tags_.size());
+  for (const tag_state& each : tags_) {
+    tag_statistics& stats = all.emplace_back(each.stats);
+    if (!each.stats.paused) continue;
+    for (const address_run& chunk : chunks_in_use(each)) stats.paused_bytes += chunk.bytes;
+  }
+  return all;
+}
+
+runtime_totals runtime::totals() const {
+  std::lock_guard hold(lock_);
+  return totals_;
+}
+
+std::string runtime::last_error() const {
+  std::lock_guard hold(lock_);
+  return last_error_;
+}
+
+}  // namespace rlmem

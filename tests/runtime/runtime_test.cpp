@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+// The runtime on a host-backed fake device: tags, pause and resume (contents, memory returned,
+// the known failures of other runtimes designed out), counters, and many threads at once.
+
+#include <rlmem/fake_device.hpp>
+#include <rlmem/runtime.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace rlmem {
+namespace {
+
+constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+
+fake_device_options device_of(std::uint64_t total_mib) {
+  fake_device_options options;
+  options.total_bytes = total_mib * mib;
+  options.granularity = 2 * mib;
+  options.host_backed = true;
+  options.keep_log = true;
+  return options;
+}
+
+runtime_options small_chunks() {
+  runtime_options options;
+  options.policy.reservation_bytes = 64 * mib;
+  options.copy_chunk_bytes = 4 * mib;  // several chunks per tag, so chunking is exercised
+  return options;
+}
+
+std::vector<std::uint8_t> pattern(std::uint64_t size, std::uint32_t seed) {
+  std::vector<std::uint8_t> bytes(size);
+  std::mt19937 random(seed);
+  for (auto& byte : bytes) byte = static_cast<std::uint8_t>(random());
+  return bytes;
+}
+
+const tag_statistics& stats_of(const std::vector<tag_statistics>& all, std::string_view name) {
+  auto found = std::find_if(all.begin(), all.end(), [&](const tag_statistics& each) { return each.name == name; });
+  if (found == all.end()) throw std::runtime_error("no tag " + std::string(name));
+  return *found;
+}
+
+// Allocates `size` bytes in `tag` on stream 0 and writes a pattern; returns the address.
+std::uint64_t filled(runtime& rt, std::string_view tag, std::uint64_t size, std::uint32_t seed) {
+  rt.enter_region(tag);
+  std::uint64_t address = 0;
+  EXPECT_EQ(rt.allocate(size, 0, address), runtime_errc::ok) << rt.last_error();
+  rt.leave_region();
+  std::vector<std::uint8_t> bytes = pattern(size, seed);
+  EXPECT_EQ(rt.write(address, bytes.data(), size), runtime_errc::ok) << rt.last_error();
+  return address;
+}
+
+bool holds(runtime& rt, std::uint64_t address, std::uint64_t size, std::uint32_t seed) {
+  std::vector<std::uint8_t> read(size);
+  if (rt.read(address, read.data(), size) != runtime_errc::ok) return false;
+  return read == pattern(size, seed);
+}
+
+TEST(runtime, pause_to_host_returns_the_memory_and_resume_restores_every_byte_at_the_same_address) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, small_chunks());
+  std::uint64_t weights = filled(rt, "train", 9 * mib + 300, 1);
+  std::uint64_t optimizer = filled(rt, "train", 5 * mib, 2);
+  std::uint64_t other = filled(rt, "rollout", 3 * mib, 3);
+  std::uint64_t used_before = gpu.used_bytes();
+
+  ASSERT_EQ(rt.pause("train", keep_contents::host), runtime_errc::ok) << rt.last_error();
+  EXPECT_EQ(gpu.used_bytes(), 2 * mib * 2) << "only the rollout tag's pages (3 MiB: 2 pages) are held while train is paused";
+  EXPECT_LT(gpu.used_bytes(), used_before);
+  EXPECT_TRUE(holds(rt, other, 3 * mib, 3)) << "another tag is untouched";
+  tag_statistics paused = stats_of(rt.statistics(), "train");
+  EXPECT_TRUE(paused.paused);
+  EXPECT_EQ(paused.mapped_bytes.current, 0u);
+  EXPECT_EQ(paused.paused_bytes, 16 * mib) << "9 MiB + 300 B and 5 MiB from 14 MiB + 300 B on one stream: 8 pages";
+  EXPECT_EQ(paused.host_backup_bytes, 16 * mib);
+  EXPECT_EQ(paused.last_pause_copied_bytes, 16 * mib);
+
+  ASSERT_EQ(rt.resume("train"), runtime_errc::ok) << rt.last_error();
+  EXPECT_TRUE(holds(rt, weights, 9 * mib + 300, 1)) << "weights restored bit-exact at the same address";
+  EXPECT_TRUE(holds(rt, optimizer, 5 * mib, 2));
+  EXPECT_EQ(gpu.used_bytes(), used_before);
+  EXPECT_EQ(gpu.host_buffers(), 0u) << "pinned backups are freed once restored";
+  tag_statistics resumed = stats_of(rt.statistics(), "train");
+  EXPECT_FALSE(resumed.paused);
+  EXPECT_EQ(resumed.host_backup_bytes, 0u);
+  EXPECT_EQ(resumed.last_resume_copied_bytes, 16 * mib);
+  EXPECT_EQ(resumed.pauses, 1u);
+  EXPECT_EQ(resumed.resumes, 1u);
+}
+
+TEST(runtime, a_discarded_tag_comes_back_filled_with_zeros_never_with_stale_or_fresh_page_bytes) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, small_chunks());
+  std::uint64_t kv = filled(rt, "kv_cache", 6 * mib, 7);
+  ASSERT_EQ(rt.pause("kv_cache", keep_contents::discard), runtime_errc::ok) << rt.last_error();
+  EXPECT_EQ(gpu.host_buffers(), 0u) << "a discard copies nothing";
+  ASSERT_EQ(rt.resume("kv_cache"), runtime_errc::ok) << rt.last_error();
+  std::vector<std::uint8_t> read(6 * mib, 0xEE);
+  ASSERT_EQ(rt.read(kv, read.data(), read.size()), runtime_errc::ok);
+  EXPECT_TRUE(std::all_of(read.begin(), read.end(), [](std::uint8_t byte) { return byte == 0; }))
+      << "expected every byte 0 (the fake's fresh pages hold 0xA5)";
+}
+
+TEST(runtime, the_device_is_fenced_before_any_page_is_copied_or_unmapped) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, small_chunks());
+  filled(rt, "train", 4 * mib, 1);
+  std::size_t logged = gpu.log().size();
+  ASSERT_EQ(rt.pause("train", keep_contents::host), runtime_errc::ok);
+  std::vector<device_op> ops;
+  for (std::size_t at = logged; at < gpu.log().size(); ++at) ops.push_back(gpu.log()[at].op);
+  auto fence = std::find(ops.begin(), ops.end(), device_op::synchronize);
+  auto copy = std::find(ops.begin(), ops.end(), device_op::copy_to_host_async);
+  auto unmap = std::find(ops.begin(), ops.end(), device_op::unmap);
+  auto waited = std::find(ops.begin(), ops.end(), device_op::wait_copies);
+  ASSERT_NE(fence, ops.end());
+  ASSERT_NE(unmap, ops.end());
+  EXPECT_LT(fence, copy) << "synchronize before the first backup copy";
+  EXPECT_LT(waited, unmap) << "backups finish before the first unmap";
+}
+
+TEST(runtime, allocations_in_a_paused_tag_are_refused_and_other_tags_use_the_memory_it_gave_back) {
+  fake_device gpu(device_of(16));  // 8 pages
+  runtime rt(gpu, small_chunks());
+  std::uint64_t train = filled(rt, "train", 12 * mib, 4);
+  ASSERT_EQ(rt.pause("train", keep_contents::host), runtime_errc::ok) << rt.last_error();
+
+  rt.enter_region("train");
+  std::uint64_t address = 0;
+  EXPECT_EQ(rt.allocate(mib, 0, address), runtime_errc::paused);
+  EXPECT_NE(rt.last_error().find("paused"), std::string::npos) << rt.last_error();
+  rt.leave_region();
+
+  std::uint64_t rollout = filled(rt, "rollout", 12 * mib, 5);
+  EXPECT_EQ(rt.resume("train"), runtime_errc::out_of_memory) << "12 + 12 MiB on a 16 MiB device";
+  EXPECT_TRUE(stats_of(rt.statistics(), "train").paused) << "a resume that cannot finish leaves the tag paused";
+  EXPECT_EQ(stats_of(rt.statistics(), "train").host_backup_bytes, 12 * mib) << "with its backup";
+  EXPECT_TRUE(holds(rt, rollout, 12 * mib, 5));
+
+  ASSERT_EQ(rt.free(rollout), runtime_errc::ok);
+  ASSERT_EQ(rt.resume("train"), runtime_errc::ok) << rt.last_error();
+  EXPECT_TRUE(holds(rt, train, 12 * mib, 4));
+}
+
+TEST(runtime, freeing_a_paused_block_releases_nothing_twice_and_its_pages_are_not_restored) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, small_chunks());
+  std::uint64_t kept = filled(rt, "train", 4 * mib, 8);
+  std::uint64_t dropped = filled(rt, "train", 6 * mib, 9);
+  ASSERT_EQ(rt.pause("train", keep_contents::host), runtime_errc::ok);
+  ASSERT_EQ(rt.free(dropped), runtime_errc::ok) << rt.last_error();
+  EXPECT_EQ(rt.free(dropped), runtime_errc::unknown_pointer) << "a second free";
+  EXPECT_EQ(stats_of(rt.statistics(), "train").paused_bytes, 4 * mib);
+  ASSERT_EQ(rt.resume("train"), runtime_errc::ok) << rt.last_error();
+  EXPECT_EQ(gpu.used_bytes(), 4 * mib) << "only the block still live is mapped again";
+  EXPECT_TRUE(holds(rt, kept, 4 * mib, 8));
+  std::size_t releases = 0;
+  for (const device_call& call : gpu.log()) {
+    EXPECT_EQ(call.result, device_errc::ok) << device_op_name(call.op) << " failed: the runtime broke a precondition";
+    releases += call.op == device_op::release;
+  }
+  EXPECT_EQ(releases, 5u) << "5 pages released once each at the pause";
+}
+
+TEST(runtime, a_pause_whose_backup_cannot_be_pinned_changes_nothing) {
+  fake_device_options options = device_of(64);
+  // A run up to the pause, to count its calls; then the same run with the pause's second
+  // host_allocate failing.
+  std::uint64_t calls_before_pause = 0;
+  {
+    fake_device gpu(options);
+    runtime rt(gpu, small_chunks());
+    filled(rt, "train", 10 * mib, 1);
+    calls_before_pause = gpu.calls();
+  }
+  options.fail_call = calls_before_pause + 3;  // synchronize is not counted; host_allocate, copy, host_allocate
+  fake_device gpu(options);
+  runtime rt(gpu, small_chunks());
+  std::uint64_t train = filled(rt, "train", 10 * mib, 1);
+  std::uint64_t used = gpu.used_bytes();
+  EXPECT_EQ(rt.pause("train", keep_contents::host), runtime_errc::out_of_memory);
+  EXPECT_NE(rt.last_error().find("nothing paused"), std::string::npos) << rt.last_error();
+  EXPECT_FALSE(stats_of(rt.statistics(), "train").paused);
+  EXPECT_EQ(gpu.used_bytes(), used);
+  EXPECT_EQ(gpu.host_buffers(), 0u) << "the chunk pinned before the failure is freed";
+  EXPECT_TRUE(holds(rt, train, 10 * mib, 1));
+}
+
+TEST(runtime, pause_and_resume_refuse_what_makes_no_sense) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, small_chunks());
+  EXPECT_EQ(rt.pause("nowhere", keep_contents::host), runtime_errc::unknown_tag);
+  filled(rt, "train", mib, 1);
+  EXPECT_EQ(rt.resume("train"), runtime_errc::not_paused);
+  ASSERT_EQ(rt.pause("train", keep_contents::discard), runtime_errc::ok);
+  EXPECT_EQ(rt.pause("train", keep_contents::host), runtime_errc::already_paused);
+  std::uint64_t address = 0;
+  EXPECT_EQ(rt.allocate(0, 0, address), runtime_errc::invalid_argument);
+  EXPECT_EQ(rt.free(12345), runtime_errc::unknown_pointer);
+  EXPECT_FALSE(rt.leave_region()) << "no region open";
+}
+
+TEST(runtime, counters_hold_current_peak_and_total_per_tag_and_overall) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, small_chunks());
+  std::uint64_t a = filled(rt, "train", 3 * mib, 1);
+  std::uint64_t b = filled(rt, "train", 1000, 2);
+  ASSERT_EQ(rt.free(a), runtime_errc::ok);
+  filled(rt, "default", 512, 3);
+  std::vector<tag_statistics> all = rt.statistics();
+  const tag_statistics& train = stats_of(all, "train");
+  EXPECT_EQ(train.allocated_bytes.current, 1024u) << "1000 B rounds up to 1024";
+  EXPECT_EQ(train.allocated_bytes.peak, 3 * mib + 1024);
+  EXPECT_EQ(train.allocated_bytes.total, 3 * mib + 1024);
+  EXPECT_EQ(train.allocations.current, 1u);
+  EXPECT_EQ(train.allocations.total, 2u);
+  EXPECT_EQ(train.mapped_bytes.peak, 4 * mib);
+  EXPECT_EQ(train.mapped_bytes.current, 4 * mib) << "freed pages stay cached until empty_cache";
+  ASSERT_EQ(rt.empty_cache(), runtime_errc::ok);
+  EXPECT_EQ(stats_of(rt.statistics(), "train").mapped_bytes.current, 2 * mib);
+  runtime_totals totals = rt.totals();
+  EXPECT_EQ(totals.allocated_bytes.current, 1024u + 512u);
+  EXPECT_EQ(totals.reserved_bytes.current, 4 * mib) << "a page for train's block and one for default's";
+  EXPECT_EQ(totals.reserved_bytes.current, gpu.mapped_bytes());
+  EXPECT_EQ(rt.current_tag(), "default");
+  ASSERT_EQ(rt.free(b), runtime_errc::ok);
+}
+
+TEST(runtime, out_of_memory_says_what_was_asked_and_what_the_device_has) {
+  fake_device gpu(device_of(8));
+  runtime rt(gpu, small_chunks());
+  std::uint64_t address = 0;
+  EXPECT_EQ(rt.allocate(10 * mib, 0, address), runtime_errc::out_of_memory);
+  EXPECT_NE(rt.last_error().find("10485760 bytes requested in tag 'default'"), std::string::npos) << rt.last_error();
+  EXPECT_EQ(rt.totals().ooms, 1u);
+  EXPECT_EQ(gpu.used_bytes(), 0u) << "a failed request holds nothing";
+}
+
+TEST(runtime, threads_on_several_streams_and_tags_keep_their_contents) {
+  fake_device gpu(device_of(256));
+  runtime_options options = small_chunks();
+  options.policy.reservation_bytes = 256 * mib;
+  runtime rt(gpu, options);
+  constexpr int threads = 4;
+  std::vector<std::thread> workers;
+  std::vector<int> bad(threads, 0);
+  for (int worker = 0; worker < threads; ++worker) {
+    workers.emplace_back([&, worker] {
+      std::mt19937 random(static_cast<std::uint32_t>(worker));
+      std::vector<std::pair<std::uint64_t, std::uint32_t>> mine;  // address, seed (size from seed)
+      for (int step = 0; step < 200; ++step) {
+        if (mine.size() > 6 || (!mine.empty() && random() % 3 == 0)) {
+          auto [address, seed] = mine[random() % mine.size()];
+          if (!holds(rt, address, (seed % 97 + 1) * 4099, seed)) ++bad[worker];
+          rt.free(address);
+          mine.erase(std::find(mine.begin(), mine.end(), std::pair{address, seed}));
+          continue;
+        }
+        auto seed = static_cast<std::uint32_t>(random());
+        std::uint64_t size = (seed % 97 + 1) * 4099;
+        std::uint64_t address = 0;
+        if (rt.allocate(size, static_cast<std::uint64_t>(worker % 2), address) != runtime_errc::ok) {
+          ++bad[worker];
+          continue;
+        }
+        std::vector<std::uint8_t> bytes = pattern(size, seed);
+        rt.write(address, bytes.data(), size);
+        mine.emplace_back(address, seed);
+      }
+      for (auto [address, seed] : mine) {
+        if (!holds(rt, address, (seed % 97 + 1) * 4099, seed)) ++bad[worker];
+        rt.free(address);
+      }
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  EXPECT_EQ(std::accumulate(bad.begin(), bad.end(), 0), 0) << "a block lost its contents or an allocation failed";
+  EXPECT_EQ(rt.totals().allocated_bytes.current, 0u);
+}
+
+}  // namespace
+}  // namespace rlmem
