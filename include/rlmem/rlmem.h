@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* librlmem: the C ABI, the one way into rlmem from other languages (the Python package, the
  * runtime allocator). Plain C11; every function is safe to call from any thread with its own
- * arguments: the library keeps no global mutable state, and nothing throws across it. */
+ * arguments: the functions here keep no global mutable state, and nothing throws across them.
+ * The runtime's functions (rlmem/rlmem_runtime.h) are the exception: they act on the process's
+ * runtimes. */
 #ifndef RLMEM_RLMEM_H
 #define RLMEM_RLMEM_H
 
@@ -20,7 +22,7 @@ extern "C" {
 
 /** Version of this header; rlmem_version() tells the library's. */
 #define RLMEM_VERSION_MAJOR 0
-#define RLMEM_VERSION_MINOR 1
+#define RLMEM_VERSION_MINOR 2
 #define RLMEM_VERSION_PATCH 0
 
 /** Status codes: 0 is success, failures are negative. rlmem_status_name() names each. */
@@ -29,7 +31,9 @@ typedef enum rlmem_status {
   RLMEM_E_INVALID_ARGUMENT = -1, /**< a NULL where a value is needed, a bad size, bad options */
   RLMEM_E_BAD_INPUT = -2,        /**< the snapshot (or rules text) cannot be read or is malformed */
   RLMEM_E_NO_MEMORY = -3,        /**< an allocation failed */
-  RLMEM_E_INTERNAL = -4          /**< a bug in rlmem: please report it with the message */
+  RLMEM_E_INTERNAL = -4,         /**< a bug in rlmem: please report it with the message */
+  RLMEM_E_STATE = -5,            /**< runtime: paused / not paused / not open / open already */
+  RLMEM_E_DEVICE = -6            /**< runtime: no CUDA driver or device, or the driver failed */
 } rlmem_status;
 
 /** "0.1.0": the library's version. Never NULL; static storage. */

@@ -105,8 +105,8 @@ class runtime {
 
   /// Allocations from now on (any thread) go to `tag`, created on first use; regions nest.
   void enter_region(std::string_view tag);
-  /// Back to the enclosing region's tag; false when no region is open.
-  bool leave_region();
+  /// Back to the enclosing region's tag; invalid_argument when no region is open.
+  runtime_errc leave_region();
   std::string current_tag() const;
 
   /// `bytes` (> 0) on `stream` in the current tag: the address, or an error. Blocks of one tag

@@ -18,7 +18,7 @@ Errors are :class:`RlmemError` subclasses carrying the CLI's message.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from .core import LeakVerdict, inspect, leak_check, library_path, report, version
 from .errors import (

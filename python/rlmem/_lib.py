@@ -22,7 +22,7 @@ from .errors import LibraryError
 
 LIBRARY_NAME = "librlmem.so"
 # The C ABI this package speaks: rlmem.h's RLMEM_VERSION_MAJOR.MINOR.
-ABI_VERSION = (0, 1)
+ABI_VERSION = (0, 2)
 
 _lock = threading.Lock()
 _loaded: tuple[ctypes.CDLL, str] | None = None

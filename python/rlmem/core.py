@@ -25,7 +25,7 @@ _UINT32_MAX = 2**32 - 1
 
 
 def version() -> str:
-    """The version of the loaded librlmem, e.g. ``"0.1.0"``."""
+    """The version of the loaded librlmem, e.g. ``"0.2.0"``."""
     lib, _ = _lib.load()
     return lib.rlmem_version().decode("utf-8", "replace")
 

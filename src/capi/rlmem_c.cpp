@@ -16,8 +16,8 @@
 
 namespace {
 
-constexpr char library_version[] = "0.1.0";
-static_assert(RLMEM_VERSION_MAJOR == 0 && RLMEM_VERSION_MINOR == 1 && RLMEM_VERSION_PATCH == 0,
+constexpr char library_version[] = "0.2.0";
+static_assert(RLMEM_VERSION_MAJOR == 0 && RLMEM_VERSION_MINOR == 2 && RLMEM_VERSION_PATCH == 0,
               "rlmem.h's version and library_version must move together");
 
 // A failure on its way out: the status and the line for the caller.
@@ -154,6 +154,8 @@ const char* rlmem_status_name(int status) {
     case RLMEM_E_BAD_INPUT: return "RLMEM_E_BAD_INPUT";
     case RLMEM_E_NO_MEMORY: return "RLMEM_E_NO_MEMORY";
     case RLMEM_E_INTERNAL: return "RLMEM_E_INTERNAL";
+    case RLMEM_E_STATE: return "RLMEM_E_STATE";
+    case RLMEM_E_DEVICE: return "RLMEM_E_DEVICE";
     default: return "RLMEM_E_UNKNOWN";
   }
 }

@@ -75,11 +75,11 @@ void runtime::enter_region(std::string_view tag) {
   regions_.push_back(tag_ids_.at(std::string(tag)));
 }
 
-bool runtime::leave_region() {
+runtime_errc runtime::leave_region() {
   std::lock_guard hold(lock_);
-  if (regions_.empty()) return false;
+  if (regions_.empty()) return fail(runtime_errc::invalid_argument, "no region is open");
   regions_.pop_back();
-  return true;
+  return runtime_errc::ok;
 }
 
 std::string runtime::current_tag() const {

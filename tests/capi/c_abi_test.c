@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* librlmem from plain C11, as another language's runtime meets it: versions and status names,
  * inspect of real snapshots from a path and from bytes, every failure as a code and one line,
- * the leak rule, and two threads inspecting at once.
+ * the leak rule, two threads inspecting at once, and the runtime on a fake device.
  * Usage: c_abi_test TESTDATA_DIR            runs the checks
  *        c_abi_test --print-json SNAPSHOT   prints the library's document (compared with the CLI's) */
 
 #include <rlmem/rlmem.h>
+#include <rlmem/rlmem_runtime.h>
 
 #include <pthread.h>
 #include <stdio.h>
@@ -238,6 +239,61 @@ static void test_two_threads(const char* dir) {
   }
 }
 
+/* The runtime over a host-backed fake device: a tagged block paused to host memory and resumed
+ * holds its bytes at its address; errors come back as codes and lines; statistics as JSON. */
+static void test_runtime(void) {
+  const uint64_t mib = 1u << 20;
+  char* error = NULL;
+  rlmem_runtime_options options;
+  rlmem_runtime_options_init(&options);
+  options.copy_chunk_bytes = 4 * mib;
+  CHECK(rlmem_runtime_open_fake(3, 64 * mib, 2 * mib, &options, &error) == RLMEM_OK, "%s", error ? error : "");
+  rlmem_string_free(error);
+  CHECK(rlmem_runtime_is_open(3) == 1, "device 3 not open");
+  CHECK(rlmem_runtime_open_fake(3, 64 * mib, 2 * mib, NULL, NULL) == RLMEM_E_STATE, "opened twice");
+
+  CHECK(rlmem_runtime_enter_region(3, "train", NULL) == RLMEM_OK, "enter_region");
+  uint64_t address = 0;
+  CHECK(rlmem_runtime_allocate(3, 5 * mib, 0, &address, NULL) == RLMEM_OK, "allocate");
+  CHECK(rlmem_runtime_leave_region(3, NULL) == RLMEM_OK, "leave_region");
+  unsigned char* written = malloc(5 * mib);
+  unsigned char* read = malloc(5 * mib);
+  for (uint64_t i = 0; i < 5 * mib; ++i) written[i] = (unsigned char)(i * 2654435761u >> 24);
+  CHECK(rlmem_runtime_write(3, address, written, 5 * mib, NULL) == RLMEM_OK, "write");
+  CHECK(rlmem_runtime_pause(3, "train", 1, &error) == RLMEM_OK, "pause: %s", error ? error : "");
+  rlmem_string_free(error);
+  error = NULL;
+  CHECK(rlmem_runtime_read(3, address, read, 5 * mib, NULL) == RLMEM_E_INVALID_ARGUMENT, "a paused block is not readable");
+  CHECK(rlmem_runtime_enter_region(3, "train", NULL) == RLMEM_OK, "enter_region");
+  uint64_t refused = 0;
+  CHECK(rlmem_runtime_allocate(3, mib, 0, &refused, &error) == RLMEM_E_STATE, "allocating in a paused tag");
+  CHECK(error != NULL && strstr(error, "paused") != NULL, "the line says why: %s", error ? error : "(none)");
+  rlmem_string_free(error);
+  error = NULL;
+  CHECK(rlmem_runtime_leave_region(3, NULL) == RLMEM_OK, "leave_region");
+  CHECK(rlmem_runtime_resume(3, "train", NULL) == RLMEM_OK, "resume");
+  CHECK(rlmem_runtime_read(3, address, read, 5 * mib, NULL) == RLMEM_OK, "read");
+  CHECK(memcmp(read, written, 5 * mib) == 0, "5 MiB differ after pause and resume");
+  free(written);
+  free(read);
+
+  char* json = NULL;
+  CHECK(rlmem_runtime_statistics_json(3, &json, NULL) == RLMEM_OK, "statistics");
+  CHECK(json != NULL && strstr(json, "\"name\":\"train\"") != NULL && strstr(json, "\"pauses\":1") != NULL,
+        "statistics name the tag and its pause: %s", json ? json : "(none)");
+  rlmem_string_free(json);
+
+  CHECK(rlmem_runtime_free(3, address, NULL) == RLMEM_OK, "free");
+  CHECK(rlmem_runtime_free(3, address, &error) == RLMEM_E_INVALID_ARGUMENT, "a second free");
+  rlmem_string_free(error);
+  CHECK(rlmem_runtime_close(3) == RLMEM_OK, "close");
+  CHECK(rlmem_runtime_close(3) == RLMEM_E_STATE, "close twice");
+  CHECK(rlmem_runtime_allocate(3, mib, 0, &address, NULL) == RLMEM_E_STATE, "allocate after close");
+  CHECK(rlmem_runtime_open_fake(64, 64 * mib, 2 * mib, NULL, NULL) == RLMEM_E_INVALID_ARGUMENT, "device 64");
+  CHECK(rlmem_runtime_open_fake(4, 63 * mib, 2 * mib, NULL, NULL) == RLMEM_E_INVALID_ARGUMENT, "a size off the granularity");
+  CHECK(strcmp(rlmem_status_name(RLMEM_E_STATE), "RLMEM_E_STATE") == 0, "got %s", rlmem_status_name(RLMEM_E_STATE));
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "--print-json") == 0) {
     char* json = NULL;
@@ -262,6 +318,7 @@ int main(int argc, char** argv) {
   test_failures(argv[1]);
   test_leak_rule();
   test_two_threads(argv[1]);
+  test_runtime();
   printf("c_abi_test: %d failed checks\n", failures);
   return failures == 0 ? 0 : 1;
 }

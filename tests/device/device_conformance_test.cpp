@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <numeric>
 #include <string>
@@ -124,6 +125,45 @@ TYPED_TEST(device_conformance, an_unmapped_range_maps_again_at_the_same_address)
     ASSERT_EQ(gpu.release(handle), device_errc::ok);
   }
   EXPECT_EQ(gpu.free_reservation(base, page), device_errc::ok);
+}
+
+// Pinned host memory and the copy stream: a backup out, a fill, and a restore in, each enqueued
+// and then waited for, as pause and resume use them.
+TYPED_TEST(device_conformance, async_copies_and_fills_on_the_copy_stream_round_trip_through_pinned_memory) {
+  device& gpu = *this->device_;
+  const std::uint64_t page = this->granularity_;
+  std::uint64_t base = this->reserve(2);
+  physical_handle first = this->create(1);
+  physical_handle second = this->create(1);
+  ASSERT_EQ(gpu.map(base, page, first), device_errc::ok);
+  ASSERT_EQ(gpu.map(base + page, page, second), device_errc::ok);
+  ASSERT_EQ(gpu.set_access(base, 2 * page), device_errc::ok);
+  void* pinned = nullptr;
+  ASSERT_EQ(gpu.host_allocate(2 * page, pinned), device_errc::ok);
+  auto* bytes = static_cast<std::uint8_t*>(pinned);
+  std::iota(bytes, bytes + 2 * page, std::uint8_t{3});
+  std::vector<std::uint8_t> written(bytes, bytes + 2 * page);
+
+  ASSERT_EQ(gpu.copy_from_host_async(base, pinned, 2 * page), device_errc::ok);
+  ASSERT_EQ(gpu.wait_copies(), device_errc::ok);
+  std::fill(bytes, bytes + 2 * page, std::uint8_t{0});
+  ASSERT_EQ(gpu.copy_to_host_async(pinned, base, 2 * page), device_errc::ok);
+  ASSERT_EQ(gpu.wait_copies(), device_errc::ok);
+  EXPECT_TRUE(std::equal(written.begin(), written.end(), bytes)) << "two mappings copied out and back as one range";
+
+  ASSERT_EQ(gpu.fill_async(base + page, page, 0x5A), device_errc::ok);
+  ASSERT_EQ(gpu.copy_to_host_async(pinned, base, 2 * page), device_errc::ok);
+  ASSERT_EQ(gpu.wait_copies(), device_errc::ok);
+  EXPECT_TRUE(std::equal(written.begin(), written.begin() + static_cast<std::ptrdiff_t>(page), bytes)) << "the first page is untouched";
+  EXPECT_TRUE(std::all_of(bytes + page, bytes + 2 * page, [](std::uint8_t byte) { return byte == 0x5A; })) << "the second is filled";
+
+  EXPECT_EQ(gpu.synchronize(), device_errc::ok);
+  EXPECT_EQ(gpu.host_free(pinned), device_errc::ok);
+  EXPECT_EQ(gpu.unmap(base, page), device_errc::ok);
+  EXPECT_EQ(gpu.unmap(base + page, page), device_errc::ok);
+  EXPECT_EQ(gpu.release(first), device_errc::ok);
+  EXPECT_EQ(gpu.release(second), device_errc::ok);
+  EXPECT_EQ(gpu.free_reservation(base, 2 * page), device_errc::ok);
 }
 
 // Preconditions the seam states are refused with invalid_argument, and refusing changes nothing.

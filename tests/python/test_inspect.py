@@ -11,7 +11,7 @@ MiB = 1024**2
 
 
 def test_version_is_the_library_abi(rlmem):
-    assert rlmem.version() == "0.1.0", f"expected librlmem 0.1.0, saw {rlmem.version()}"
+    assert rlmem.version() == "0.2.0", f"expected librlmem 0.2.0, saw {rlmem.version()}"
     assert Path(rlmem.library_path()).name == "librlmem.so"
 
 

@@ -58,7 +58,7 @@ def test_installed_package_inspects_a_snapshot(venv, tmp_path):
     package_dir = Path(seen["file"]).parent
     assert str(package_dir).startswith(str(venv)), f"imported from {package_dir}, not the venv"
     assert seen["library"] == str(package_dir / "librlmem.so"), f"used {seen['library']}"
-    assert seen["version"] == "0.1.0"
+    assert seen["version"] == "0.2.0"
     assert (seen["site"], seen["per_step"]) == ("rl/record.py:41 logprobs_of", 49_152_000), seen
 
 

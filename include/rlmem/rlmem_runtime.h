@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* librlmem's runtime: a CUDA virtual-memory allocator for a training job, one per device per
+ * process, as PyTorch's pluggable allocator entry points and as plain C calls (tags, pause and
+ * resume, statistics). Unlike the rest of the C ABI it keeps process-wide state: the runtime of
+ * each device opened. Every function but rlmem_torch_malloc catches everything; each is safe
+ * from any thread. */
+#ifndef RLMEM_RLMEM_RUNTIME_H
+#define RLMEM_RLMEM_RUNTIME_H
+
+#include <rlmem/rlmem.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Options of rlmem_runtime_open_*: call rlmem_runtime_options_init() first, then set fields. */
+typedef struct rlmem_runtime_options {
+  size_t struct_size;          /**< sizeof(rlmem_runtime_options), set by init */
+  uint64_t capacity_bytes;     /**< most bytes the runtime maps (a memory fraction); 0: the device */
+  int release_free_pages;      /**< 1: unmap a page once no block uses it (fenced; slower) */
+  uint64_t reservation_bytes;  /**< address space per tag and stream; 0: the device's memory */
+  uint64_t copy_chunk_bytes;   /**< pause/resume copy chunk; 0: 64 MiB */
+} rlmem_runtime_options;
+
+RLMEM_API void rlmem_runtime_options_init(rlmem_runtime_options* options);
+
+/** Opens the runtime of CUDA device `ordinal` (libcuda loaded at run time, on the primary context
+ *  PyTorch uses). `options` may be NULL. RLMEM_E_STATE when it is open already; RLMEM_E_DEVICE
+ *  with the reason when there is no driver or device. */
+RLMEM_API int rlmem_runtime_open_cuda(int ordinal, const rlmem_runtime_options* options, char** error_out);
+
+/** Opens the runtime of device `ordinal` over a fake device in host memory of `total_bytes` with
+ *  pages of `granularity` bytes (a power of two), whose contents round-trip: tests without a GPU. */
+RLMEM_API int rlmem_runtime_open_fake(int ordinal, uint64_t total_bytes, uint64_t granularity,
+                                      const rlmem_runtime_options* options, char** error_out);
+
+/** Closes the runtime of `ordinal`: all its memory goes back and every address it gave is invalid.
+ *  RLMEM_E_STATE when not open. */
+RLMEM_API int rlmem_runtime_close(int ordinal);
+
+/** 1 when the runtime of `ordinal` is open, else 0. */
+RLMEM_API int rlmem_runtime_is_open(int ordinal);
+
+RLMEM_API int rlmem_runtime_allocate(int ordinal, uint64_t size, uint64_t stream, uint64_t* address, char** error_out);
+RLMEM_API int rlmem_runtime_free(int ordinal, uint64_t address, char** error_out);
+
+/** Allocations from now on (every thread) go to `tag` until the matching leave; regions nest. */
+RLMEM_API int rlmem_runtime_enter_region(int ordinal, const char* tag, char** error_out);
+RLMEM_API int rlmem_runtime_leave_region(int ordinal, char** error_out);
+
+/** Releases the tag's physical memory, keeping its addresses; `keep_host` 1 backs the contents up
+ *  to pinned host memory, 0 discards them (resume fills zeros). */
+RLMEM_API int rlmem_runtime_pause(int ordinal, const char* tag, int keep_host, char** error_out);
+/** Maps memory again at the tag's addresses and restores (or zero-fills) its contents. */
+RLMEM_API int rlmem_runtime_resume(int ordinal, const char* tag, char** error_out);
+/** Unmaps the pages no block uses. */
+RLMEM_API int rlmem_runtime_empty_cache(int ordinal, char** error_out);
+
+/** Synchronous copies from and to memory the runtime handed out (checks, tests). */
+RLMEM_API int rlmem_runtime_read(int ordinal, uint64_t address, void* destination, uint64_t size, char** error_out);
+RLMEM_API int rlmem_runtime_write(int ordinal, uint64_t address, const void* source, uint64_t size, char** error_out);
+
+/** The runtime's counters as JSON: {"tags": [{"name", "paused", "allocated_bytes": {"current",
+ *  "peak", "total"}, "allocations": {...}, "mapped_bytes": {...}, "paused_bytes",
+ *  "host_backup_bytes", "pauses", "resumes", "failed_allocations", "last_pause": {"copied_bytes",
+ *  "seconds"}, "last_resume": {...}}], "totals": {"allocated_bytes": {...}, "allocations": {...},
+ *  "reserved_bytes": {...}, "alloc_retries", "ooms"}}. Free with rlmem_string_free(). */
+RLMEM_API int rlmem_runtime_statistics_json(int ordinal, char** json_out, char** error_out);
+
+/** torch.cuda.memory.CUDAPluggableAllocator's entry points for change_current_allocator (the
+ *  runtime of `device` opened on first use). A request that cannot be served throws a C++
+ *  exception (std::bad_alloc's kind, its what() the one-line reason): a null would be handed to
+ *  the program as a tensor (torch 2.11 checks nothing), and torch turns the exception into a
+ *  Python error at the call. */
+RLMEM_API void* rlmem_torch_malloc(size_t size, int device, void* stream);
+RLMEM_API void rlmem_torch_free(void* pointer, size_t size, int device, void* stream);
+
+/** The same for torch.cuda.MemPool(allocator): a request that cannot be served returns NULL, and
+ *  torch raises torch.OutOfMemoryError itself. */
+RLMEM_API void* rlmem_torch_pool_malloc(size_t size, int device, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RLMEM_RLMEM_RUNTIME_H */

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: MIT
+// librlmem's runtime entry points: the process's runtimes (one per device), PyTorch's pluggable
+// allocator functions over them, and the C calls for tags, pause and resume, and statistics.
+
+#include <rlmem/cuda_device.hpp>
+#include <rlmem/fake_device.hpp>
+#include <rlmem/rlmem_runtime.h>
+#include <rlmem/runtime.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <shared_mutex>
+#include <string>
+
+namespace {
+
+// A device and the runtime over it.
+struct open_runtime {
+  std::unique_ptr<rlmem::device> gpu;
+  std::unique_ptr<rlmem::runtime> rt;
+};
+
+// Ordinals 0..63: more GPUs than any host has. Readers (allocations) share the lock; opening and
+// closing take it alone.
+constexpr int max_devices = 64;
+std::shared_mutex registry_lock;
+std::array<std::unique_ptr<open_runtime>, max_devices> registry;
+
+char* copy_out(const std::string& text) noexcept {
+  auto* copy = static_cast<char*>(std::malloc(text.size() + 1));
+  if (copy != nullptr) std::memcpy(copy, text.data(), text.size() + 1);
+  return copy;
+}
+
+int report(char** error_out, int status, const std::string& message) noexcept {
+  if (error_out != nullptr) *error_out = copy_out(message);
+  return status;
+}
+
+int status_of(rlmem::runtime_errc code) noexcept {
+  switch (code) {
+    case rlmem::runtime_errc::ok: return RLMEM_OK;
+    case rlmem::runtime_errc::out_of_memory: return RLMEM_E_NO_MEMORY;
+    case rlmem::runtime_errc::paused:
+    case rlmem::runtime_errc::not_paused:
+    case rlmem::runtime_errc::already_paused:
+    case rlmem::runtime_errc::unknown_tag: return RLMEM_E_STATE;
+    case rlmem::runtime_errc::unknown_pointer:
+    case rlmem::runtime_errc::invalid_argument: return RLMEM_E_INVALID_ARGUMENT;
+    case rlmem::runtime_errc::device_error:
+    case rlmem::runtime_errc::count_: break;
+  }
+  return RLMEM_E_DEVICE;
+}
+
+bool valid_ordinal(int ordinal) noexcept { return ordinal >= 0 && ordinal < max_devices; }
+
+// Reads the caller's options; false with the reason when they are not this library's.
+bool convert(const rlmem_runtime_options* given, std::uint64_t device_bytes, rlmem::runtime_options& options, std::string& why) {
+  options.policy.reservation_bytes = device_bytes;
+  if (given == nullptr) return true;
+  if (given->struct_size != sizeof(rlmem_runtime_options)) {
+    why = "rlmem_runtime_options.struct_size is " + std::to_string(given->struct_size) + ", this librlmem expects " +
+          std::to_string(sizeof(rlmem_runtime_options)) + ": call rlmem_runtime_options_init() first";
+    return false;
+  }
+  options.policy.capacity_bytes = given->capacity_bytes;
+  options.policy.release_free_pages = given->release_free_pages != 0;
+  if (given->reservation_bytes != 0) options.policy.reservation_bytes = given->reservation_bytes;
+  if (given->copy_chunk_bytes != 0) options.copy_chunk_bytes = given->copy_chunk_bytes;
+  return true;
+}
+
+int install(int ordinal, std::unique_ptr<rlmem::device> gpu, const rlmem_runtime_options* options, char** error_out) {
+  rlmem::runtime_options converted;
+  std::string why;
+  if (!convert(options, gpu->config().total_bytes, converted, why)) return report(error_out, RLMEM_E_INVALID_ARGUMENT, why);
+  auto made = std::make_unique<open_runtime>();
+  made->rt = std::make_unique<rlmem::runtime>(*gpu, converted);
+  made->gpu = std::move(gpu);
+  std::unique_lock hold(registry_lock);
+  if (registry[static_cast<std::size_t>(ordinal)]) {
+    return report(error_out, RLMEM_E_STATE, "the runtime of device " + std::to_string(ordinal) + " is open already");
+  }
+  registry[static_cast<std::size_t>(ordinal)] = std::move(made);
+  return RLMEM_OK;
+}
+
+// Runs `call(runtime&)` on the open runtime of `ordinal` under the shared lock, turning every
+// failure into a status and a message.
+template <typename Call>
+int with_runtime(int ordinal, char** error_out, Call call) noexcept {
+  if (error_out != nullptr) *error_out = nullptr;
+  if (!valid_ordinal(ordinal)) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "device " + std::to_string(ordinal) + " is out of range");
+  try {
+    std::shared_lock hold(registry_lock);
+    open_runtime* open = registry[static_cast<std::size_t>(ordinal)].get();
+    if (open == nullptr) return report(error_out, RLMEM_E_STATE, "the runtime of device " + std::to_string(ordinal) + " is not open");
+    rlmem::runtime_errc code = call(*open->rt);
+    if (code == rlmem::runtime_errc::ok) return RLMEM_OK;
+    return report(error_out, status_of(code), open->rt->last_error());
+  } catch (const std::bad_alloc&) {
+    return report(error_out, RLMEM_E_NO_MEMORY, "out of host memory");
+  } catch (const std::exception& error) {
+    return report(error_out, RLMEM_E_INTERNAL, error.what());
+  } catch (...) {
+    return report(error_out, RLMEM_E_INTERNAL, "an unknown exception");
+  }
+}
+
+nlohmann::json counter_json(const rlmem::counter& value) {
+  return {{"current", value.current}, {"peak", value.peak}, {"total", value.total}};
+}
+
+// What torch receives when a request cannot be served: std::bad_alloc's kind, with the reason.
+class out_of_device_memory : public std::bad_alloc {
+ public:
+  explicit out_of_device_memory(std::string message) : message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
+// The allocation behind both torch entry points: the address, or nullptr with the reason.
+void* torch_allocate(std::size_t size, int device, void* stream, std::string& why) noexcept {
+  if (size == 0) return nullptr;
+  if (!valid_ordinal(device)) {
+    why = "device " + std::to_string(device) + " is out of range";
+    return nullptr;
+  }
+  bool open = false;
+  {
+    std::shared_lock hold(registry_lock);
+    open = registry[static_cast<std::size_t>(device)] != nullptr;
+  }
+  char* error = nullptr;
+  if (!open) {
+    // First use of this device: its runtime opens with the defaults.
+    int status = rlmem_runtime_open_cuda(device, nullptr, &error);
+    if (status != RLMEM_OK && status != RLMEM_E_STATE) {
+      why = error != nullptr ? error : "the runtime cannot be opened";
+      std::free(error);
+      return nullptr;
+    }
+    std::free(error);
+    error = nullptr;
+  }
+  std::uint64_t address = 0;
+  int status = rlmem_runtime_allocate(device, size, reinterpret_cast<std::uintptr_t>(stream), &address, &error);
+  if (status == RLMEM_OK) return reinterpret_cast<void*>(address);
+  why = error != nullptr ? error : "allocation failed";
+  std::free(error);
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+void rlmem_runtime_options_init(rlmem_runtime_options* options) {
+  if (options == nullptr) return;
+  *options = rlmem_runtime_options{};
+  options->struct_size = sizeof(rlmem_runtime_options);
+}
+
+int rlmem_runtime_open_cuda(int ordinal, const rlmem_runtime_options* options, char** error_out) {
+  if (error_out != nullptr) *error_out = nullptr;
+  if (!valid_ordinal(ordinal)) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "device " + std::to_string(ordinal) + " is out of range");
+  try {
+    std::string why;
+    std::unique_ptr<rlmem::device> gpu = rlmem::open_cuda_device(ordinal, why);
+    if (!gpu) return report(error_out, RLMEM_E_DEVICE, why);
+    return install(ordinal, std::move(gpu), options, error_out);
+  } catch (const std::bad_alloc&) {
+    return report(error_out, RLMEM_E_NO_MEMORY, "out of host memory");
+  } catch (...) {
+    return report(error_out, RLMEM_E_INTERNAL, "an exception opening the runtime");
+  }
+}
+
+int rlmem_runtime_open_fake(int ordinal, uint64_t total_bytes, uint64_t granularity, const rlmem_runtime_options* options,
+                            char** error_out) {
+  if (error_out != nullptr) *error_out = nullptr;
+  if (!valid_ordinal(ordinal)) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "device " + std::to_string(ordinal) + " is out of range");
+  if (granularity == 0 || (granularity & (granularity - 1)) != 0 || total_bytes < granularity || total_bytes % granularity != 0) {
+    return report(error_out, RLMEM_E_INVALID_ARGUMENT, "the fake device needs a power-of-two granularity dividing its total bytes");
+  }
+  try {
+    rlmem::fake_device_options fake;
+    fake.total_bytes = total_bytes;
+    fake.granularity = granularity;
+    fake.host_backed = true;
+    return install(ordinal, std::make_unique<rlmem::fake_device>(fake), options, error_out);
+  } catch (const std::bad_alloc&) {
+    return report(error_out, RLMEM_E_NO_MEMORY, "out of host memory");
+  } catch (...) {
+    return report(error_out, RLMEM_E_INTERNAL, "an exception opening the runtime");
+  }
+}
+
+int rlmem_runtime_close(int ordinal) {
+  if (!valid_ordinal(ordinal)) return RLMEM_E_INVALID_ARGUMENT;
+  std::unique_ptr<open_runtime> closing;
+  {
+    std::unique_lock hold(registry_lock);
+    closing = std::move(registry[static_cast<std::size_t>(ordinal)]);
+  }
+  if (!closing) return RLMEM_E_STATE;
+  closing->rt.reset();  // its memory back to the device before the device closes
+  return RLMEM_OK;
+}
+
+int rlmem_runtime_is_open(int ordinal) {
+  if (!valid_ordinal(ordinal)) return 0;
+  std::shared_lock hold(registry_lock);
+  return registry[static_cast<std::size_t>(ordinal)] != nullptr ? 1 : 0;
+}
+
+int rlmem_runtime_allocate(int ordinal, uint64_t size, uint64_t stream, uint64_t* address, char** error_out) {
+  if (address == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "address is NULL");
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.allocate(size, stream, *address); });
+}
+
+int rlmem_runtime_free(int ordinal, uint64_t address, char** error_out) {
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.free(address); });
+}
+
+int rlmem_runtime_enter_region(int ordinal, const char* tag, char** error_out) {
+  if (tag == nullptr || *tag == '\0') return report(error_out, RLMEM_E_INVALID_ARGUMENT, "a region needs a tag name");
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
+    rt.enter_region(tag);
+    return rlmem::runtime_errc::ok;
+  });
+}
+
+int rlmem_runtime_leave_region(int ordinal, char** error_out) {
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.leave_region(); });
+}
+
+int rlmem_runtime_pause(int ordinal, const char* tag, int keep_host, char** error_out) {
+  if (tag == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "tag is NULL");
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
+    return rt.pause(tag, keep_host != 0 ? rlmem::keep_contents::host : rlmem::keep_contents::discard);
+  });
+}
+
+int rlmem_runtime_resume(int ordinal, const char* tag, char** error_out) {
+  if (tag == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "tag is NULL");
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.resume(tag); });
+}
+
+int rlmem_runtime_empty_cache(int ordinal, char** error_out) {
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.empty_cache(); });
+}
+
+int rlmem_runtime_read(int ordinal, uint64_t address, void* destination, uint64_t size, char** error_out) {
+  if (destination == nullptr || size == 0) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "nothing to read into");
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.read(address, destination, size); });
+}
+
+int rlmem_runtime_write(int ordinal, uint64_t address, const void* source, uint64_t size, char** error_out) {
+  if (source == nullptr || size == 0) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "nothing to write");
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.write(address, source, size); });
+}
+
+int rlmem_runtime_statistics_json(int ordinal, char** json_out, char** error_out) {
+  if (json_out == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "json_out is NULL");
+  *json_out = nullptr;
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
+    nlohmann::json tags = nlohmann::json::array();
+    for (const rlmem::tag_statistics& tag : rt.statistics()) {
+      tags.push_back({{"name", tag.name},
+                      {"paused", tag.paused},
+                      {"allocated_bytes", counter_json(tag.allocated_bytes)},
+                      {"allocations", counter_json(tag.allocations)},
+                      {"mapped_bytes", counter_json(tag.mapped_bytes)},
+                      {"paused_bytes", tag.paused_bytes},
+                      {"host_backup_bytes", tag.host_backup_bytes},
+                      {"pauses", tag.pauses},
+                      {"resumes", tag.resumes},
+                      {"failed_allocations", tag.failed_allocations},
+                      {"last_pause", {{"copied_bytes", tag.last_pause_copied_bytes}, {"seconds", tag.last_pause_seconds}}},
+                      {"last_resume", {{"copied_bytes", tag.last_resume_copied_bytes}, {"seconds", tag.last_resume_seconds}}}});
+    }
+    rlmem::runtime_totals totals = rt.totals();
+    nlohmann::json document = {{"tags", std::move(tags)},
+                               {"totals",
+                                {{"allocated_bytes", counter_json(totals.allocated_bytes)},
+                                 {"allocations", counter_json(totals.allocations)},
+                                 {"reserved_bytes", counter_json(totals.reserved_bytes)},
+                                 {"alloc_retries", totals.alloc_retries},
+                                 {"ooms", totals.ooms}}}};
+    // Tag names are the caller's bytes: replace what is not UTF-8 rather than fail.
+    *json_out = copy_out(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return *json_out != nullptr ? rlmem::runtime_errc::ok : rlmem::runtime_errc::out_of_memory;
+  });
+}
+
+void* rlmem_torch_malloc(size_t size, int device, void* stream) {
+  std::string why;
+  void* address = torch_allocate(size, device, stream, why);
+  if (address == nullptr && size > 0) throw out_of_device_memory("CUDA out of memory (rlmem runtime): " + why);
+  return address;
+}
+
+void* rlmem_torch_pool_malloc(size_t size, int device, void* stream) {
+  std::string why;
+  return torch_allocate(size, device, stream, why);
+}
+
+void rlmem_torch_free(void* pointer, size_t, int device, void*) {
+  if (pointer == nullptr) return;
+  // A free torch makes of memory rlmem did not hand out cannot be reported to anyone: ignored.
+  rlmem_runtime_free(device, reinterpret_cast<std::uintptr_t>(pointer), nullptr);
+}
+
+}  // extern "C"
