@@ -24,6 +24,10 @@ typedef struct rlmem_runtime_options {
 
 RLMEM_API void rlmem_runtime_options_init(rlmem_runtime_options* options);
 
+/** Options for every runtime opened from now on by first use (rlmem_torch_malloc on a device
+ *  with no runtime yet); NULL restores the defaults. */
+RLMEM_API int rlmem_runtime_configure(const rlmem_runtime_options* options, char** error_out);
+
 /** Opens the runtime of CUDA device `ordinal` (libcuda loaded at run time, on the primary context
  *  PyTorch uses). `options` may be NULL. RLMEM_E_STATE when it is open already; RLMEM_E_DEVICE
  *  with the reason when there is no driver or device. */
@@ -55,6 +59,9 @@ RLMEM_API int rlmem_runtime_pause(int ordinal, const char* tag, int keep_host, c
 RLMEM_API int rlmem_runtime_resume(int ordinal, const char* tag, char** error_out);
 /** Unmaps the pages no block uses. */
 RLMEM_API int rlmem_runtime_empty_cache(int ordinal, char** error_out);
+
+/** Every peak counter back to its current value (per-step peaks). */
+RLMEM_API int rlmem_runtime_reset_peaks(int ordinal, char** error_out);
 
 /** Synchronous copies from and to memory the runtime handed out (checks, tests). */
 RLMEM_API int rlmem_runtime_read(int ordinal, uint64_t address, void* destination, uint64_t size, char** error_out);

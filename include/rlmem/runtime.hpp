@@ -128,6 +128,9 @@ class runtime {
   runtime_errc read(std::uint64_t address, void* destination, std::uint64_t size);
   runtime_errc write(std::uint64_t address, const void* source, std::uint64_t size);
 
+  /// Every peak back to its current value (a per-step peak, as torch.cuda.reset_peak_memory_stats).
+  void reset_peaks();
+
   std::vector<tag_statistics> statistics() const;
   runtime_totals totals() const;
   /// The reason of the last failure, in one line (empty when none).

@@ -12,6 +12,8 @@ without it.
 * :class:`StepMonitor` / :func:`monitored` -- per-step figures, a JSON-lines log and alerts
   (leak, fragmentation, alloc_retries, headroom, oom, imbalance across ranks).
 * ``rlmem.integrations.RlmemCallback`` -- the monitor as a ``transformers.TrainerCallback``.
+* ``rlmem.runtime`` -- rlmem's CUDA virtual-memory allocator: ``install()``, ``region(tag)``,
+  ``pause(tag)`` / ``resume(tag)``, statistics per tag.
 
 Errors are :class:`RlmemError` subclasses carrying the CLI's message.
 """
@@ -24,10 +26,12 @@ from .core import LeakVerdict, inspect, leak_check, library_path, report, versio
 from .errors import (
     BadInputError,
     InternalError,
+    DeviceError,
     InvalidArgumentError,
     LibraryError,
     RlmemError,
     RlmemMemoryError,
+    RuntimeStateError,
 )
 from .monitor import Alert, AlertWarning, StepMonitor, monitored
 from .recording import oom_verdict_line, record
@@ -52,13 +56,15 @@ __all__ = [
     "RlmemMemoryError",
     "InternalError",
     "LibraryError",
+    "RuntimeStateError",
+    "DeviceError",
 ]
 
 
 def __getattr__(name: str):
-    # rlmem.integrations is imported on first use only (it knows about transformers).
-    if name == "integrations":
+    # rlmem.integrations (it knows about transformers) and rlmem.runtime are imported on first use.
+    if name in ("integrations", "runtime"):
         import importlib
 
-        return importlib.import_module(".integrations", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'rlmem' has no attribute {name!r}")

@@ -8,7 +8,7 @@ Where the library is looked for, first match wins:
    ``make build``).
 
 The loaded library is the package's only cached state; it is thread-safe (the C ABI keeps no
-global mutable state).
+global mutable state, but for the runtime's per-device allocators, which take their own locks).
 """
 
 from __future__ import annotations
@@ -51,6 +51,18 @@ class LeakVerdictStruct(ctypes.Structure):
         ("first_step", ctypes.c_uint64),
         ("steps", ctypes.c_uint64),
         ("bytes_per_step", ctypes.c_int64),
+    ]
+
+
+class RuntimeOptions(ctypes.Structure):
+    """rlmem_runtime_options."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("capacity_bytes", ctypes.c_uint64),
+        ("release_free_pages", ctypes.c_int),
+        ("reservation_bytes", ctypes.c_uint64),
+        ("copy_chunk_bytes", ctypes.c_uint64),
     ]
 
 
@@ -108,6 +120,39 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.rlmem_leak_check.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_uint64),
                                      ctypes.c_size_t, ctypes.c_size_t, ctypes.POINTER(LeakVerdictStruct)]
     lib.rlmem_leak_check.restype = ctypes.c_int
+    _declare_runtime(lib)
+
+
+def _declare_runtime(lib: ctypes.CDLL) -> None:
+    """rlmem_runtime.h: every runtime call returns a status and takes char** error_out last."""
+    error = ctypes.POINTER(ctypes.c_void_p)
+    u64 = ctypes.c_uint64
+    signatures = {
+        "rlmem_runtime_configure": [ctypes.POINTER(RuntimeOptions), error],
+        "rlmem_runtime_open_cuda": [ctypes.c_int, ctypes.POINTER(RuntimeOptions), error],
+        "rlmem_runtime_open_fake": [ctypes.c_int, u64, u64, ctypes.POINTER(RuntimeOptions), error],
+        "rlmem_runtime_allocate": [ctypes.c_int, u64, u64, ctypes.POINTER(u64), error],
+        "rlmem_runtime_free": [ctypes.c_int, u64, error],
+        "rlmem_runtime_enter_region": [ctypes.c_int, ctypes.c_char_p, error],
+        "rlmem_runtime_leave_region": [ctypes.c_int, error],
+        "rlmem_runtime_pause": [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, error],
+        "rlmem_runtime_resume": [ctypes.c_int, ctypes.c_char_p, error],
+        "rlmem_runtime_empty_cache": [ctypes.c_int, error],
+        "rlmem_runtime_reset_peaks": [ctypes.c_int, error],
+        "rlmem_runtime_read": [ctypes.c_int, u64, ctypes.c_void_p, u64, error],
+        "rlmem_runtime_write": [ctypes.c_int, u64, ctypes.c_void_p, u64, error],
+        "rlmem_runtime_statistics_json": [ctypes.c_int, error, error],
+    }
+    for name, argtypes in signatures.items():
+        function = getattr(lib, name)
+        function.argtypes = argtypes
+        function.restype = ctypes.c_int
+    lib.rlmem_runtime_options_init.argtypes = [ctypes.POINTER(RuntimeOptions)]
+    lib.rlmem_runtime_options_init.restype = None
+    lib.rlmem_runtime_close.argtypes = [ctypes.c_int]
+    lib.rlmem_runtime_close.restype = ctypes.c_int
+    lib.rlmem_runtime_is_open.argtypes = [ctypes.c_int]
+    lib.rlmem_runtime_is_open.restype = ctypes.c_int
 
 
 def load() -> tuple[ctypes.CDLL, str]:

@@ -22,6 +22,8 @@ __all__ = [
     "RlmemMemoryError",
     "InternalError",
     "LibraryError",
+    "RuntimeStateError",
+    "DeviceError",
     "error_for_status",
 ]
 
@@ -31,6 +33,8 @@ RLMEM_E_INVALID_ARGUMENT = -1
 RLMEM_E_BAD_INPUT = -2
 RLMEM_E_NO_MEMORY = -3
 RLMEM_E_INTERNAL = -4
+RLMEM_E_STATE = -5
+RLMEM_E_DEVICE = -6
 
 
 class RlmemError(Exception):
@@ -89,11 +93,27 @@ class LibraryError(RlmemError, OSError):
     """librlmem.so cannot be found or loaded, or it is a version this package does not speak."""
 
 
+class RuntimeStateError(RlmemError, RuntimeError):
+    """The runtime cannot do this now: the tag is paused (or not), or the runtime is not open."""
+
+    status = RLMEM_E_STATE
+    status_name = "RLMEM_E_STATE"
+
+
+class DeviceError(RlmemError, RuntimeError):
+    """No CUDA driver or device for the runtime, or the driver failed."""
+
+    status = RLMEM_E_DEVICE
+    status_name = "RLMEM_E_DEVICE"
+
+
 _BY_STATUS = {
     RLMEM_E_INVALID_ARGUMENT: InvalidArgumentError,
     RLMEM_E_BAD_INPUT: BadInputError,
     RLMEM_E_NO_MEMORY: RlmemMemoryError,
     RLMEM_E_INTERNAL: InternalError,
+    RLMEM_E_STATE: RuntimeStateError,
+    RLMEM_E_DEVICE: DeviceError,
 }
 
 

@@ -102,6 +102,7 @@ class _Sample:
     num_ooms: int
     device_free: int
     device_total: int
+    tags: Optional[list] = None   # rlmem.runtime.statistics()["tags"] when the runtime is installed
     # derived
     peak_allocated_seen: int = 0   # the largest allocated peak seen so far
     unused_reserved: int = 0       # reserved beyond that peak: memory no step has needed at once
@@ -382,10 +383,23 @@ class StepMonitor:
 
     def _read(self, number: int) -> _Sample:
         cuda = self._cuda
-        stats = cuda.memory_stats()
+        # Under rlmem's runtime torch's stats raise (its pluggable allocator keeps none): read
+        # rlmem's, with the same keys, and its figures per tag for the log.
+        from . import runtime
+
+        tags = None
+        if runtime.installed():
+            device = int(cuda.current_device())
+            stats = runtime.memory_stats(device)
+            tags = runtime.statistics(device)["tags"]
+        else:
+            stats = cuda.memory_stats()
         figures = {name: _stats_value(stats, key) for name, key in STAT_KEYS.items()}
         if self.reset_peak:
-            cuda.reset_peak_memory_stats()
+            if runtime.installed():
+                runtime.reset_peak_memory_stats(int(cuda.current_device()))
+            else:
+                cuda.reset_peak_memory_stats()
         if self._device_info is None or self.samples % self.device_info_every == 0:
             free, total = cuda.mem_get_info()
             self._device_info = (int(free), int(total))
@@ -396,7 +410,7 @@ class StepMonitor:
         self._last_time = clock
         rank, world = _dist.rank_and_world()
         sample = _Sample(step=number, time=now, step_seconds=seconds, rank=rank, world_size=world,
-                         device=int(cuda.current_device()), device_free=free, device_total=total, **figures)
+                         device=int(cuda.current_device()), device_free=free, device_total=total, tags=tags, **figures)
         self._peak_seen = max(self._peak_seen, sample.step_peak_allocated, sample.allocated)
         sample.peak_allocated_seen = self._peak_seen
         sample.unused_reserved = max(0, sample.reserved - self._peak_seen)
@@ -753,6 +767,8 @@ class StepMonitor:
         }
         if ranks is not None:
             line["ranks"] = ranks
+        if sample.tags is not None:
+            line["runtime_tags"] = sample.tags
         out.write(json.dumps(line, separators=(",", ":")) + "\n")
         out.flush()
 

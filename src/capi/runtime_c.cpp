@@ -31,6 +31,8 @@ struct open_runtime {
 constexpr int max_devices = 64;
 std::shared_mutex registry_lock;
 std::array<std::unique_ptr<open_runtime>, max_devices> registry;
+// rlmem_runtime_configure's options, for runtimes opened by first use; struct_size 0: none.
+rlmem_runtime_options configured{};
 
 char* copy_out(const std::string& text) noexcept {
   auto* copy = static_cast<char*>(std::malloc(text.size() + 1));
@@ -142,8 +144,13 @@ void* torch_allocate(std::size_t size, int device, void* stream, std::string& wh
   }
   char* error = nullptr;
   if (!open) {
-    // First use of this device: its runtime opens with the defaults.
-    int status = rlmem_runtime_open_cuda(device, nullptr, &error);
+    // First use of this device: its runtime opens with the configured options.
+    rlmem_runtime_options options{};
+    {
+      std::shared_lock hold(registry_lock);
+      options = configured;
+    }
+    int status = rlmem_runtime_open_cuda(device, options.struct_size != 0 ? &options : nullptr, &error);
     if (status != RLMEM_OK && status != RLMEM_E_STATE) {
       why = error != nullptr ? error : "the runtime cannot be opened";
       std::free(error);
@@ -168,6 +175,16 @@ void rlmem_runtime_options_init(rlmem_runtime_options* options) {
   if (options == nullptr) return;
   *options = rlmem_runtime_options{};
   options->struct_size = sizeof(rlmem_runtime_options);
+}
+
+int rlmem_runtime_configure(const rlmem_runtime_options* options, char** error_out) {
+  if (error_out != nullptr) *error_out = nullptr;
+  if (options != nullptr && options->struct_size != sizeof(rlmem_runtime_options)) {
+    return report(error_out, RLMEM_E_INVALID_ARGUMENT, "rlmem_runtime_options.struct_size is wrong: call rlmem_runtime_options_init() first");
+  }
+  std::unique_lock hold(registry_lock);
+  configured = options != nullptr ? *options : rlmem_runtime_options{};
+  return RLMEM_OK;
 }
 
 int rlmem_runtime_open_cuda(int ordinal, const rlmem_runtime_options* options, char** error_out) {
@@ -258,6 +275,13 @@ int rlmem_runtime_resume(int ordinal, const char* tag, char** error_out) {
 
 int rlmem_runtime_empty_cache(int ordinal, char** error_out) {
   return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.empty_cache(); });
+}
+
+int rlmem_runtime_reset_peaks(int ordinal, char** error_out) {
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
+    rt.reset_peaks();
+    return rlmem::runtime_errc::ok;
+  });
 }
 
 int rlmem_runtime_read(int ordinal, uint64_t address, void* destination, uint64_t size, char** error_out) {

@@ -336,6 +336,14 @@ runtime_errc runtime::write(std::uint64_t address, const void* source, std::uint
   return fail(runtime_errc::invalid_argument, "write to unmapped or invalid memory: " + std::string(device_error_name(code)));
 }
 
+void runtime::reset_peaks() {
+  std::lock_guard hold(lock_);
+  for (counter* each : {&totals_.allocated_bytes, &totals_.allocations, &totals_.reserved_bytes}) each->peak = each->current;
+  for (tag_state& tag : tags_) {
+    for (counter* each : {&tag.stats.allocated_bytes, &tag.stats.allocations, &tag.stats.mapped_bytes}) each->peak = each->current;
+  }
+}
+
 std::vector<tag_statistics> runtime::statistics() const {
   std::lock_guard hold(lock_);
   std::vector<tag_statistics> all;

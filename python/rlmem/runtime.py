@@ -1,0 +1,279 @@
+"""The rlmem runtime: a CUDA virtual-memory allocator for PyTorch, with tags, pause and resume.
+
+Process-wide (every CUDA tensor of the process; call before anything touches CUDA)::
+
+    import rlmem.runtime as rt
+    rt.install()                      # torch.cuda.memory.change_current_allocator under the hood
+    with rt.region("rollout"):        # what is allocated here belongs to the tag "rollout"
+        kv = torch.empty(...)
+    rt.pause("train", keep="host")    # the tag's device memory goes back; addresses stay valid
+    ...                               # the rollout uses the memory
+    rt.resume("train")                # same addresses, contents restored bit-exact
+
+Under this route torch's own ``memory_stats()`` and history calls raise (its pluggable
+allocator has none); :func:`memory_stats` gives the same keys from rlmem, :class:`rlmem.StepMonitor`
+reads it by itself, and :func:`statistics` adds the figures per tag. A request the device cannot
+serve raises at the call, with rlmem's reason (see :func:`install`).
+
+With torch's own allocator kept (stats, snapshots and ``torch.OutOfMemoryError`` as usual),
+:func:`pool` routes one region's segments to rlmem through ``torch.cuda.MemPool``; torch still
+caches and splits blocks inside it, so never allocate in a pool's region while its tag is paused.
+
+Every call goes through librlmem's C ABI (include/rlmem/rlmem_runtime.h); the rules live there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import threading
+from typing import Any, Iterator, Optional
+
+from . import _lib
+from .errors import InvalidArgumentError, RuntimeStateError, error_for_status
+
+__all__ = [
+    "install",
+    "installed",
+    "region",
+    "pause",
+    "resume",
+    "empty_cache",
+    "statistics",
+    "memory_stats",
+    "reset_peak_memory_stats",
+    "pool",
+]
+
+_state_lock = threading.Lock()
+_installed = False
+_pools: dict[tuple[str, int], Any] = {}
+_pool_allocator: Any = None
+
+
+def _check(lib: ctypes.CDLL, status: int, error: ctypes.c_void_p) -> None:
+    message = _lib.take_string(lib, error)
+    if status != 0:
+        name = lib.rlmem_status_name(status).decode()
+        raise error_for_status(status, message or name, name)
+
+
+def _call(name: str, *args: Any) -> None:
+    lib, _ = _lib.load()
+    error = ctypes.c_void_p()
+    status = getattr(lib, name)(*args, ctypes.byref(error))
+    _check(lib, status, error)
+
+
+def _options(capacity: Optional[int], release_free_pages: bool, copy_chunk_bytes: Optional[int]) -> _lib.RuntimeOptions:
+    lib, _ = _lib.load()
+    options = _lib.RuntimeOptions()
+    lib.rlmem_runtime_options_init(ctypes.byref(options))
+    if capacity is not None:
+        if int(capacity) <= 0:
+            raise InvalidArgumentError(f"capacity must be a positive number of bytes, not {capacity!r}")
+        options.capacity_bytes = int(capacity)
+    options.release_free_pages = 1 if release_free_pages else 0
+    if copy_chunk_bytes is not None:
+        options.copy_chunk_bytes = int(copy_chunk_bytes)
+    return options
+
+
+def _device(device: Optional[int]) -> int:
+    if device is not None:
+        return int(device)
+    import torch
+
+    return int(torch.cuda.current_device())
+
+
+def _ensure_open(device: int) -> None:
+    lib, _ = _lib.load()
+    if not lib.rlmem_runtime_is_open(device):
+        # Opened as a first allocation would open it, with install()'s options.
+        _call("rlmem_runtime_open_cuda", device, None)
+
+
+def _function_address(name: str) -> int:
+    lib, _ = _lib.load()
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+
+
+def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
+            copy_chunk_bytes: Optional[int] = None) -> None:
+    """Makes rlmem the CUDA allocator of this process (every device; each opens on first use).
+
+    Must run before the first CUDA allocation (torch refuses to change an allocator in use).
+    ``capacity``: most bytes rlmem maps per device (a memory fraction, in bytes).
+    ``release_free_pages``: unmap pages as soon as no tensor uses them (memory closest to what
+    is live, at a fence and a map per reuse); otherwise free pages stay mapped until memory runs
+    short or :func:`empty_cache`.
+
+    A request the device cannot serve raises at the call: librlmem throws ``std::bad_alloc``
+    with the reason, which torch turns into a Python exception (torch 2.11: ``RuntimeError``
+    whose message starts "CUDA out of memory (rlmem runtime)"), never a null tensor.
+    """
+    global _installed
+    import torch
+
+    with _state_lock:
+        if _installed:
+            raise RuntimeStateError("rlmem.runtime.install(): rlmem is the allocator of this process already")
+        _call("rlmem_runtime_configure", ctypes.byref(_options(capacity, release_free_pages, copy_chunk_bytes)))
+        allocator = torch._C._cuda_customAllocator(_function_address("rlmem_torch_malloc"), _function_address("rlmem_torch_free"))
+        try:
+            torch.cuda.memory.change_current_allocator(torch.cuda.memory._CUDAAllocator(allocator))
+        except RuntimeError as error:
+            raise RuntimeStateError(
+                f"rlmem.runtime.install() must run before the first CUDA allocation of the process ({error})"
+            ) from None
+        _installed = True
+
+
+def installed() -> bool:
+    """Whether :func:`install` made rlmem the process's allocator."""
+    return _installed
+
+
+@contextlib.contextmanager
+def region(tag: str, device: Optional[int] = None) -> Iterator[None]:
+    """Allocations inside (every thread, autograd's included) belong to ``tag``; regions nest."""
+    if not isinstance(tag, str) or not tag:
+        raise InvalidArgumentError("a region needs a tag name (a non-empty string)")
+    ordinal = _device(device)
+    _ensure_open(ordinal)
+    _call("rlmem_runtime_enter_region", ordinal, tag.encode())
+    try:
+        yield
+    finally:
+        _call("rlmem_runtime_leave_region", ordinal)
+
+
+def pause(tag: str, keep: str = "discard", device: Optional[int] = None) -> None:
+    """Releases the device memory of ``tag``; its tensors keep their addresses (and CUDA graphs
+    their pointers) but must not be touched until :func:`resume`.
+
+    ``keep="host"`` copies the contents to pinned host memory first (restored bit-exact by
+    resume, then freed); ``keep="discard"`` drops them (resume fills zeros). The device is
+    synchronized first. Allocating in a paused tag raises; freeing its tensors is fine.
+    """
+    if keep not in ("discard", "host"):
+        raise InvalidArgumentError(f'keep must be "discard" or "host", not {keep!r}')
+    _call("rlmem_runtime_pause", _device(device), tag.encode(), 1 if keep == "host" else 0)
+
+
+def resume(tag: str, device: Optional[int] = None) -> None:
+    """Maps memory again at the tag's addresses and restores (or zero-fills) the contents. If
+    the device has too little free memory, nothing changes and the tag stays paused."""
+    _call("rlmem_runtime_resume", _device(device), tag.encode())
+
+
+def empty_cache(device: Optional[int] = None) -> None:
+    """Unmaps every page no tensor uses (what ``torch.cuda.empty_cache()`` does for torch's cache)."""
+    _call("rlmem_runtime_empty_cache", _device(device))
+
+
+def reset_peak_memory_stats(device: Optional[int] = None) -> None:
+    """Every peak back to its current value, as ``torch.cuda.reset_peak_memory_stats``."""
+    _call("rlmem_runtime_reset_peaks", _device(device))
+
+
+def statistics(device: Optional[int] = None) -> dict:
+    """rlmem's figures: ``{"tags": [{"name", "paused", "allocated_bytes": {"current", "peak",
+    "total"}, "allocations", "mapped_bytes", "paused_bytes", "host_backup_bytes", "pauses",
+    "resumes", "failed_allocations", "last_pause": {"copied_bytes", "seconds"},
+    "last_resume"}], "totals": {"allocated_bytes", "allocations", "reserved_bytes",
+    "alloc_retries", "ooms"}}``."""
+    lib, _ = _lib.load()
+    document = ctypes.c_void_p()
+    error = ctypes.c_void_p()
+    status = lib.rlmem_runtime_statistics_json(_device(device), ctypes.byref(document), ctypes.byref(error))
+    text = _lib.take_string(lib, document)
+    _check(lib, status, error)
+    return json.loads(text)
+
+
+def memory_stats(device: Optional[int] = None) -> dict[str, int]:
+    """``torch.cuda.memory_stats()``'s keys from rlmem's counters, for code (and the step
+    monitor) that reads them while torch's raise under :func:`install`.
+
+    rlmem keeps no split blocks (a free page goes back whole), so inactive-split bytes are 0,
+    and frees complete at once, so active equals allocated.
+    """
+    totals = statistics(device)["totals"]
+    stats: dict[str, int] = {}
+
+    def counter(prefix: str, figures: dict) -> None:
+        stats[f"{prefix}.all.current"] = figures["current"]
+        stats[f"{prefix}.all.peak"] = figures["peak"]
+        stats[f"{prefix}.all.allocated"] = figures["total"]
+        stats[f"{prefix}.all.freed"] = figures["total"] - figures["current"]
+
+    counter("allocated_bytes", totals["allocated_bytes"])
+    counter("active_bytes", totals["allocated_bytes"])
+    counter("requested_bytes", totals["allocated_bytes"])
+    counter("reserved_bytes", totals["reserved_bytes"])
+    counter("allocation", totals["allocations"])
+    counter("active", totals["allocations"])
+    for prefix in ("inactive_split_bytes", "inactive_split"):
+        for which in ("current", "peak", "allocated", "freed"):
+            stats[f"{prefix}.all.{which}"] = 0
+    stats["num_alloc_retries"] = totals["alloc_retries"]
+    stats["num_ooms"] = totals["ooms"]
+    return stats
+
+
+@contextlib.contextmanager
+def pool(tag: str, device: Optional[int] = None) -> Iterator[Any]:
+    """Allocations inside go to a ``torch.cuda.MemPool`` whose segments rlmem maps under ``tag``
+    (torch's allocator stays the process's: its stats and OOM errors work as usual). Yields the
+    pool; one pool per tag and device, kept for the process's life (PyTorch frees a pool's
+    memory only when nothing references it)."""
+    global _pool_allocator
+    import torch
+
+    ordinal = _device(device)
+    with _state_lock:
+        if _pool_allocator is None:
+            _pool_allocator = torch._C._cuda_customAllocator(
+                _function_address("rlmem_torch_pool_malloc"), _function_address("rlmem_torch_free"))
+        memory_pool = _pools.get((tag, ordinal))
+        if memory_pool is None:
+            memory_pool = torch.cuda.MemPool(_pool_allocator)
+            _pools[(tag, ordinal)] = memory_pool
+    with region(tag, ordinal), torch.cuda.use_mem_pool(memory_pool, device=ordinal):
+        yield memory_pool
+
+
+def _open_fake(device: int, total_bytes: int, granularity: int = 2 << 20, **options: Any) -> None:
+    """A runtime over a host-backed fake device (tests without a GPU)."""
+    _call("rlmem_runtime_open_fake", device, total_bytes, granularity,
+          ctypes.byref(_options(options.get("capacity"), options.get("release_free_pages", False),
+                                options.get("copy_chunk_bytes"))))
+
+
+def _close(device: int) -> None:
+    lib, _ = _lib.load()
+    lib.rlmem_runtime_close(device)
+
+
+def _allocate(device: int, size: int, stream: int = 0) -> int:
+    address = ctypes.c_uint64()
+    _call("rlmem_runtime_allocate", device, size, stream, ctypes.byref(address))
+    return address.value
+
+
+def _free(device: int, address: int) -> None:
+    _call("rlmem_runtime_free", device, address)
+
+
+def _write(device: int, address: int, data: bytes) -> None:
+    buffer = ctypes.create_string_buffer(data, len(data))
+    _call("rlmem_runtime_write", device, address, buffer, len(data))
+
+
+def _read(device: int, address: int, size: int) -> bytes:
+    buffer = ctypes.create_string_buffer(size)
+    _call("rlmem_runtime_read", device, address, buffer, size)
+    return buffer.raw

@@ -1,0 +1,115 @@
+"""rlmem.runtime over librlmem's host-backed fake device: regions, pause and resume keep every
+byte, errors arrive as the right exceptions, and memory_stats() has torch's keys with rlmem's
+figures. (The CUDA route, install() and pool(), runs on the GPU machine: tools/runtime/.)"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import rlmem
+from rlmem import runtime
+
+MiB = 1 << 20
+DEVICE = 7  # a device number no test on a real GPU would use
+
+
+@pytest.fixture
+def fake():
+    runtime._open_fake(DEVICE, 64 * MiB, 2 * MiB, copy_chunk_bytes=4 * MiB)
+    yield DEVICE
+    runtime._close(DEVICE)
+
+
+def test_a_tag_paused_to_host_comes_back_bit_exact_at_its_address(fake):
+    with runtime.region("train", device=fake):
+        weights = runtime._allocate(fake, 9 * MiB + 123)
+    data = os.urandom(9 * MiB + 123)
+    runtime._write(fake, weights, data)
+    runtime.pause("train", keep="host", device=fake)
+    tags = {tag["name"]: tag for tag in runtime.statistics(fake)["tags"]}
+    assert tags["train"]["paused"] is True
+    assert tags["train"]["mapped_bytes"]["current"] == 0, tags["train"]
+    assert tags["train"]["host_backup_bytes"] == 10 * MiB, "9 MiB + 123 B take 5 pages of 2 MiB"
+    runtime.resume("train", device=fake)
+    assert runtime._read(fake, weights, len(data)) == data
+    tags = {tag["name"]: tag for tag in runtime.statistics(fake)["tags"]}
+    assert (tags["train"]["pauses"], tags["train"]["resumes"]) == (1, 1)
+    assert tags["train"]["last_resume"]["copied_bytes"] == 10 * MiB
+
+
+def test_a_discarded_tag_comes_back_as_zeros(fake):
+    with runtime.region("kv", device=fake):
+        cache = runtime._allocate(fake, 3 * MiB)
+    runtime._write(fake, cache, b"\x7f" * (3 * MiB))
+    runtime.pause("kv", device=fake)
+    runtime.resume("kv", device=fake)
+    assert runtime._read(fake, cache, 3 * MiB) == bytes(3 * MiB)
+
+
+def test_allocating_in_a_paused_tag_raises_a_state_error_saying_so(fake):
+    with runtime.region("train", device=fake):
+        runtime._allocate(fake, MiB)
+    runtime.pause("train", device=fake)
+    with runtime.region("train", device=fake):
+        with pytest.raises(rlmem.RuntimeStateError, match="paused"):
+            runtime._allocate(fake, MiB)
+    with pytest.raises(rlmem.RuntimeStateError, match="already paused"):
+        runtime.pause("train", device=fake)
+    runtime.resume("train", device=fake)
+    with pytest.raises(rlmem.RuntimeStateError, match="not paused"):
+        runtime.resume("train", device=fake)
+
+
+def test_bad_arguments_and_exhausted_memory_raise_the_matching_errors(fake):
+    with pytest.raises(rlmem.InvalidArgumentError, match="keep"):
+        runtime.pause("train", keep="disk", device=fake)
+    with pytest.raises(rlmem.InvalidArgumentError, match="tag name"):
+        with runtime.region("", device=fake):
+            pass
+    with pytest.raises(rlmem.RlmemMemoryError, match="out of memory: 134217728 bytes requested in tag 'default'"):
+        runtime._allocate(fake, 128 * MiB)
+    with pytest.raises(rlmem.InvalidArgumentError, match="freed twice"):
+        runtime._free(fake, 12345)
+    with pytest.raises(rlmem.RuntimeStateError, match="not open"):
+        runtime.statistics(DEVICE + 1)
+
+
+def test_memory_stats_has_torchs_keys_with_rlmems_figures(fake):
+    a = runtime._allocate(fake, 3 * MiB)
+    b = runtime._allocate(fake, 1000)
+    runtime._free(fake, a)
+    stats = runtime.memory_stats(fake)
+    assert stats["allocated_bytes.all.current"] == 1024, "1000 B round up to 1024"
+    assert stats["allocated_bytes.all.peak"] == 3 * MiB + 1024
+    assert stats["allocated_bytes.all.freed"] == 3 * MiB
+    assert stats["reserved_bytes.all.current"] == 4 * MiB, "two pages stay mapped (cached) until empty_cache"
+    assert stats["allocation.all.current"] == 1
+    runtime.empty_cache(fake)
+    assert runtime.memory_stats(fake)["reserved_bytes.all.current"] == 2 * MiB
+    runtime.reset_peak_memory_stats(fake)
+    assert runtime.memory_stats(fake)["allocated_bytes.all.peak"] == 1024
+    runtime._free(fake, b)
+
+
+def test_the_step_monitor_logs_rlmems_figures_per_tag_when_the_runtime_is_installed(fake, tmp_path, monkeypatch):
+    from fakes import STAT_KEYS, FakeCuda  # the monitor tests' stand-in for torch.cuda
+
+    with runtime.region("rollout", device=fake):
+        runtime._allocate(fake, 5 * MiB)
+    step = {key: 0 for key in STAT_KEYS}
+    step["mem_get_info"] = [56 * MiB, 64 * MiB]
+    cuda = FakeCuda({"steps": [step]}, device=fake)
+    cuda.goto(0)
+    monkeypatch.setattr(runtime, "_installed", True)
+    log = tmp_path / "steps.jsonl"
+    with rlmem.StepMonitor(log, cuda=cuda) as monitor:
+        monitor.step(1)
+    assert cuda.stats_calls == 0, "torch's memory_stats() raises under the runtime: never called"
+    line = json.loads(log.read_text().splitlines()[0])
+    assert line["allocated"] == 5 * MiB, "allocated comes from rlmem"
+    assert line["reserved"] == 6 * MiB
+    assert [tag["name"] for tag in line["runtime_tags"]] == ["default", "rollout"]
+    assert line["runtime_tags"][1]["allocated_bytes"]["current"] == 5 * MiB
