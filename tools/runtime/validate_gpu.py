@@ -1,0 +1,417 @@
+#!/usr/bin/env python3
+"""Validates the rlmem runtime on a GPU, side by side with PyTorch's own allocator.
+
+    python3 tools/runtime/validate_gpu.py OUT_DIR [--only NAME,...]
+
+Each check runs in a fresh process (an allocator is chosen once per process) and writes
+OUT_DIR/NAME.json as soon as it finishes, so a run cut short still reports what it did:
+
+- oom:        a request no device can serve, under install(): what the program sees
+- loss_bits:  one transformers training step under torch's allocator and under rlmem: the same
+              loss bits and parameters?
+- pause_10gb: pause(keep="host") and resume of 10 GiB: bit-exact, memory returned (torch's
+              mem_get_info and nvidia-smi), bandwidth against plain pinned copies in the same run
+- discard:    pause(keep="discard"): zeros after resume
+- pool:       the MemPool route: torch's stats stay, the pool's tag pauses and resumes
+- stress:     threads on their own streams allocating, writing and checking under rlmem
+- monitor:    the step monitor under install(): rlmem's figures and tags in its log
+- frag:       the fragmentation workload (the fixture's model, varying sequence lengths) under
+              native, expandable segments and rlmem: peak reserved, smallest cap that completes,
+              step time
+
+Needs torch, transformers and librlmem (RLMEM_LIBRARY or the checkout's build/librlmem.so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "python"))
+GiB = 1 << 30
+MiB = 1 << 20
+
+# The fixture's fragmentation workload: a Qwen2-architecture model (hidden 512, 8 layers, 8 heads,
+# 2 KV heads, MLP 1408, vocab 32000, tied, bf16), about 4096 tokens a step in rows of 512..2560.
+FRAG_LENGTHS = [512, 1024, 2048, 768, 2560, 1536, 1280, 2304, 896, 1792]
+
+
+def child(mode: str, args: list[str]) -> dict:
+    """Runs one check in this process and returns its result."""
+    return CHECKS[mode](*args)
+
+
+def run_child(mode: str, *args: str, env: dict | None = None, timeout: float = 240) -> dict:
+    command = [sys.executable, __file__, "--child", mode, *args]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    except subprocess.TimeoutExpired:
+        return {"mode": mode, "args": list(args), "error": f"timed out after {timeout} s"}
+    seconds = time.perf_counter() - started
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        return {"mode": mode, "args": list(args), "error": f"exit {done.returncode}", "stderr": done.stderr[-3000:],
+                "seconds": seconds}
+    result = json.loads(lines[-1][len("RESULT "):])
+    result["process_seconds"] = seconds
+    return result
+
+
+# -- checks (each runs in its own process) --------------------------------------------------------
+
+def check_oom() -> dict:
+    import torch
+    import rlmem.runtime as rt
+
+    rt.install()
+    small = torch.ones(1 << 20, device="cuda")
+    result = {"small_sum": float(small.sum())}
+    try:
+        huge = torch.empty(1 << 50, dtype=torch.uint8, device="cuda")
+        result["raised"] = None
+        result["huge_data_ptr"] = huge.data_ptr()
+    except BaseException as error:  # noqa: BLE001 - what type arrives is the question
+        result["raised"] = f"{type(error).__module__}.{type(error).__qualname__}"
+        result["message"] = str(error)[:300]
+        result["is_torch_oom"] = isinstance(error, torch.OutOfMemoryError)
+    after = torch.ones(1 << 20, device="cuda") * 2
+    result["works_after"] = float(after.sum()) == 2.0 * (1 << 20)
+    result["ooms_counted"] = rt.statistics()["totals"]["ooms"]
+    return result
+
+
+def tiny_training_step(use_rlmem: bool) -> dict:
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    import torch
+
+    if use_rlmem:
+        import rlmem.runtime as rt
+
+        rt.install()
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    torch.manual_seed(0)
+    torch.use_deterministic_algorithms(True)
+    config = Qwen2Config(hidden_size=512, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2,
+                         intermediate_size=1408, vocab_size=32000, tie_word_embeddings=True)
+    model = AutoModelForCausalLM.from_config(config).to(device="cuda", dtype=torch.bfloat16)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    generator = torch.Generator(device="cpu").manual_seed(1)
+    losses = []
+    for _ in range(3):
+        tokens = torch.randint(0, 32000, (4, 512), generator=generator).cuda()
+        loss = model(input_ids=tokens, labels=tokens).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.float().item())
+    torch.cuda.synchronize()
+    digest = sum(float(p.float().double().sum()) for p in model.parameters())
+    return {"losses": [float.hex(value) for value in losses], "parameter_sum": float.hex(digest)}
+
+
+def check_loss_native() -> dict:
+    return tiny_training_step(False)
+
+
+def check_loss_rlmem() -> dict:
+    return tiny_training_step(True)
+
+
+def nvidia_smi_used_mib() -> int | None:
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+                              capture_output=True, text=True, timeout=20)
+        return int(done.stdout.strip().splitlines()[0])
+    except Exception:  # noqa: BLE001 - a missing tool is reported as None
+        return None
+
+
+def check_pause_10gb(gib: str = "10") -> dict:
+    import torch
+    import rlmem.runtime as rt
+
+    rt.install()
+    size = int(gib) * GiB
+    with rt.region("train"):
+        weights = torch.empty(size // 8, dtype=torch.int64, device="cuda")
+    weights.copy_(torch.arange(size // 8, device="cuda", dtype=torch.int64) * 2654435761 % 1000003)
+    torch.cuda.synchronize()
+    checksum = int(weights.sum()) ^ int((weights[::7] * 31).sum())
+    result: dict = {"bytes": size}
+
+    # Plain pinned copies of the same bytes, the bandwidth to compare with (pinning not timed).
+    pinned = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+    device_bytes = weights.view(torch.uint8)
+    for direction in ("d2h", "h2d"):
+        times = []
+        for _ in range(2):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            if direction == "d2h":
+                pinned.copy_(device_bytes, non_blocking=True)
+            else:
+                device_bytes.copy_(pinned, non_blocking=True)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+        result[f"plain_pinned_{direction}_gbps"] = size / min(times) / 1e9
+    start = time.perf_counter()
+    del pinned
+    result["plain_pinned_free_seconds"] = time.perf_counter() - start
+    start = time.perf_counter()
+    again = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+    result["plain_pin_10gb_seconds"] = time.perf_counter() - start
+    del again
+
+    free_before, total = torch.cuda.mem_get_info()
+    smi_before = nvidia_smi_used_mib()
+    start = time.perf_counter()
+    rt.pause("train", keep="host")
+    result["pause_seconds"] = time.perf_counter() - start
+    free_paused, _ = torch.cuda.mem_get_info()
+    smi_paused = nvidia_smi_used_mib()
+    result["returned_bytes_mem_get_info"] = free_paused - free_before
+    result["nvidia_smi_used_mib"] = {"before": smi_before, "paused": smi_paused}
+    # The memory is usable by another tag meanwhile.
+    with rt.region("rollout"):
+        rollout = torch.ones(int(gib) * GiB // 2 // 4, dtype=torch.float32, device="cuda")
+    result["rollout_sum_ok"] = float(rollout.sum()) == float(rollout.numel())
+    del rollout
+    rt.empty_cache()
+    start = time.perf_counter()
+    rt.resume("train")
+    result["resume_seconds"] = time.perf_counter() - start
+    torch.cuda.synchronize()
+    result["bit_exact"] = (int(weights.sum()) ^ int((weights[::7] * 31).sum())) == checksum
+    tags = {tag["name"]: tag for tag in rt.statistics()["tags"]}
+    train = tags["train"]
+    result["runtime"] = {"last_pause": train["last_pause"], "last_resume": train["last_resume"],
+                         "host_backup_after_resume": train["host_backup_bytes"]}
+    result["pause_gbps"] = train["last_pause"]["copied_bytes"] / train["last_pause"]["seconds"] / 1e9
+    result["resume_gbps"] = train["last_resume"]["copied_bytes"] / train["last_resume"]["seconds"] / 1e9
+    result["pause_vs_plain_d2h"] = result["pause_gbps"] / result["plain_pinned_d2h_gbps"]
+    result["resume_vs_plain_h2d"] = result["resume_gbps"] / result["plain_pinned_h2d_gbps"]
+    # A second cycle: backups are freed, so the process's host memory does not grow per cycle.
+    rt.pause("train", keep="host")
+    rt.resume("train")
+    result["bit_exact_second_cycle"] = (int(weights.sum()) ^ int((weights[::7] * 31).sum())) == checksum
+    return result
+
+
+def check_discard() -> dict:
+    import torch
+    import rlmem.runtime as rt
+
+    rt.install()
+    with rt.region("kv"):
+        cache = torch.full((64 * MiB,), 7, dtype=torch.uint8, device="cuda")
+    rt.pause("kv")
+    rt.resume("kv")
+    return {"all_zero": bool((cache == 0).all())}
+
+
+def check_pool() -> dict:
+    import torch
+    import rlmem.runtime as rt
+
+    result = {}
+    with rt.pool("weights"):
+        weights = torch.randn(256 * MiB // 4, device="cuda")
+    expected = weights.clone()
+    result["torch_stats_work"] = torch.cuda.memory_stats()["allocated_bytes.all.current"] > 0
+    free_before, _ = torch.cuda.mem_get_info()
+    rt.pause("weights", keep="host")
+    free_paused, _ = torch.cuda.mem_get_info()
+    result["returned_bytes"] = free_paused - free_before
+    rt.resume("weights")
+    result["bit_exact"] = bool(torch.equal(weights, expected))
+    try:
+        torch.empty(1 << 50, dtype=torch.uint8, device="cuda")
+    except torch.OutOfMemoryError:
+        result["native_oom_is_torch_oom"] = True
+    return result
+
+
+def check_stress() -> dict:
+    import threading
+
+    import torch
+    import rlmem.runtime as rt
+
+    rt.install()
+    failures = []
+
+    def worker(index: int) -> None:
+        stream = torch.cuda.Stream()
+        generator = torch.Generator().manual_seed(index)
+        with torch.cuda.stream(stream):
+            live = []
+            for step in range(300):
+                if live and (len(live) > 8 or torch.rand(1, generator=generator).item() < 0.4):
+                    tensor, value = live.pop(int(torch.randint(len(live), (1,), generator=generator)))
+                    if not bool((tensor == value).all()):
+                        failures.append((index, step))
+                    continue
+                numel = int(torch.randint(1, 8 * MiB, (1,), generator=generator))
+                value = (index * 1000 + step) % 251
+                live.append((torch.full((numel,), value, dtype=torch.uint8, device="cuda"), value))
+            for tensor, value in live:
+                if not bool((tensor == value).all()):
+                    failures.append((index, -1))
+        stream.synchronize()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    totals = rt.statistics()["totals"]
+    return {"threads": 6, "failures": failures, "seconds": time.perf_counter() - start,
+            "allocations_total": totals["allocations"]["total"], "allocated_now": totals["allocated_bytes"]["current"]}
+
+
+def check_monitor(log_dir: str) -> dict:
+    import torch
+    import rlmem
+    import rlmem.runtime as rt
+
+    rt.install()
+    log = Path(log_dir) / "monitor_steps.jsonl"
+    with rlmem.StepMonitor(log) as monitor:
+        for step in range(3):
+            with rt.region("rollout"):
+                kv = torch.empty(64 * MiB, dtype=torch.uint8, device="cuda")
+            del kv
+            monitor.step(step)
+    line = json.loads(log.read_text().splitlines()[-1])
+    return {"allocated": line["allocated"], "reserved": line["reserved"],
+            "tags": [tag["name"] for tag in line.get("runtime_tags", [])]}
+
+
+def check_frag(allocator: str, capacity: str = "0") -> dict:
+    """The fragmentation workload under `allocator` (native, expandable, rlmem), capped at
+    `capacity` bytes (0: none)."""
+    if allocator == "expandable":
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    import torch
+
+    cap = int(capacity)
+    if allocator == "rlmem":
+        import rlmem.runtime as rt
+
+        rt.install(capacity=cap or None)
+    elif cap:
+        torch.cuda.set_per_process_memory_fraction(cap / torch.cuda.get_device_properties(0).total_memory)
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    torch.manual_seed(0)
+    config = Qwen2Config(hidden_size=512, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2,
+                         intermediate_size=1408, vocab_size=32000, tie_word_embeddings=True)
+    model = AutoModelForCausalLM.from_config(config).to(device="cuda", dtype=torch.bfloat16)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    step_times = []
+    completed = True
+    try:
+        for length in FRAG_LENGTHS:
+            rows = max(1, 4096 // length)
+            tokens = torch.randint(0, 32000, (rows, length), device="cuda")
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            loss = model(input_ids=tokens, labels=tokens).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            torch.cuda.synchronize()
+            step_times.append(time.perf_counter() - start)
+    except Exception as error:  # noqa: BLE001 - an OOM under a cap is the answer, whatever its type
+        completed = False
+        failure = f"{type(error).__name__}: {str(error)[:160]}"
+    if allocator == "rlmem":
+        stats = rt.memory_stats()
+    else:
+        stats = torch.cuda.memory_stats()
+    result = {"allocator": allocator, "capacity": cap, "completed": completed,
+              "peak_allocated": stats["allocated_bytes.all.peak"], "peak_reserved": stats["reserved_bytes.all.peak"],
+              "num_alloc_retries": stats["num_alloc_retries"], "num_ooms": stats["num_ooms"],
+              "median_step_seconds": sorted(step_times)[len(step_times) // 2] if step_times else None,
+              "steps_done": len(step_times)}
+    if not completed:
+        result["failure"] = failure
+    return result
+
+
+CHECKS = {"oom": check_oom, "loss_native": check_loss_native, "loss_rlmem": check_loss_rlmem,
+          "pause_10gb": check_pause_10gb, "discard": check_discard, "pool": check_pool, "stress": check_stress,
+          "monitor": check_monitor, "frag": check_frag}
+
+
+# -- the driver -----------------------------------------------------------------------------------
+
+def write(out: Path, name: str, result) -> None:
+    (out / f"{name}.json").write_text(json.dumps(result, indent=1))
+    print(f"{name}: {json.dumps(result)[:600]}", flush=True)
+
+
+def frag_sweep(out: Path) -> None:
+    # One at a time, so that the step times are not shared with another process.
+    uncapped = {allocator: run_child("frag", allocator) for allocator in ("native", "expandable", "rlmem")}
+    write(out, "frag_uncapped", uncapped)
+    demand = uncapped["rlmem"].get("peak_allocated")
+    if not demand:
+        return
+    # Every policy under the same caps, from the program's demand upward (8 processes at once:
+    # the caps, not the times, are measured here).
+    factors = [1.0, 1.005, 1.01, 1.02, 1.03, 1.05, 1.08, 1.12, 1.16]
+    jobs = [(allocator, str(int(demand * factor))) for allocator in ("native", "expandable", "rlmem") for factor in factors]
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda job: run_child("frag", *job), jobs))
+    summary = {"demand_bytes": demand, "rows": results}
+    for allocator in ("native", "expandable", "rlmem"):
+        done = sorted(int(r["capacity"]) for r in results if r.get("allocator") == allocator and r.get("completed"))
+        summary[f"{allocator}_smallest_completed_cap"] = done[0] if done else None
+        summary[f"{allocator}_smallest_completed_vs_demand"] = done[0] / demand if done else None
+    write(out, "frag_caps", summary)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--child", nargs="+")
+    options = parser.parse_args()
+    if options.child:
+        result = child(options.child[0], options.child[1:])
+        print("RESULT " + json.dumps(result), flush=True)
+        return 0
+    out = Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+    only = set(filter(None, options.only.split(",")))
+    wanted = lambda name: not only or name in only  # noqa: E731
+    if wanted("oom"):
+        write(out, "oom", run_child("oom"))
+    if wanted("loss_bits"):
+        native, mine = run_child("loss_native"), run_child("loss_rlmem")
+        write(out, "loss_bits", {"native": native, "rlmem": mine,
+                                 "identical": native.get("losses") == mine.get("losses")
+                                 and native.get("parameter_sum") == mine.get("parameter_sum")})
+    for name, args in (("discard", ()), ("pool", ()), ("stress", ()), ("monitor", (str(out),))):
+        if wanted(name):
+            write(out, name, run_child(name, *args))
+    if wanted("pause_10gb"):
+        write(out, "pause_10gb", run_child("pause_10gb", "10", timeout=300))
+    if wanted("frag"):
+        frag_sweep(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
