@@ -90,6 +90,20 @@ class rlmem_policy final : public allocator_policy {
   /// in address order. False when memory ran short (nothing in the range changed) or the device
   /// failed.
   bool restore_range(address_run range, std::vector<address_run>& restored);
+  // Growable buffers: an arena of their own whose pages are mapped from its base up, never
+  // shared, so the buffer's data never moves while it grows.
+
+  /// Reserves `max_bytes` (rounded up to the page) as the arena keyed `key`, nothing mapped.
+  /// Pre: no arena has that key. False when address space ran out (or fault()).
+  bool reserve_growable(std::uint64_t key, std::uint64_t max_bytes, std::uint64_t& base);
+  /// Maps pages so that the first `bytes` of the buffer are memory; never unmaps. False when
+  /// memory or the reservation ran short: nothing changed.
+  bool grow(std::uint64_t key, std::uint64_t bytes);
+  /// Bytes mapped at the buffer's start.
+  std::uint64_t grown_bytes(std::uint64_t key) const;
+  /// Unmaps the buffer's pages (fenced) and frees its reservation.
+  void release_growable(std::uint64_t key);
+
   /// Bytes of pages released by release_range() and not yet restored or freed.
   std::uint64_t paused_bytes() const noexcept { return paused_pages_ * page_bytes_; }
 

@@ -19,7 +19,8 @@ typedef struct rlmem_runtime_options {
   uint64_t capacity_bytes;     /**< most bytes the runtime maps (a memory fraction); 0: the device */
   int release_free_pages;      /**< 1: unmap a page once no block uses it (fenced; slower) */
   uint64_t reservation_bytes;  /**< address space per tag and stream; 0: the device's memory */
-  uint64_t copy_chunk_bytes;   /**< pause/resume copy chunk; 0: 64 MiB */
+  uint64_t copy_chunk_bytes;   /**< pause/resume copy chunk and pinned slab size; 0: 64 MiB */
+  int keep_host_buffers;       /**< 1: keep pinned slabs after resume for the next pause */
 } rlmem_runtime_options;
 
 RLMEM_API void rlmem_runtime_options_init(rlmem_runtime_options* options);
@@ -59,9 +60,19 @@ RLMEM_API int rlmem_runtime_pause(int ordinal, const char* tag, int keep_host, c
 RLMEM_API int rlmem_runtime_resume(int ordinal, const char* tag, char** error_out);
 /** Unmaps the pages no block uses. */
 RLMEM_API int rlmem_runtime_empty_cache(int ordinal, char** error_out);
+/** Frees the pinned host slabs kept for reuse (keep_host_buffers). */
+RLMEM_API int rlmem_runtime_release_host_buffers(int ordinal, char** error_out);
 
 /** Every peak counter back to its current value (per-step peaks). */
 RLMEM_API int rlmem_runtime_reset_peaks(int ordinal, char** error_out);
+
+/** A growable buffer in the current region's tag: `max_bytes` of addresses reserved, memory
+ *  mapped by rlmem_runtime_grow from its start up; the data never moves. */
+RLMEM_API int rlmem_runtime_growable_reserve(int ordinal, uint64_t max_bytes, uint64_t* address, char** error_out);
+/** Makes the buffer's first `bytes` usable (rounded up to the page; never shrinks); `*grown` (may
+ *  be NULL) receives the bytes usable now. RLMEM_E_NO_MEMORY, nothing changed, when it cannot. */
+RLMEM_API int rlmem_runtime_grow(int ordinal, uint64_t address, uint64_t bytes, uint64_t* grown, char** error_out);
+RLMEM_API int rlmem_runtime_growable_release(int ordinal, uint64_t address, char** error_out);
 
 /** Synchronous copies from and to memory the runtime handed out (checks, tests). */
 RLMEM_API int rlmem_runtime_read(int ordinal, uint64_t address, void* destination, uint64_t size, char** error_out);
@@ -71,7 +82,7 @@ RLMEM_API int rlmem_runtime_write(int ordinal, uint64_t address, const void* sou
  *  "peak", "total"}, "allocations": {...}, "mapped_bytes": {...}, "paused_bytes",
  *  "host_backup_bytes", "pauses", "resumes", "failed_allocations", "last_pause": {"copied_bytes",
  *  "seconds"}, "last_resume": {...}}], "totals": {"allocated_bytes": {...}, "allocations": {...},
- *  "reserved_bytes": {...}, "alloc_retries", "ooms"}}. Free with rlmem_string_free(). */
+ *  "reserved_bytes": {...}, "alloc_retries", "ooms", "host_buffer_bytes"}}. Free with rlmem_string_free(). */
 RLMEM_API int rlmem_runtime_statistics_json(int ordinal, char** json_out, char** error_out);
 
 /** torch.cuda.memory.CUDAPluggableAllocator's entry points for change_current_allocator (the

@@ -46,8 +46,14 @@ struct runtime_options {
   /// keep_segment_events is forced off: a runtime runs for days.
   rlmem_policy_options policy;
   /// Backups and restores move in chunks of this many bytes (a multiple of the page), so that
-  /// pinning or mapping the next chunk overlaps the copy of this one.
+  /// pinning or mapping the next chunk overlaps the copy of this one; backups are packed into
+  /// pinned host buffers ("slabs") of this size.
   std::uint64_t copy_chunk_bytes = std::uint64_t{64} << 20;
+  /// Keep the pinned slabs of a backup after resume, for the next pause to reuse. Pinning host
+  /// memory runs at about 1 GB/s (10 GiB: ~11 s on an H100 host) while the copies run at ~50 GB/s,
+  /// so a loop that pauses every step wants this; the price is host memory held between pauses
+  /// (release_host_buffers() gives it back). Off: every slab is freed once its tag is resumed.
+  bool keep_host_buffers = false;
   /// Every byte of a discarded tag's memory after resume: zeros, so that a KV cache or buffer
   /// read before it is written holds no stale data from another tag.
   std::uint8_t discard_fill = 0;
@@ -90,6 +96,7 @@ struct runtime_totals {
   counter reserved_bytes;  ///< pages mapped, every tag together
   std::uint64_t alloc_retries = 0;
   std::uint64_t ooms = 0;
+  std::uint64_t host_buffer_bytes = 0;  ///< pinned slabs held: backups and those kept for reuse
 };
 
 /// Thread-safe: every member takes one lock.
@@ -99,6 +106,8 @@ class runtime {
   runtime(device& gpu, runtime_options options);
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
+  /// Frees every pinned slab; the policy then gives every page and reservation back.
+  ~runtime();
 
   /// The tag of every allocation made outside a region.
   static constexpr std::string_view default_tag = "default";
@@ -123,6 +132,19 @@ class runtime {
   runtime_errc resume(std::string_view tag);
   /// Pages no block uses go back to the device (fenced first).
   runtime_errc empty_cache();
+  /// Frees the pinned slabs kept for reuse (keep_host_buffers).
+  void release_host_buffers();
+
+  /// A growable buffer in the current tag: `max_bytes` of address space reserved at once, no
+  /// memory yet; its data never moves while it grows (a KV cache that grows with the sequence).
+  runtime_errc reserve_growable(std::uint64_t max_bytes, std::uint64_t& address);
+  /// Maps memory so that the buffer's first `bytes` are usable (rounded up to the page); never
+  /// shrinks. out_of_memory (nothing changed) past the device or the buffer's reservation.
+  runtime_errc grow(std::uint64_t address, std::uint64_t bytes);
+  /// Bytes usable at the buffer's start now.
+  std::uint64_t grown_bytes(std::uint64_t address) const;
+  /// Unmaps the buffer (fenced first) and frees its addresses.
+  runtime_errc release_growable(std::uint64_t address);
 
   /// Reads or writes mapped memory through the device (tests, and bit-exactness checks).
   runtime_errc read(std::uint64_t address, void* destination, std::uint64_t size);
@@ -144,11 +166,16 @@ class runtime {
   struct tag_state {
     tag_statistics stats;
     std::vector<std::uint64_t> arena_keys;  // one per stream the tag allocated on
-    std::vector<backup_chunk> backup;
+    std::vector<backup_chunk> backup;       // pieces of slabs, in the order copied
+    std::vector<void*> slabs;
     keep_contents kept = keep_contents::discard;
   };
   struct live_block {
     model_block* block = nullptr;
+    std::uint32_t tag = 0;
+  };
+  struct growable {
+    std::uint64_t key = 0;
     std::uint32_t tag = 0;
   };
 
@@ -159,6 +186,9 @@ class runtime {
   runtime_errc fail(runtime_errc code, std::string message);
   runtime_errc device_fault(std::string_view what);
   void free_backup(tag_state& tag);
+  /// A pinned slab of copy_chunk_bytes: a kept one, or a new one.
+  device_errc take_slab(void*& slab);
+  void give_slab(void* slab);
   /// Every range of the tag that blocks use, cut into copy chunks.
   std::vector<address_run> chunks_in_use(const tag_state& tag) const;
 
@@ -171,6 +201,9 @@ class runtime {
   std::vector<std::uint32_t> regions_;            // open regions, innermost last
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> arena_keys_;  // (tag, stream)
   std::unordered_map<std::uint64_t, live_block> live_;  // by address
+  std::unordered_map<std::uint64_t, growable> growables_;  // by base address
+  std::uint64_t next_arena_key_ = 1;
+  std::vector<void*> spare_slabs_;
   runtime_totals totals_;
   std::string last_error_;
 };

@@ -63,6 +63,7 @@ class RuntimeOptions(ctypes.Structure):
         ("release_free_pages", ctypes.c_int),
         ("reservation_bytes", ctypes.c_uint64),
         ("copy_chunk_bytes", ctypes.c_uint64),
+        ("keep_host_buffers", ctypes.c_int),
     ]
 
 
@@ -138,7 +139,11 @@ def _declare_runtime(lib: ctypes.CDLL) -> None:
         "rlmem_runtime_pause": [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, error],
         "rlmem_runtime_resume": [ctypes.c_int, ctypes.c_char_p, error],
         "rlmem_runtime_empty_cache": [ctypes.c_int, error],
+        "rlmem_runtime_release_host_buffers": [ctypes.c_int, error],
         "rlmem_runtime_reset_peaks": [ctypes.c_int, error],
+        "rlmem_runtime_growable_reserve": [ctypes.c_int, u64, ctypes.POINTER(u64), error],
+        "rlmem_runtime_grow": [ctypes.c_int, u64, u64, ctypes.POINTER(u64), error],
+        "rlmem_runtime_growable_release": [ctypes.c_int, u64, error],
         "rlmem_runtime_read": [ctypes.c_int, u64, ctypes.c_void_p, u64, error],
         "rlmem_runtime_write": [ctypes.c_int, u64, ctypes.c_void_p, u64, error],
         "rlmem_runtime_statistics_json": [ctypes.c_int, error, error],

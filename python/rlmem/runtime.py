@@ -28,6 +28,7 @@ import contextlib
 import ctypes
 import json
 import threading
+import types
 from typing import Any, Iterator, Optional
 
 from . import _lib
@@ -43,7 +44,9 @@ __all__ = [
     "statistics",
     "memory_stats",
     "reset_peak_memory_stats",
+    "release_host_buffers",
     "pool",
+    "GrowableBuffer",
 ]
 
 _state_lock = threading.Lock()
@@ -66,7 +69,8 @@ def _call(name: str, *args: Any) -> None:
     _check(lib, status, error)
 
 
-def _options(capacity: Optional[int], release_free_pages: bool, copy_chunk_bytes: Optional[int]) -> _lib.RuntimeOptions:
+def _options(capacity: Optional[int], release_free_pages: bool, copy_chunk_bytes: Optional[int],
+             keep_host_buffers: bool = False) -> _lib.RuntimeOptions:
     lib, _ = _lib.load()
     options = _lib.RuntimeOptions()
     lib.rlmem_runtime_options_init(ctypes.byref(options))
@@ -77,6 +81,7 @@ def _options(capacity: Optional[int], release_free_pages: bool, copy_chunk_bytes
     options.release_free_pages = 1 if release_free_pages else 0
     if copy_chunk_bytes is not None:
         options.copy_chunk_bytes = int(copy_chunk_bytes)
+    options.keep_host_buffers = 1 if keep_host_buffers else 0
     return options
 
 
@@ -101,7 +106,7 @@ def _function_address(name: str) -> int:
 
 
 def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
-            copy_chunk_bytes: Optional[int] = None) -> None:
+            keep_host_buffers: bool = False, copy_chunk_bytes: Optional[int] = None) -> None:
     """Makes rlmem the CUDA allocator of this process (every device; each opens on first use).
 
     Must run before the first CUDA allocation (torch refuses to change an allocator in use).
@@ -109,6 +114,9 @@ def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
     ``release_free_pages``: unmap pages as soon as no tensor uses them (memory closest to what
     is live, at a fence and a map per reuse); otherwise free pages stay mapped until memory runs
     short or :func:`empty_cache`.
+    ``keep_host_buffers``: keep the pinned host memory of a ``keep="host"`` backup after resume,
+    for the next pause. Pinning runs at ~1 GB/s and the copies at ~50 GB/s, so a loop that
+    pauses every step wants it; :func:`release_host_buffers` gives the memory back.
 
     A request the device cannot serve raises at the call: librlmem throws ``std::bad_alloc``
     with the reason, which torch turns into a Python exception (torch 2.11: ``RuntimeError``
@@ -120,7 +128,8 @@ def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
     with _state_lock:
         if _installed:
             raise RuntimeStateError("rlmem.runtime.install(): rlmem is the allocator of this process already")
-        _call("rlmem_runtime_configure", ctypes.byref(_options(capacity, release_free_pages, copy_chunk_bytes)))
+        options = _options(capacity, release_free_pages, copy_chunk_bytes, keep_host_buffers)
+        _call("rlmem_runtime_configure", ctypes.byref(options))
         allocator = torch._C._cuda_customAllocator(_function_address("rlmem_torch_malloc"), _function_address("rlmem_torch_free"))
         try:
             torch.cuda.memory.change_current_allocator(torch.cuda.memory._CUDAAllocator(allocator))
@@ -174,6 +183,11 @@ def empty_cache(device: Optional[int] = None) -> None:
     _call("rlmem_runtime_empty_cache", _device(device))
 
 
+def release_host_buffers(device: Optional[int] = None) -> None:
+    """Frees the pinned host memory kept for the next pause (``install(keep_host_buffers=True)``)."""
+    _call("rlmem_runtime_release_host_buffers", _device(device))
+
+
 def reset_peak_memory_stats(device: Optional[int] = None) -> None:
     """Every peak back to its current value, as ``torch.cuda.reset_peak_memory_stats``."""
     _call("rlmem_runtime_reset_peaks", _device(device))
@@ -184,7 +198,7 @@ def statistics(device: Optional[int] = None) -> dict:
     "total"}, "allocations", "mapped_bytes", "paused_bytes", "host_backup_bytes", "pauses",
     "resumes", "failed_allocations", "last_pause": {"copied_bytes", "seconds"},
     "last_resume"}], "totals": {"allocated_bytes", "allocations", "reserved_bytes",
-    "alloc_retries", "ooms"}}``."""
+    "alloc_retries", "ooms", "host_buffer_bytes"}}``."""
     lib, _ = _lib.load()
     document = ctypes.c_void_p()
     error = ctypes.c_void_p()
@@ -246,11 +260,72 @@ def pool(tag: str, device: Optional[int] = None) -> Iterator[Any]:
         yield memory_pool
 
 
+class GrowableBuffer:
+    """Device memory that grows in place: ``max_bytes`` of addresses reserved at once, pages
+    mapped as it grows, the data never moving (a KV cache that grows with the sequence, instead
+    of ``torch.cat`` copies or a worst-case preallocation).
+
+    ``view(shape, dtype)`` gives a tensor over the buffer's start, without a copy, through
+    ``__cuda_array_interface__``; after :meth:`grow`, take a new view at the new size (old views
+    stay valid: the memory under them does not move). The buffer belongs to the region's tag
+    when made, so it pauses and resumes with it. Keep the buffer referenced while views live.
+    """
+
+    def __init__(self, max_bytes: int, device: Optional[int] = None):
+        if int(max_bytes) <= 0:
+            raise InvalidArgumentError(f"max_bytes must be positive, not {max_bytes!r}")
+        self.device = _device(device)
+        _ensure_open(self.device)
+        address = ctypes.c_uint64()
+        _call("rlmem_runtime_growable_reserve", self.device, int(max_bytes), ctypes.byref(address))
+        self.address = address.value
+        self.max_bytes = int(max_bytes)
+        self.nbytes = 0
+        self._released = False
+
+    def grow(self, nbytes: int) -> int:
+        """Makes the first ``nbytes`` usable; returns the bytes usable now (whole pages)."""
+        if self._released:
+            raise RuntimeStateError("this GrowableBuffer was released")
+        grown = ctypes.c_uint64()
+        _call("rlmem_runtime_grow", self.device, self.address, int(nbytes), ctypes.byref(grown))
+        self.nbytes = grown.value
+        return self.nbytes
+
+    def view(self, shape: tuple[int, ...] | list[int], dtype: Any = None) -> Any:
+        """A CUDA tensor of ``shape`` and ``dtype`` (default uint8) over the buffer's start."""
+        import torch
+
+        dtype = torch.uint8 if dtype is None else dtype
+        shape = tuple(int(dim) for dim in shape)
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        needed = itemsize
+        for dim in shape:
+            needed *= dim
+        if needed > self.nbytes:
+            raise InvalidArgumentError(f"a view of {needed} bytes over {self.nbytes} grown: grow() first")
+        # The interface has no bfloat16: its bytes are viewed as int16, then reinterpreted.
+        typestr = {torch.float32: "<f4", torch.float16: "<f2", torch.bfloat16: "<i2", torch.uint8: "|u1",
+                   torch.int16: "<i2", torch.int32: "<i4", torch.int64: "<i8"}.get(dtype)
+        if typestr is None:
+            raise InvalidArgumentError(f"views of {dtype} are not supported")
+        memory = types.SimpleNamespace(__cuda_array_interface__={
+            "shape": shape, "typestr": typestr, "data": (self.address, False), "version": 3, "strides": None})
+        tensor = torch.as_tensor(memory, device=f"cuda:{self.device}")
+        return tensor.view(torch.bfloat16) if dtype == torch.bfloat16 else tensor
+
+    def release(self) -> None:
+        """Unmaps the buffer and frees its addresses (after a device synchronize); views die."""
+        if not self._released:
+            _call("rlmem_runtime_growable_release", self.device, self.address)
+            self._released = True
+
+
 def _open_fake(device: int, total_bytes: int, granularity: int = 2 << 20, **options: Any) -> None:
     """A runtime over a host-backed fake device (tests without a GPU)."""
     _call("rlmem_runtime_open_fake", device, total_bytes, granularity,
           ctypes.byref(_options(options.get("capacity"), options.get("release_free_pages", False),
-                                options.get("copy_chunk_bytes"))))
+                                options.get("copy_chunk_bytes"), options.get("keep_host_buffers", False))))
 
 
 def _close(device: int) -> None:

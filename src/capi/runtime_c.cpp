@@ -76,6 +76,7 @@ bool convert(const rlmem_runtime_options* given, std::uint64_t device_bytes, rlm
   options.policy.release_free_pages = given->release_free_pages != 0;
   if (given->reservation_bytes != 0) options.policy.reservation_bytes = given->reservation_bytes;
   if (given->copy_chunk_bytes != 0) options.copy_chunk_bytes = given->copy_chunk_bytes;
+  options.keep_host_buffers = given->keep_host_buffers != 0;
   return true;
 }
 
@@ -277,11 +278,35 @@ int rlmem_runtime_empty_cache(int ordinal, char** error_out) {
   return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.empty_cache(); });
 }
 
+int rlmem_runtime_release_host_buffers(int ordinal, char** error_out) {
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
+    rt.release_host_buffers();
+    return rlmem::runtime_errc::ok;
+  });
+}
+
 int rlmem_runtime_reset_peaks(int ordinal, char** error_out) {
   return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
     rt.reset_peaks();
     return rlmem::runtime_errc::ok;
   });
+}
+
+int rlmem_runtime_growable_reserve(int ordinal, uint64_t max_bytes, uint64_t* address, char** error_out) {
+  if (address == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "address is NULL");
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.reserve_growable(max_bytes, *address); });
+}
+
+int rlmem_runtime_grow(int ordinal, uint64_t address, uint64_t bytes, uint64_t* grown, char** error_out) {
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
+    rlmem::runtime_errc code = rt.grow(address, bytes);
+    if (grown != nullptr) *grown = rt.grown_bytes(address);
+    return code;
+  });
+}
+
+int rlmem_runtime_growable_release(int ordinal, uint64_t address, char** error_out) {
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.release_growable(address); });
 }
 
 int rlmem_runtime_read(int ordinal, uint64_t address, void* destination, uint64_t size, char** error_out) {
@@ -320,7 +345,8 @@ int rlmem_runtime_statistics_json(int ordinal, char** json_out, char** error_out
                                  {"allocations", counter_json(totals.allocations)},
                                  {"reserved_bytes", counter_json(totals.reserved_bytes)},
                                  {"alloc_retries", totals.alloc_retries},
-                                 {"ooms", totals.ooms}}}};
+                                 {"ooms", totals.ooms},
+                                 {"host_buffer_bytes", totals.host_buffer_bytes}}}};
     // Tag names are the caller's bytes: replace what is not UTF-8 rather than fail.
     *json_out = copy_out(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return *json_out != nullptr ? rlmem::runtime_errc::ok : rlmem::runtime_errc::out_of_memory;

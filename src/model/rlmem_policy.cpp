@@ -271,6 +271,64 @@ std::uint64_t rlmem_policy::segments() const noexcept {
   return runs;
 }
 
+bool rlmem_policy::reserve_growable(std::uint64_t key, std::uint64_t max_bytes, std::uint64_t& base) {
+  arena made;
+  made.size = round_up(std::max<std::uint64_t>(max_bytes, 1), page_bytes_);
+  if (device_errc code = gpu_.reserve(made.size, made.base); code != device_errc::ok) {
+    if (code != device_errc::out_of_memory) fault_ = "reserve: " + std::string(device_error_name(code));
+    return false;
+  }
+  base = made.base;
+  arenas_.emplace(key, std::move(made));
+  return true;
+}
+
+bool rlmem_policy::grow(std::uint64_t key, std::uint64_t bytes) {
+  arena& buffer = arenas_.at(key);
+  std::uint64_t wanted = round_up(bytes, page_bytes_);
+  if (wanted > buffer.size) return false;
+  std::uint64_t start = buffer.top;
+  for (std::uint64_t at = buffer.base + start; buffer.top < wanted; at += page_bytes_) {
+    bool mapped = map_page(buffer, at);
+    if (!mapped && fault_.empty() && release_cached_pages()) {
+      ++retries_;
+      mapped = map_page(buffer, at);
+    }
+    if (!mapped) {
+      // Pages mapped by this call were never used: no fence is needed to give them back.
+      for (std::uint64_t back = buffer.base + start; back < at; back += page_bytes_) unmap_page(back);
+      buffer.top = start;
+      return false;
+    }
+    buffer.top += page_bytes_;
+  }
+  return true;
+}
+
+std::uint64_t rlmem_policy::grown_bytes(std::uint64_t key) const {
+  auto found = arenas_.find(key);
+  return found == arenas_.end() ? 0 : found->second.top;
+}
+
+void rlmem_policy::release_growable(std::uint64_t key) {
+  auto found = arenas_.find(key);
+  if (found == arenas_.end()) return;
+  arena& buffer = found->second;
+  if (buffer.mapped_pages > 0) gpu_.synchronize();
+  for (auto at = pages_.lower_bound(buffer.base); at != pages_.end() && at->first < buffer.base + buffer.size;) {
+    std::uint64_t address = at->first;
+    ++at;
+    if (pages_.at(address).handle != 0) {
+      unmap_page(address);
+    } else {
+      pages_.erase(address);
+      --paused_pages_;
+    }
+  }
+  gpu_.free_reservation(buffer.base, buffer.size);
+  arenas_.erase(found);
+}
+
 bool rlmem_policy::arena_range(std::uint64_t stream, address_run& range) const {
   auto found = arenas_.find(stream);
   if (found == arenas_.end()) return false;

@@ -55,6 +55,13 @@ runtime::runtime(device& gpu, runtime_options options)
   tag_named(default_tag);
 }
 
+runtime::~runtime() {
+  for (tag_state& tag : tags_) {
+    for (void* slab : tag.slabs) gpu_.host_free(slab);
+  }
+  for (void* slab : spare_slabs_) gpu_.host_free(slab);
+}
+
 runtime::tag_state& runtime::tag_named(std::string_view name) {
   auto found = tag_ids_.find(std::string(name));
   if (found != tag_ids_.end()) return tags_[found->second];
@@ -88,8 +95,11 @@ std::string runtime::current_tag() const {
 }
 
 std::uint64_t runtime::arena_key(std::uint32_t tag, std::uint64_t stream) {
-  auto [at, made] = arena_keys_.try_emplace({tag, stream}, arena_keys_.size() + 1);
-  if (made) tags_[tag].arena_keys.push_back(at->second);
+  auto [at, made] = arena_keys_.try_emplace({tag, stream}, next_arena_key_);
+  if (made) {
+    ++next_arena_key_;
+    tags_[tag].arena_keys.push_back(at->second);
+  }
   return at->second;
 }
 
@@ -185,10 +195,40 @@ std::vector<address_run> runtime::chunks_in_use(const tag_state& tag) const {
   return chunks;
 }
 
+device_errc runtime::take_slab(void*& slab) {
+  if (!spare_slabs_.empty()) {
+    slab = spare_slabs_.back();
+    spare_slabs_.pop_back();
+    return device_errc::ok;
+  }
+  device_errc code = gpu_.host_allocate(options_.copy_chunk_bytes, slab);
+  if (code == device_errc::ok) totals_.host_buffer_bytes += options_.copy_chunk_bytes;
+  return code;
+}
+
+void runtime::give_slab(void* slab) {
+  if (options_.keep_host_buffers) {
+    spare_slabs_.push_back(slab);
+    return;
+  }
+  gpu_.host_free(slab);
+  totals_.host_buffer_bytes -= options_.copy_chunk_bytes;
+}
+
 void runtime::free_backup(tag_state& tag) {
-  for (const backup_chunk& chunk : tag.backup) gpu_.host_free(chunk.host);
+  for (void* slab : tag.slabs) give_slab(slab);
+  tag.slabs.clear();
   tag.backup.clear();
   tag.stats.host_backup_bytes = 0;
+}
+
+void runtime::release_host_buffers() {
+  std::lock_guard hold(lock_);
+  for (void* slab : spare_slabs_) {
+    gpu_.host_free(slab);
+    totals_.host_buffer_bytes -= options_.copy_chunk_bytes;
+  }
+  spare_slabs_.clear();
 }
 
 runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
@@ -203,19 +243,32 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
   }
   std::uint64_t copied = 0;
   if (keep == keep_contents::host) {
-    // Pin a chunk, then start its copy: pinning the next one overlaps this one's transfer.
+    // Pieces packed into slabs; a slab is taken (pinned, when none is kept) while the copy of
+    // the one before runs.
     device_errc code = device_errc::ok;
     try {
+      std::uint64_t slab_used = options_.copy_chunk_bytes;
       for (address_run chunk : chunks_in_use(*tag)) {
-        void* host = nullptr;
-        code = gpu_.host_allocate(chunk.bytes, host);
+        while (chunk.bytes > 0 && code == device_errc::ok) {
+          if (slab_used == options_.copy_chunk_bytes) {
+            void* slab = nullptr;
+            code = take_slab(slab);
+            if (code != device_errc::ok) break;
+            tag->slabs.push_back(slab);
+            slab_used = 0;
+          }
+          address_run piece{chunk.address, std::min(chunk.bytes, options_.copy_chunk_bytes - slab_used)};
+          void* host = static_cast<std::byte*>(tag->slabs.back()) + slab_used;
+          tag->backup.push_back({piece, host});
+          code = gpu_.copy_to_host_async(host, piece.address, piece.bytes);
+          slab_used += piece.bytes;
+          chunk.address += piece.bytes;
+          chunk.bytes -= piece.bytes;
+          if (code == device_errc::ok) copied += piece.bytes;
+        }
         if (code != device_errc::ok) break;
-        tag->backup.push_back({chunk, host});
-        tag->stats.host_backup_bytes += chunk.bytes;
-        code = gpu_.copy_to_host_async(host, chunk.address, chunk.bytes);
-        if (code != device_errc::ok) break;
-        copied += chunk.bytes;
       }
+      tag->stats.host_backup_bytes = copied;
     } catch (const std::bad_alloc&) {
       code = device_errc::out_of_memory;
     }
@@ -319,6 +372,67 @@ runtime_errc runtime::empty_cache() {
   policy_.empty_cache();
   for (tag_state& each : tags_) refresh_mapped(each);
   if (!policy_.fault().empty()) return device_fault("empty_cache");
+  return runtime_errc::ok;
+}
+
+runtime_errc runtime::reserve_growable(std::uint64_t max_bytes, std::uint64_t& address) {
+  std::lock_guard hold(lock_);
+  if (max_bytes == 0) return fail(runtime_errc::invalid_argument, "a growable buffer of 0 bytes");
+  std::uint32_t tag_id = regions_.empty() ? 0 : regions_.back();
+  if (tags_[tag_id].stats.paused) return fail(runtime_errc::paused, "tag '" + tags_[tag_id].stats.name + "' is paused");
+  std::uint64_t key = next_arena_key_;
+  if (!policy_.reserve_growable(key, max_bytes, address)) {
+    if (!policy_.fault().empty()) return device_fault("reserving a growable buffer");
+    return fail(runtime_errc::out_of_memory, "no address space for a growable buffer of " + mib(max_bytes));
+  }
+  ++next_arena_key_;
+  growables_.emplace(address, growable{key, tag_id});
+  tags_[tag_id].arena_keys.push_back(key);
+  return runtime_errc::ok;
+}
+
+runtime_errc runtime::grow(std::uint64_t address, std::uint64_t bytes) {
+  std::lock_guard hold(lock_);
+  auto found = growables_.find(address);
+  if (found == growables_.end()) return fail(runtime_errc::unknown_pointer, "not a growable buffer's address");
+  tag_state& tag = tags_[found->second.tag];
+  if (tag.stats.paused) return fail(runtime_errc::paused, "tag '" + tag.stats.name + "' is paused: resume it before growing its buffers");
+  std::uint64_t before = policy_.grown_bytes(found->second.key);
+  if (!policy_.grow(found->second.key, bytes)) {
+    for (tag_state& each : tags_) refresh_mapped(each);
+    if (!policy_.fault().empty()) return device_fault("growing a buffer");
+    ++tag.stats.failed_allocations;
+    ++totals_.ooms;
+    return fail(runtime_errc::out_of_memory, "a growable buffer cannot grow to " + std::to_string(bytes) + " bytes: " +
+                                                 mib(static_cast<std::uint64_t>(policy_.reserved_bytes())) +
+                                                 " mapped by rlmem, or past the buffer's reservation");
+  }
+  std::uint64_t added = policy_.grown_bytes(found->second.key) - before;
+  tag.stats.allocated_bytes.add(added);
+  totals_.allocated_bytes.add(added);
+  for (tag_state& each : tags_) refresh_mapped(each);
+  return runtime_errc::ok;
+}
+
+std::uint64_t runtime::grown_bytes(std::uint64_t address) const {
+  std::lock_guard hold(lock_);
+  auto found = growables_.find(address);
+  return found == growables_.end() ? 0 : policy_.grown_bytes(found->second.key);
+}
+
+runtime_errc runtime::release_growable(std::uint64_t address) {
+  std::lock_guard hold(lock_);
+  auto found = growables_.find(address);
+  if (found == growables_.end()) return fail(runtime_errc::unknown_pointer, "not a growable buffer's address, or released twice");
+  auto [key, tag_id] = found->second;
+  std::uint64_t grown = policy_.grown_bytes(key);
+  policy_.release_growable(key);
+  tag_state& tag = tags_[tag_id];
+  std::erase(tag.arena_keys, key);
+  tag.stats.allocated_bytes.remove(grown);
+  totals_.allocated_bytes.remove(grown);
+  growables_.erase(found);
+  for (tag_state& each : tags_) refresh_mapped(each);
   return runtime_errc::ok;
 }
 

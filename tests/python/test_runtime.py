@@ -113,3 +113,21 @@ def test_the_step_monitor_logs_rlmems_figures_per_tag_when_the_runtime_is_instal
     assert line["reserved"] == 6 * MiB
     assert [tag["name"] for tag in line["runtime_tags"]] == ["default", "rollout"]
     assert line["runtime_tags"][1]["allocated_bytes"]["current"] == 5 * MiB
+
+
+def test_a_growable_buffer_grows_in_place_and_keeps_its_bytes(fake):
+    with runtime.region("kv", device=fake):
+        buffer = runtime.GrowableBuffer(32 * MiB, device=fake)
+    assert buffer.grow(3 * MiB) == 4 * MiB, "whole pages of 2 MiB"
+    data = os.urandom(3 * MiB)
+    runtime._write(fake, buffer.address, data)
+    address = buffer.address
+    assert buffer.grow(20 * MiB) == 20 * MiB
+    assert buffer.address == address and runtime._read(fake, address, len(data)) == data
+    with pytest.raises(rlmem.RlmemMemoryError, match="cannot grow"):
+        buffer.grow(33 * MiB)
+    tags = {tag["name"]: tag for tag in runtime.statistics(fake)["tags"]}
+    assert tags["kv"]["allocated_bytes"]["current"] == 20 * MiB
+    buffer.release()
+    with pytest.raises(rlmem.RuntimeStateError, match="released"):
+        buffer.grow(MiB)

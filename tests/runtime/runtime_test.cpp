@@ -97,6 +97,89 @@ TEST(runtime, pause_to_host_returns_the_memory_and_resume_restores_every_byte_at
   EXPECT_EQ(resumed.resumes, 1u);
 }
 
+TEST(runtime, kept_host_buffers_serve_the_next_pause_without_pinning_again_until_released) {
+  fake_device gpu(device_of(64));
+  runtime_options options = small_chunks();
+  options.keep_host_buffers = true;
+  runtime rt(gpu, options);
+  std::uint64_t weights = filled(rt, "train", 10 * mib, 1);
+  auto pinned = [&] {
+    return std::count_if(gpu.log().begin(), gpu.log().end(), [](const device_call& call) { return call.op == device_op::host_allocate; });
+  };
+  ASSERT_EQ(rt.pause("train", keep_contents::host), runtime_errc::ok);
+  ASSERT_EQ(rt.resume("train"), runtime_errc::ok);
+  EXPECT_EQ(pinned(), 3) << "10 MiB in slabs of 4 MiB";
+  EXPECT_EQ(gpu.host_buffers(), 3u) << "kept after the resume";
+  EXPECT_EQ(rt.totals().host_buffer_bytes, 12 * mib);
+  std::vector<std::uint8_t> other = pattern(10 * mib, 2);
+  ASSERT_EQ(rt.write(weights, other.data(), other.size()), runtime_errc::ok);
+  ASSERT_EQ(rt.pause("train", keep_contents::host), runtime_errc::ok);
+  ASSERT_EQ(rt.resume("train"), runtime_errc::ok);
+  EXPECT_EQ(pinned(), 3) << "the second pause pinned nothing";
+  EXPECT_TRUE(holds(rt, weights, 10 * mib, 2)) << "a reused slab holds the new contents, not the old";
+  rt.release_host_buffers();
+  EXPECT_EQ(gpu.host_buffers(), 0u);
+  EXPECT_EQ(rt.totals().host_buffer_bytes, 0u);
+}
+
+TEST(runtime, a_runtime_destroyed_while_a_tag_is_paused_gives_every_host_and_device_byte_back) {
+  fake_device gpu(device_of(64));
+  {
+    runtime rt(gpu, small_chunks());
+    filled(rt, "train", 6 * mib, 1);
+    ASSERT_EQ(rt.pause("train", keep_contents::host), runtime_errc::ok);
+    EXPECT_GT(gpu.host_buffers(), 0u);
+  }
+  EXPECT_EQ(gpu.host_buffers(), 0u);
+  EXPECT_EQ(gpu.used_bytes(), 0u);
+  EXPECT_EQ(gpu.reservations(), 0u);
+}
+
+TEST(runtime, a_growable_buffer_grows_in_place_keeping_its_data_and_pauses_with_its_tag) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, small_chunks());
+  rt.enter_region("kv");
+  std::uint64_t kv = 0;
+  ASSERT_EQ(rt.reserve_growable(40 * mib, kv), runtime_errc::ok) << rt.last_error();
+  rt.leave_region();
+  EXPECT_EQ(gpu.used_bytes(), 0u) << "reserved, nothing mapped";
+  ASSERT_EQ(rt.grow(kv, 3 * mib), runtime_errc::ok) << rt.last_error();
+  EXPECT_EQ(rt.grown_bytes(kv), 4 * mib);
+  std::vector<std::uint8_t> first = pattern(3 * mib, 11);
+  ASSERT_EQ(rt.write(kv, first.data(), first.size()), runtime_errc::ok);
+  ASSERT_EQ(rt.grow(kv, 9 * mib), runtime_errc::ok);
+  EXPECT_EQ(gpu.used_bytes(), 10 * mib);
+  EXPECT_TRUE(holds(rt, kv, 3 * mib, 11)) << "the data did not move";
+  std::vector<std::uint8_t> tail(mib, 0x42);
+  ASSERT_EQ(rt.write(kv + 8 * mib, tail.data(), tail.size()), runtime_errc::ok) << "the grown part is memory";
+  EXPECT_EQ(rt.grow(kv, 41 * mib), runtime_errc::out_of_memory) << "past the reservation";
+  EXPECT_EQ(rt.grow(kv, 2 * mib), runtime_errc::ok) << "never shrinks: a smaller size is already there";
+  EXPECT_EQ(stats_of(rt.statistics(), "kv").allocated_bytes.current, 10 * mib);
+
+  ASSERT_EQ(rt.pause("kv", keep_contents::host), runtime_errc::ok) << rt.last_error();
+  EXPECT_EQ(gpu.used_bytes(), 0u);
+  EXPECT_EQ(rt.grow(kv, 12 * mib), runtime_errc::paused);
+  ASSERT_EQ(rt.resume("kv"), runtime_errc::ok) << rt.last_error();
+  EXPECT_TRUE(holds(rt, kv, 3 * mib, 11)) << "restored at the same address";
+
+  ASSERT_EQ(rt.release_growable(kv), runtime_errc::ok);
+  EXPECT_EQ(rt.release_growable(kv), runtime_errc::unknown_pointer);
+  EXPECT_EQ(gpu.used_bytes(), 0u);
+  EXPECT_EQ(stats_of(rt.statistics(), "kv").allocated_bytes.current, 0u);
+}
+
+TEST(runtime, a_growable_buffer_that_cannot_grow_changes_nothing) {
+  fake_device gpu(device_of(8));  // 4 pages
+  runtime rt(gpu, small_chunks());
+  std::uint64_t kv = 0;
+  ASSERT_EQ(rt.reserve_growable(64 * mib, kv), runtime_errc::ok);
+  ASSERT_EQ(rt.grow(kv, 4 * mib), runtime_errc::ok);
+  EXPECT_EQ(rt.grow(kv, 12 * mib), runtime_errc::out_of_memory) << "6 pages on a 4-page device";
+  EXPECT_EQ(rt.grown_bytes(kv), 4 * mib);
+  EXPECT_EQ(gpu.used_bytes(), 4 * mib);
+  ASSERT_EQ(rt.grow(kv, 8 * mib), runtime_errc::ok) << "the whole device";
+}
+
 TEST(runtime, a_discarded_tag_comes_back_filled_with_zeros_never_with_stale_or_fresh_page_bytes) {
   fake_device gpu(device_of(64));
   runtime rt(gpu, small_chunks());
