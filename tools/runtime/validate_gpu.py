@@ -15,6 +15,8 @@ OUT_DIR/NAME.json as soon as it finishes, so a run cut short still reports what 
 - pool:       the MemPool route: torch's stats stay, the pool's tag pauses and resumes
 - stress:     threads on their own streams allocating, writing and checking under rlmem
 - monitor:    the step monitor under install(): rlmem's figures and tags in its log
+- kv_growth:  a KV cache grown token by token three ways (torch.cat as DynamicCache does, a
+              worst-case preallocation, rlmem's GrowableBuffer): peak reserved and time per token
 - frag:       the fragmentation workload (the fixture's model, varying sequence lengths) under
               native, expandable segments and rlmem: peak reserved, smallest cap that completes,
               step time
@@ -135,11 +137,11 @@ def nvidia_smi_used_mib() -> int | None:
         return None
 
 
-def check_pause_10gb(gib: str = "10") -> dict:
+def check_pause_10gb(gib: str = "10", keep_buffers: str = "0") -> dict:
     import torch
     import rlmem.runtime as rt
 
-    rt.install()
+    rt.install(keep_host_buffers=keep_buffers == "1")
     size = int(gib) * GiB
     with rt.region("train"):
         weights = torch.empty(size // 8, dtype=torch.int64, device="cuda")
@@ -199,10 +201,18 @@ def check_pause_10gb(gib: str = "10") -> dict:
     result["resume_gbps"] = train["last_resume"]["copied_bytes"] / train["last_resume"]["seconds"] / 1e9
     result["pause_vs_plain_d2h"] = result["pause_gbps"] / result["plain_pinned_d2h_gbps"]
     result["resume_vs_plain_h2d"] = result["resume_gbps"] / result["plain_pinned_h2d_gbps"]
-    # A second cycle: backups are freed, so the process's host memory does not grow per cycle.
-    rt.pause("train", keep="host")
-    rt.resume("train")
-    result["bit_exact_second_cycle"] = (int(weights.sum()) ^ int((weights[::7] * 31).sum())) == checksum
+    result["host_buffer_bytes_after_resume"] = rt.statistics()["totals"]["host_buffer_bytes"]
+    # Two more cycles: with keep_buffers the pinned slabs of the first serve them.
+    cycles = []
+    for _ in range(2):
+        rt.pause("train", keep="host")
+        rt.resume("train")
+        train = {tag["name"]: tag for tag in rt.statistics()["tags"]}["train"]
+        cycles.append({"pause_seconds": train["last_pause"]["seconds"], "resume_seconds": train["last_resume"]["seconds"],
+                       "pause_gbps": train["last_pause"]["copied_bytes"] / train["last_pause"]["seconds"] / 1e9,
+                       "resume_gbps": train["last_resume"]["copied_bytes"] / train["last_resume"]["seconds"] / 1e9})
+    result["later_cycles"] = cycles
+    result["bit_exact_after_cycles"] = (int(weights.sum()) ^ int((weights[::7] * 31).sum())) == checksum
     return result
 
 
@@ -297,6 +307,76 @@ def check_monitor(log_dir: str) -> dict:
             "tags": [tag["name"] for tag in line.get("runtime_tags", [])]}
 
 
+def check_kv_growth(strategy: str) -> dict:
+    """A decode loop of `tokens` steps over a Qwen2.5-1.5B-shaped KV cache (28 layers, 2 KV heads
+    of 128, bf16, 16 rows): each step appends one token's K and V per layer, then attends over
+    the cache with SDPA. `strategy`: cat (torch.cat per token, as transformers' DynamicCache
+    grows), prealloc (a worst-case cache of max_tokens), growable (rlmem GrowableBuffer per layer,
+    laid out token-major so that it grows at its end)."""
+    import torch
+    import torch.nn.functional as F
+
+    layers, rows, heads, q_heads, dim, tokens, max_tokens = 28, 16, 2, 12, 128, 2048, 8192
+    dtype = torch.bfloat16
+    torch.manual_seed(0)
+    query = torch.randn(rows, q_heads, 1, dim, device="cuda", dtype=dtype)
+    new = torch.randn(rows, heads, 1, dim, device="cuda", dtype=dtype)
+    per_token = rows * heads * dim * 2
+    buffers = []
+    if strategy == "cat":
+        keys = [torch.empty(rows, heads, 0, dim, device="cuda", dtype=dtype) for _ in range(layers)]
+        values = [torch.empty(rows, heads, 0, dim, device="cuda", dtype=dtype) for _ in range(layers)]
+    elif strategy == "prealloc":
+        keys = [torch.empty(rows, heads, max_tokens, dim, device="cuda", dtype=dtype) for _ in range(layers)]
+        values = [torch.empty(rows, heads, max_tokens, dim, device="cuda", dtype=dtype) for _ in range(layers)]
+    else:
+        import rlmem.runtime as rt
+
+        with rt.region("kv"):
+            buffers = [(rt.GrowableBuffer(max_tokens * per_token), rt.GrowableBuffer(max_tokens * per_token))
+                       for _ in range(layers)]
+        views = [None] * layers  # token-major [T, rows, heads, dim] over each layer's buffers
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    output = None
+    for step in range(1, tokens + 1):
+        for layer in range(layers):
+            if strategy == "cat":
+                keys[layer] = torch.cat([keys[layer], new], dim=2)
+                values[layer] = torch.cat([values[layer], new], dim=2)
+                k, v = keys[layer], values[layer]
+            elif strategy == "prealloc":
+                keys[layer][:, :, step - 1:step] = new
+                values[layer][:, :, step - 1:step] = new
+                k, v = keys[layer][:, :, :step], values[layer][:, :, :step]
+            else:
+                key_buffer, value_buffer = buffers[layer]
+                if key_buffer.nbytes < step * per_token:
+                    # A page more (256 tokens here), viewed again; the data stays where it is.
+                    key_buffer.grow(step * per_token)
+                    value_buffer.grow(step * per_token)
+                    views[layer] = (key_buffer.view((key_buffer.nbytes // per_token, rows, heads, dim), dtype),
+                                    value_buffer.view((value_buffer.nbytes // per_token, rows, heads, dim), dtype))
+                k_all, v_all = views[layer]
+                k_all[step - 1] = new[:, :, 0]
+                v_all[step - 1] = new[:, :, 0]
+                k, v = k_all[:step].permute(1, 2, 0, 3), v_all[:step].permute(1, 2, 0, 3)
+            output = F.scaled_dot_product_attention(query, k, v, enable_gqa=True)
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    result = {"strategy": strategy, "tokens": tokens, "cache_bytes_needed": tokens * per_token * 2 * layers,
+              "torch_peak_reserved": torch.cuda.max_memory_reserved(), "torch_peak_allocated": torch.cuda.max_memory_allocated(),
+              "ms_per_token": seconds / tokens * 1e3, "checksum": float(output.float().sum())}
+    if buffers:
+        import rlmem.runtime as rt
+
+        mapped = {tag["name"]: tag for tag in rt.statistics()["tags"]}["kv"]["mapped_bytes"]["peak"]
+        result["rlmem_mapped_peak"] = mapped
+    result["peak_device_bytes"] = result["torch_peak_reserved"] + result.get("rlmem_mapped_peak", 0)
+    return result
+
+
 def check_frag(allocator: str, capacity: str = "0") -> dict:
     """The fragmentation workload under `allocator` (native, expandable, rlmem), capped at
     `capacity` bytes (0: none)."""
@@ -305,10 +385,10 @@ def check_frag(allocator: str, capacity: str = "0") -> dict:
     import torch
 
     cap = int(capacity)
-    if allocator == "rlmem":
+    if allocator.startswith("rlmem"):
         import rlmem.runtime as rt
 
-        rt.install(capacity=cap or None)
+        rt.install(capacity=cap or None, release_free_pages=allocator == "rlmem_release")
     elif cap:
         torch.cuda.set_per_process_memory_fraction(cap / torch.cuda.get_device_properties(0).total_memory)
     from transformers import AutoModelForCausalLM, Qwen2Config
@@ -335,7 +415,7 @@ def check_frag(allocator: str, capacity: str = "0") -> dict:
     except Exception as error:  # noqa: BLE001 - an OOM under a cap is the answer, whatever its type
         completed = False
         failure = f"{type(error).__name__}: {str(error)[:160]}"
-    if allocator == "rlmem":
+    if allocator.startswith("rlmem"):
         stats = rt.memory_stats()
     else:
         stats = torch.cuda.memory_stats()
@@ -349,7 +429,7 @@ def check_frag(allocator: str, capacity: str = "0") -> dict:
     return result
 
 
-CHECKS = {"oom": check_oom, "loss_native": check_loss_native, "loss_rlmem": check_loss_rlmem,
+CHECKS = {"kv_growth": check_kv_growth, "oom": check_oom, "loss_native": check_loss_native, "loss_rlmem": check_loss_rlmem,
           "pause_10gb": check_pause_10gb, "discard": check_discard, "pool": check_pool, "stress": check_stress,
           "monitor": check_monitor, "frag": check_frag}
 
@@ -363,15 +443,17 @@ def write(out: Path, name: str, result) -> None:
 
 def frag_sweep(out: Path) -> None:
     # One at a time, so that the step times are not shared with another process.
-    uncapped = {allocator: run_child("frag", allocator) for allocator in ("native", "expandable", "rlmem")}
+    uncapped = {allocator: run_child("frag", allocator) for allocator in ("native", "expandable", "rlmem", "rlmem_release")}
     write(out, "frag_uncapped", uncapped)
     demand = uncapped["rlmem"].get("peak_allocated")
     if not demand:
         return
     # Every policy under the same caps, from the program's demand upward (8 processes at once:
     # the caps, not the times, are measured here).
-    factors = [1.0, 1.005, 1.01, 1.02, 1.03, 1.05, 1.08, 1.12, 1.16]
-    jobs = [(allocator, str(int(demand * factor))) for allocator in ("native", "expandable", "rlmem") for factor in factors]
+    factors = {"native": [1.08, 1.12, 1.16, 1.2, 1.24, 1.28, 1.32],
+               "expandable": [1.0, 1.01, 1.015, 1.02, 1.03, 1.05, 1.08, 1.12, 1.16],
+               "rlmem": [1.0, 1.004, 1.006, 1.008, 1.01, 1.02, 1.03, 1.05, 1.08, 1.12, 1.16]}
+    jobs = [(allocator, str(int(demand * factor))) for allocator, each in factors.items() for factor in each]
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda job: run_child("frag", *job), jobs))
     summary = {"demand_bytes": demand, "rows": results}
@@ -407,7 +489,10 @@ def main() -> int:
         if wanted(name):
             write(out, name, run_child(name, *args))
     if wanted("pause_10gb"):
-        write(out, "pause_10gb", run_child("pause_10gb", "10", timeout=300))
+        write(out, "pause_10gb", run_child("pause_10gb", "10", "0", timeout=300))
+        write(out, "pause_10gb_keep", run_child("pause_10gb", "10", "1", timeout=300))
+    if wanted("kv_growth"):
+        write(out, "kv_growth", {strategy: run_child("kv_growth", strategy) for strategy in ("cat", "prealloc", "growable")})
     if wanted("frag"):
         frag_sweep(out)
     return 0
