@@ -146,12 +146,7 @@ void* torch_allocate(std::size_t size, int device, void* stream, std::string& wh
   char* error = nullptr;
   if (!open) {
     // First use of this device: its runtime opens with the configured options.
-    rlmem_runtime_options options{};
-    {
-      std::shared_lock hold(registry_lock);
-      options = configured;
-    }
-    int status = rlmem_runtime_open_cuda(device, options.struct_size != 0 ? &options : nullptr, &error);
+    int status = rlmem_runtime_open_cuda(device, nullptr, &error);
     if (status != RLMEM_OK && status != RLMEM_E_STATE) {
       why = error != nullptr ? error : "the runtime cannot be opened";
       std::free(error);
@@ -195,7 +190,12 @@ int rlmem_runtime_open_cuda(int ordinal, const rlmem_runtime_options* options, c
     std::string why;
     std::unique_ptr<rlmem::device> gpu = rlmem::open_cuda_device(ordinal, why);
     if (!gpu) return report(error_out, RLMEM_E_DEVICE, why);
-    return install(ordinal, std::move(gpu), options, error_out);
+    rlmem_runtime_options given{};
+    if (options == nullptr) {
+      std::shared_lock hold(registry_lock);
+      given = configured;
+    }
+    return install(ordinal, std::move(gpu), options != nullptr ? options : (given.struct_size != 0 ? &given : nullptr), error_out);
   } catch (const std::bad_alloc&) {
     return report(error_out, RLMEM_E_NO_MEMORY, "out of host memory");
   } catch (...) {
