@@ -441,11 +441,12 @@ def write(out: Path, name: str, result) -> None:
     print(f"{name}: {json.dumps(result)[:600]}", flush=True)
 
 
-def frag_sweep(out: Path) -> None:
-    # One at a time, so that the step times are not shared with another process.
-    uncapped = {allocator: run_child("frag", allocator) for allocator in ("native", "expandable", "rlmem", "rlmem_release")}
-    write(out, "frag_uncapped", uncapped)
-    demand = uncapped["rlmem"].get("peak_allocated")
+def frag_sweep(out: Path, demand: int | None) -> None:
+    if demand is None:
+        # One at a time, so that the step times are not shared with another process.
+        uncapped = {allocator: run_child("frag", allocator) for allocator in ("native", "expandable", "rlmem", "rlmem_release")}
+        write(out, "frag_uncapped", uncapped)
+        demand = uncapped["rlmem"].get("peak_allocated")
     if not demand:
         return
     # Every policy under the same caps, from the program's demand upward (8 processes at once:
@@ -469,6 +470,8 @@ def main() -> int:
     parser.add_argument("out", nargs="?")
     parser.add_argument("--only", default="")
     parser.add_argument("--child", nargs="+")
+    parser.add_argument("--demand", type=int, help="the workload's demand (bytes) from an earlier uncapped run: "
+                        "the capped sweep only")
     options = parser.parse_args()
     if options.child:
         result = child(options.child[0], options.child[1:])
@@ -494,7 +497,7 @@ def main() -> int:
     if wanted("kv_growth"):
         write(out, "kv_growth", {strategy: run_child("kv_growth", strategy) for strategy in ("cat", "prealloc", "growable")})
     if wanted("frag"):
-        frag_sweep(out)
+        frag_sweep(out, options.demand)
     return 0
 
 
