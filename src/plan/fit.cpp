@@ -148,18 +148,16 @@ std::uint64_t at_most(const std::vector<std::uint64_t>& values, std::uint64_t li
   return chosen;
 }
 
-// Rows generated together in a grpo-step rollout given with --batch: powers of two below a GPU's
-// rows, and all of them (0). Without --batch the rollout generates all rows at once, as
-// model.generate on the whole rollout does, and the search keeps that.
+// Rows generated together in a grpo-step rollout (the generation batch): powers of two below a
+// GPU's rows, and all of them (0). It changes how the rollout runs, not what it generates, so
+// the default search moves it both ways.
 std::vector<std::uint64_t> generation_batches(std::uint64_t rows) {
   std::vector<std::uint64_t> values = powers_of_two(1, rows > 1 ? rows - 1 : 0);
   values.push_back(0);
   return values;
 }
 
-std::uint64_t generated_together(const plan_knobs& knobs) {
-  return knobs.batch == 0 ? rows_per_gpu(knobs) : std::min(knobs.batch, rows_per_gpu(knobs));
-}
+std::uint64_t generated_together(const plan_knobs& knobs) { return generation_rows(knobs); }
 
 // A group size for grpo-step, with the micro-batch kept when it stays valid, else the largest
 // valid one below it.
@@ -402,7 +400,7 @@ void search(const plan_knobs& base, const search_space& space, searcher& out) {
                   knobs.prompt_len = prompt_len;
                   for (std::uint64_t new_tokens : space.new_tokens) {
                     knobs.new_tokens = new_tokens;
-                    for (std::uint64_t generation_batch : base.batch == 0 ? std::vector<std::uint64_t>{0} : generation_batches(rows)) {
+                    for (std::uint64_t generation_batch : generation_batches(rows)) {
                       knobs.batch = generation_batch;
                       for (std::uint64_t micro_batch : valid_micro_batches(group, rows)) {
                         knobs.micro_batch = micro_batch;

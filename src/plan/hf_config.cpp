@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
 #include <optional>
+#include <string_view>
 
 namespace rlmem {
 
@@ -92,6 +95,45 @@ bool nests_too_deep(std::string_view text) {
   return false;
 }
 
+// nanochat's GPT (nanochat/gpt.py): untied wte and lm_head, no biases, F.rms_norm without
+// weights (on the layer inputs and on q and k), a ReLU^2 MLP of 4 x n_embd, rotary tables of
+// 10 x sequence_len positions kept as buffers.
+bool parse_nanochat_config(const json& config, model_architecture& model, std::string& message) {
+  field_reader read(config, message);
+  model_architecture parsed;
+  parsed.name = parsed.model_type = "nanochat";
+  parsed.num_layers = read.count("n_layer", max_layers);
+  parsed.num_heads = read.count("n_head", max_dimension);
+  parsed.num_kv_heads = read.count("n_kv_head", max_dimension, parsed.num_heads);
+  parsed.hidden_size = read.count("n_embd", max_dimension);
+  parsed.vocab_size = read.count("vocab_size", max_vocab);
+  const std::uint64_t sequence_len = read.count("sequence_len", max_dimension);
+  if (read.failed()) return false;
+  if (parsed.hidden_size % parsed.num_heads != 0) {
+    message = fmt::format("nanochat config: n_embd {} is not a multiple of n_head {}", parsed.hidden_size, parsed.num_heads);
+    return false;
+  }
+  if (parsed.num_kv_heads > parsed.num_heads || parsed.num_heads % parsed.num_kv_heads != 0) {
+    message = fmt::format("nanochat config: n_head {} is not a multiple of n_kv_head {}", parsed.num_heads, parsed.num_kv_heads);
+    return false;
+  }
+  parsed.head_dim = parsed.hidden_size / parsed.num_heads;
+  parsed.intermediate_size = 4 * parsed.hidden_size;
+  parsed.tied_embeddings = false;
+  parsed.qk_norm = true;
+  parsed.norm_weights = false;
+  parsed.mlp = mlp_kind::relu2;
+  parsed.rotary_positions = 10 * sequence_len;
+  model = std::move(parsed);
+  return true;
+}
+
+// Hugging Face families whose MLP has no gate and whose layers carry LayerNorm biases, learned or
+// partial positions or parallel residuals: their terms are not derived, so they are refused
+// rather than counted as SwiGLU.
+constexpr std::array<std::string_view, 11> ungated_families = {"gpt2",  "gpt_neox", "gptj", "gpt_bigcode", "nemotron", "phi",
+                                                               "opt",   "bloom",    "falcon", "starcoder2", "mpt"};
+
 }  // namespace
 
 bool parse_hf_config(std::string_view json_text, model_architecture& model, std::string& message) {
@@ -113,6 +155,12 @@ bool parse_hf_config(std::string_view json_text, model_architecture& model, std:
     message = "config.json is not a JSON object";
     return false;
   }
+  // nanochat keeps its GPTConfig at the top level or, in checkpoint metadata, under
+  // "model_config"; GPT-2's config shares the n_* names but says model_type.
+  const json& nanochat = document.contains("model_config") && document["model_config"].is_object() ? document["model_config"] : document;
+  if (!nanochat.contains("model_type") && !document.contains("model_type") && nanochat.contains("n_layer") && nanochat.contains("n_embd")) {
+    return parse_nanochat_config(nanochat, model, message);
+  }
   // Multimodal configs (Gemma 3, Qwen2.5-VL, ...) keep the language model in text_config.
   const json& config = document.contains("text_config") && document["text_config"].is_object() ? document["text_config"] : document;
   // Layouts the memory terms do not describe: latent attention and DeepSeek's routed experts.
@@ -130,6 +178,13 @@ bool parse_hf_config(std::string_view json_text, model_architecture& model, std:
   parsed.name = parsed.model_type.empty() ? "config.json" : parsed.model_type;
   const std::string& type = parsed.model_type;
   const bool gemma = type.starts_with("gemma");
+  if (std::find(ungated_families.begin(), ungated_families.end(), type) != ungated_families.end()) {
+    message = fmt::format("config.json: model_type \"{}\" has an MLP without a gate and LayerNorm biases or learned positions, "
+                          "which are not modelled (it is not counted as SwiGLU); modelled: Llama, Qwen2/2.5/3 (and MoE), "
+                          "Mistral, Mixtral, Gemma, nanochat",
+                          type.substr(0, 40));
+    return false;
+  }
 
   parsed.hidden_size = read.count("hidden_size", max_dimension);
   parsed.num_layers = read.count("num_hidden_layers", max_layers);

@@ -132,11 +132,11 @@ TEST(Phases, NamedBuffersAreHeldInTheirPhasesOnly) {
   resident_buffer latents;
   std::string message;
   ASSERT_TRUE(parse_buffer_spec("trajectories=8x50x263x196:fp32@rollout,update", latents, message)) << message;
-  EXPECT_EQ(latents.bytes, 8ull * 50 * 263 * 196 * 4);
+  EXPECT_EQ(latents.fixed_bytes, 8ull * 50 * 263 * 196 * 4);
   knobs.buffers.push_back(latents);
   const plan_result plan = planned("qwen2.5-0.5b", knobs);
-  EXPECT_EQ(component(phase_named(plan, "rollout"), "buffer trajectories"), latents.bytes);
-  EXPECT_EQ(component(phase_named(plan, "update"), "buffer trajectories"), latents.bytes);
+  EXPECT_EQ(component(phase_named(plan, "rollout"), "buffer trajectories"), latents.fixed_bytes);
+  EXPECT_EQ(component(phase_named(plan, "update"), "buffer trajectories"), latents.fixed_bytes);
   EXPECT_EQ(component(phase_named(plan, "reference"), "buffer trajectories"), 0u);
   EXPECT_EQ(component(phase_named(plan, "optimizer"), "buffer trajectories"), 0u);
 }
