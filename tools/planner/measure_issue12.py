@@ -77,8 +77,20 @@ class PhasePeaks:
         torch.cuda.reset_peak_memory_stats()
 
 
-def run(row, fn, snapshot=None):
-    """measure.py's measure(), with a time limit per row and the phase peaks when fn records them."""
+def resident_bytes(modules=(), optimizers=()):
+    """What a step legitimately finds resident: the models' parameters and buffers, and the state
+    of an optimizer an earlier row already stepped."""
+    total = sum(t.numel() * t.element_size() for mod in modules for t in [*mod.parameters(), *mod.buffers()])
+    for opt in optimizers:
+        for state in opt.state.values():
+            total += sum(v.numel() * v.element_size() for v in state.values() if torch.is_tensor(v) and v.is_cuda)
+    return total
+
+
+def run(row, fn, snapshot=None, resident=None):
+    """measure.py's measure(), with a time limit per row and the phase peaks when fn records them.
+    The truth is the fixture's (measure_fsdp.py's): the peak less what earlier rows left in memory
+    beyond `resident` (their cuBLAS workspaces, once per process and thread)."""
     if time.time() - START > BUDGET:
         log("skipped (time budget)", row.get("label"))
         return
@@ -91,7 +103,11 @@ def run(row, fn, snapshot=None):
         if phases.peaks:
             row["phase_peaks"] = phases.peaks
             row["peak_alloc"] = max(row["peak_alloc"], max(phases.peaks.values()))
-        row["truth_peak"] = row["peak_alloc"]
+        left = row["base"] - resident if resident is not None else 0
+        row["weights_bytes"] = resident
+        row["truth_peak"] = row["peak_alloc"] - left
+        if phases.peaks:
+            row["truth_phase_peaks"] = {k: v - left for k, v in phases.peaks.items()}
         if snapshot:
             snap = torch.cuda.memory._snapshot()
             with gzip.open(f"{OUT}/{snapshot}.pickle.gz", "wb", compresslevel=6) as f:
@@ -401,18 +417,19 @@ for kind, mb, S, snap in [("muon", 8, 1024, "nanochat_train_muon"), ("adamw", 8,
     model.train()
     opt = Optimizers(model, kind)
     run(dict(common, label=f"train {kind} {mb}x{S}", phase="train", micro_batch=mb, seq=S, logprob_tokens=S - S // 2,
-             grad_ckpt=False, optimizer=kind), nanochat_train_fn(model, opt, V, mb, S), snapshot=snap)
+             grad_ckpt=False, optimizer=kind), nanochat_train_fn(model, opt, V, mb, S), snapshot=snap,
+        resident=resident_bytes([model]))
     del opt
     gc.collect()
 model.eval()
 run(dict(common, label="generate prealloc 16", phase="generate", batch=16, prompt=256, new=64, kv_cache="prealloc"),
-    nanochat_generate_fn(model, V, 16, 256, 64), snapshot="nanochat_generate_prealloc")
+    nanochat_generate_fn(model, V, 16, 256, 64), snapshot="nanochat_generate_prealloc", resident=resident_bytes([model]))
 model.train()
 opt = Optimizers(model, "muon")
 run(dict(common, label="grpo nanochat gen-batch 8", phase="grpo_step", prompts=2, group=16, prompt=128, new=48,
          micro_batch=8, gen_batch=8, kv_cache="prealloc", ref_model=False, reference="none", optimizer="muon"),
     grpo_step_fn(model, None, opt, V, 2, 16, 128, 48, 8, 8, lambda p: prealloc_generate(model, p, 48), autocast=True),
-    snapshot="nanochat_grpo")
+    snapshot="nanochat_grpo", resident=resident_bytes([model]))
 del model, opt
 gc.collect()
 torch.cuda.empty_cache()
@@ -427,11 +444,12 @@ opt = AdamW(model.parameters())
 for gen_batch in (64, 16):
     run(dict(common, label=f"grpo gen-batch {gen_batch}", phase="grpo_step", prompts=1, group=64, prompt=1024, new=32,
              micro_batch=1, gen_batch=gen_batch, ref_model=True, reference="copy", optimizer="adamw"),
-        grpo_step_fn(model, ref, opt, V, 1, 64, 1024, 32, 1, gen_batch, hf_generate(model, 32)))
+        grpo_step_fn(model, ref, opt, V, 1, 64, 1024, 32, 1, gen_batch, hf_generate(model, 32)),
+        resident=resident_bytes([model, ref], [opt.opt]))
 traj = 16 * 2 * 50 * 263 * 1 * 196 * 4  # rows x epochs x 50 x 263 x 1 x 196, fp32
 run(dict(common, label="ppo buffer x epochs", phase="grpo_step", prompts=2, group=8, prompt=256, new=64, micro_batch=8,
          ref_model=True, reference="copy", optimizer="adamw", epochs=2, old_logprobs=True,
          buffer="traj=rows*epochs*50*263*1*196:fp32", buffer_bytes=traj),
     grpo_step_fn(model, ref, opt, V, 2, 8, 256, 64, 8, 16, hf_generate(model, 64), epochs=2, old_logprobs=True,
-                 buffer_bytes=traj))
+                 buffer_bytes=traj), resident=resident_bytes([model, ref], [opt.opt]))
 log("done")
