@@ -256,9 +256,6 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
   // nanochat trains and samples with fp32 matrices and a bf16 embedding under autocast.
   if (model.model_type == "nanochat" && command.count("--precision") == 0) knobs.precision = precision_kind::nanochat;
   if (!parse_kv_rows(args.kv_rows, knobs)) return false;
-  if (command.count("--gen-batch") > 0 && command.count("--batch") > 0) {
-    return fail("--gen-batch and --batch both give grpo-step's generation batch; give --gen-batch");
-  }
   int offload = 0;
   if (!choose("--offload", args.offload, std::array<std::pair<const char*, int>, 3>{{{"none", 0}, {"optimizer", 1}, {"all", 2}}}, offload)) {
     return false;
@@ -277,6 +274,9 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
     }
   }
   if (!refuse_other_phases_options(knobs.phase, command) || !refuse_options_that_do_not_apply(args, command)) return false;
+  if (command.count("--gen-batch") > 0 && command.count("--batch") > 0) {
+    return fail("--gen-batch and --batch both give grpo-step's generation batch; give --gen-batch");
+  }
   if (knobs.phase == plan_phase::train && command.count("--seq-len") > 0 && knobs.seq_len < 2) {
     return fail("--seq-len must be at least 2: a prompt token and a scored one");
   }
@@ -385,7 +385,7 @@ void add_plan_command(CLI::App& app, command_body& run) {
   auto args = std::make_shared<plan_arguments>();
   plan_knobs& knobs = args->knobs;
   CLI::App* command = app.add_subcommand("plan", "Peak GPU memory of each phase of an RL step, from the architecture and the knobs");
-  command->add_option("--model", args->model, "A preset (qwen2.5-7b, ...; --list-models), a config.json or nanochat's model config");
+  command->add_option("--model", args->model, "A preset (--list-models), a config.json or nanochat's model config");
   command->add_option("--params", args->params, "Without --model: the policy's parameter count; its tensors as --buffer")
       ->check(whole_number);
   command->add_flag("--list-models", args->list, "List the built-in presets");
@@ -435,7 +435,7 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--buffer", args->buffers,
                       "A resident tensor NAME=DIMS:DTYPE[@phases] (repeatable); a dim is a\n"
                       "number, rows (a GPU's rows) or epochs, joined by x or *; without\n"
-                      "@phases it lives in every phase. e.g. traj=rows*epochs*50*263*1*196:fp32")
+                      "@phases it lives in every phase. e.g. traj=rows*epochs*50*263*196:fp32")
       ->group(memory);
   command->add_option("--gpus", knobs.gpus, "Data-parallel GPUs (default 1)")->check(whole_number)->group(memory);
   command->add_option("--shard", args->shard, "none (DDP) | zero1 (optimizer) | zero2 (+gradients) | fsdp (+weights)")->group(memory);

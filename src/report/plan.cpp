@@ -29,7 +29,7 @@ std::string offload_text(const plan_knobs& knobs) {
 std::string model_line(const model_architecture& model, const parameter_count& params) {
   if (model.opaque_params > 0) {
     return fmt::format("{}  {} parameters (no architecture: its tensors are the --buffer ones)", printable_text(model.name),
-                       billions(params.total));
+                       format_count(params.total));
   }
   std::string line = fmt::format("{}  {} parameters ({} outside embeddings), {} layers, hidden {}, {}/{} heads of {}, vocab {}",
                                  printable_text(model.name), billions(params.total), billions(params.non_embedding()), model.num_layers,
@@ -77,12 +77,20 @@ std::string knobs_line(const plan_knobs& knobs, const plan_result& plan) {
       break;
     case plan_phase::grpo_step: {
       const std::uint64_t rows = knobs.prompts * knobs.group / knobs.gpus;
+      if (plan.params.per_layer == 0 && plan.params.embedding == 0) {  // a policy given as --params: rows, no tokens
+        line = fmt::format("grpo-step: {} prompts x {} samples ({} rows), micro-batch {}, {}", knobs.prompts, knobs.group, rows,
+                           knobs.micro_batch, training_text(knobs, plan));
+        if (knobs.epochs > 1) line += fmt::format(", {} epochs of updates", knobs.epochs);
+        break;
+      }
       line = fmt::format("grpo-step: {} prompts x {} samples, prompt {} + {} new tokens, micro-batch {} ({} per step{}), {}{}",
                          knobs.prompts, knobs.group, knobs.prompt_len, knobs.new_tokens, knobs.micro_batch,
                          rows / knobs.micro_batch, knobs.gpus > 1 ? " on each GPU" : "", training_text(knobs, plan),
                          reference_text(knobs.reference));
       if (knobs.batch != 0 && knobs.batch < rows) line += fmt::format(", generated {} rows at a time", knobs.batch);
       if (knobs.old_logprobs) line += ", old log-probs";
+      if (knobs.epochs > 1) line += fmt::format(", {} epochs of updates", knobs.epochs);
+      if (knobs.kv_cache == kv_cache_kind::prealloc) line += fmt::format(", KV cache preallocated for {} rows", kv_cache_rows(knobs));
       break;
     }
   }
