@@ -35,6 +35,9 @@ struct model_architecture {
   bool qk_norm = false;        ///< RMSNorm over each head of q and k (Qwen3)
   std::uint32_t norms_per_layer = 2;  ///< 4 for Gemma 2/3 (pre and post norms)
   bool norm_weights = true;    ///< false: norms without parameters (nanochat's F.rms_norm)
+  bool layer_norm = false;     ///< LayerNorm (weight and bias) instead of RMSNorm (GPT-2, GPT-NeoX)
+  std::uint64_t learned_positions = 0;  ///< rows of a learned position embedding (GPT-2's wpe)
+  bool residual_dropout = false;  ///< dropout on the residual branches and the embeddings in training (GPT-2's default 0.1)
   mlp_kind mlp = mlp_kind::gated;
   std::uint64_t rotary_positions = 0;  ///< a rotary table held as a buffer (nanochat: 10 x sequence_len); 0: computed per pass
   /// Only a parameter count (--params without --model): the policy is not a transformer the

@@ -35,7 +35,9 @@ parameter_count count_parameters(const model_architecture& model) {
     mlp = model.num_experts * swiglu(model.expert_intermediate_size) + router + shared;
     active_mlp = model.experts_per_token * swiglu(model.expert_intermediate_size) + router + shared;
   }
-  const std::uint64_t norms = model.norm_weights ? model.norms_per_layer * h : 0;
+  // LayerNorm has a bias beside its weight; RMSNorm only the weight.
+  const std::uint64_t norm = model.norm_weights ? (model.layer_norm ? 2 * h : h) : 0;
+  const std::uint64_t norms = model.norms_per_layer * norm;
 
   parameter_count count;
   if (model.opaque_params > 0) {
@@ -45,7 +47,7 @@ parameter_count count_parameters(const model_architecture& model) {
   count.per_layer = attention + mlp + norms;
   count.embedding = model.vocab_size * h;
   count.lm_head = model.tied_embeddings ? 0 : model.vocab_size * h;
-  count.total = model.num_layers * count.per_layer + (model.norm_weights ? h : 0) + count.embedding + count.lm_head;
+  count.total = model.num_layers * count.per_layer + norm + count.embedding + count.lm_head + model.learned_positions * h;
   count.active_per_token = count.total - model.num_layers * (mlp - active_mlp);
   return count;
 }

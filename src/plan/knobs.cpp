@@ -132,6 +132,11 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
               "config, or bf16 / fp32-master";
     return false;
   }
+  if ((model.model_type == "gpt2" || model.model_type == "gpt_neox") && (knobs.lora_rank > 0 || knobs.precision != precision_kind::bf16)) {
+    message = fmt::format("{} with {} is not modelled (its layers were measured in bf16, every weight trained)",
+                          model.model_type, knobs.lora_rank > 0 ? "--lora-r" : "--precision " + std::string(to_string(knobs.precision)));
+    return false;
+  }
   if (knobs.precision == precision_kind::nanochat && knobs.lora_rank > 0) {
     message = "--lora-r with nanochat's model is not modelled (nanochat trains every weight)";
     return false;

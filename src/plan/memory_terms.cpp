@@ -87,8 +87,8 @@ bytes kv_per_token(const model_architecture& model) {
 }
 
 bytes rotary_per_position(const model_architecture& model) {
-  // A model with rotary tables as buffers slices them: nothing per pass.
-  return model.rotary_positions > 0 ? 0 : 2.0 * 2.0 * static_cast<bytes>(model.head_dim);
+  // A model with rotary tables as buffers slices them, one with learned positions has none.
+  return model.rotary_positions > 0 || model.learned_positions > 0 ? 0 : 2.0 * 2.0 * static_cast<bytes>(model.head_dim);
 }
 
 bytes rotary_table_bytes(const model_architecture& model) {
@@ -96,8 +96,35 @@ bytes rotary_table_bytes(const model_architecture& model) {
   return static_cast<bytes>(model.rotary_positions) * static_cast<bytes>(model.head_dim) * 2;
 }
 
+namespace {
+
+// GPT-2 and GPT-NeoX in bf16, per token, as snapshots of their training steps show them
+// (tools/planner/measure_issue12.py ungated): each LayerNorm keeps its bf16 output and fp32 mean
+// and rstd; the cache model(seq) builds copies k and v; SDPA keeps its output and logsumexp.
+// GPT-2: c_attn's output (q, k, v are views of it), the residual after attention, the dropout
+// masks, c_fc's output and NewGELU's four tanh-formula tensors. GPT-NeoX: q after rotary, the
+// attention output made contiguous, dense_h_to_4h's output and GELU's.
+bytes ungated_family_saved_per_token_per_layer(const model_architecture& model) {
+  const auto h = static_cast<bytes>(model.hidden_size);
+  const auto i = static_cast<bytes>(model.intermediate_size);
+  const auto heads = static_cast<bytes>(model.num_heads);
+  const bytes layer_norms = 2 * (2 * h + 8);
+  const bytes attention = 2 * 2 * h /* cache's k, v */ + 2 * h + 4 * heads /* SDPA output, logsumexp */;
+  const bytes layer_output = 2 * h;
+  if (model.model_type == "gpt2") {
+    return layer_norms + 6 * h /* c_attn */ + attention + 2 * h /* residual */ + (model.residual_dropout ? 2 * h : 0) + 2 * i + 8 * i +
+           layer_output;
+  }
+  return layer_norms + 2 * h /* q rotated */ + attention + 2 * h /* contiguous */ + 2 * i + 2 * i + layer_output;
+}
+
+bool ungated_family(const model_architecture& model) { return model.model_type == "gpt2" || model.model_type == "gpt_neox"; }
+
+}  // namespace
+
 bytes saved_per_token_per_layer(const model_architecture& model, const plan_knobs& knobs) {
   if (knobs.precision == precision_kind::nanochat) return nanochat_saved_per_token_per_layer(model);
+  if (ungated_family(model)) return ungated_family_saved_per_token_per_layer(model);
   const auto h = static_cast<bytes>(model.hidden_size);
   const auto q = static_cast<bytes>(model.num_heads * model.head_dim);
   const auto kv = static_cast<bytes>(model.num_kv_heads * model.head_dim);
@@ -155,6 +182,9 @@ bytes saved_per_token_outside_layers(const model_architecture& model, const plan
   // nanochat: the embedding's output and its norm's rstd, the last layer's output, the final
   // norm's rstd and bf16 output (the head's input), int64 input ids.
   if (knobs.precision == precision_kind::nanochat) return 2 * h + 4 + 2 * h + 4 + 2 * h + 8;
+  // GPT-2 and GPT-NeoX: the first layer's input (GPT-2: embeddings and positions summed, and its
+  // dropout mask), the final LayerNorm's output, mean and rstd, ids (and GPT-2's position ids).
+  if (ungated_family(model)) return model.model_type == "gpt2" ? 2 * h + (model.residual_dropout ? h : 0) + 2 * h + 8 + 16 : 2 * h + 2 * h + 8 + 8;
   // Final norm as in the layers; the head keeps its input when it trains; int64 input ids.
   if (knobs.precision == precision_kind::fp32_master && !lora) return 4 * h + 4 + 4 * h + 2 * h + 8;
   return 4 * h + 4 + (lora ? 0 : 2 * h + 2 * h) + 8;
@@ -180,6 +210,9 @@ bytes no_grad_layer_per_token(const model_architecture& model, const plan_knobs&
     // relu's bf16 output, autocast's fp32 copy of it and pow's fp32 output together.
     return streams + 10 * static_cast<bytes>(model.intermediate_size);
   }
+  // GPT-2: its forward also holds the token and position embeddings; NewGELU's tanh formula keeps
+  // c_fc's output, half of it and two temporaries at once.
+  if (model.model_type == "gpt2") return streams + 4 * h + 8 * static_cast<bytes>(model.intermediate_size);
   // A plain MLP: up's output beside the activation's (then the activation's beside down's input).
   if (model.num_experts == 0 && model.mlp != mlp_kind::gated) return streams + 4 * static_cast<bytes>(model.intermediate_size);
   if (model.num_experts == 0) return streams + 6 * static_cast<bytes>(model.intermediate_size);

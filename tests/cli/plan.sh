@@ -160,8 +160,12 @@ expect_output "a buffer of rows x epochs" "buffer traj rows*epochs*50*263*1*196:
   --buffer 'traj=rows*epochs*50*263*1*196:fp32'
 expect_output "a policy given as --params and buffers" "params-only  3,000,000 parameters" --params 3000000 --phase grpo-step \
   --prompts 8 --group 4 --micro-batch 8 --epochs 4 --buffer 'traj=rows*epochs*50*263*1*196:fp32' --fit rtx5090-32g
-expect_bad "GPT-2 is refused, not counted as SwiGLU" '"gpt2" has an MLP without a gate' --model "$work/gpt2.json" \
+expect_output "GPT-2 is read with its ungated GELU MLP" "GELU MLP (no gate)" --model "$work/gpt2.json" \
   --phase generate --batch 1 --prompt-len 1 --new-tokens 1
+printf '{"model_type": "phi", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}' >"$work/phi.json"
+expect_bad "an ungated family not modelled is refused by name" '"phi" has an MLP without a gate' --model "$work/phi.json" \
+  --phase generate --batch 1 --prompt-len 1 --new-tokens 1
+expect_bad "LoRA on GPT-2 is not modelled" "gpt2 with --lora-r is not modelled" --model "$work/gpt2.json" "${train[@]}" --lora-r 8
 expect_bad "--epochs with train" "--epochs does not apply to --phase train" --model qwen2.5-0.5b "${train[@]}" --epochs 2
 expect_bad "--gen-batch with generate" "--gen-batch does not apply to --phase generate" --model qwen2.5-0.5b \
   --phase generate --batch 4 --prompt-len 8 --new-tokens 8 --gen-batch 2

@@ -166,7 +166,8 @@ TEST(PlanAccuracy, LoraReferenceAdapterDisabledAndCopy) {
 // nanochat-style model (ReLU^2 MLP without a gate, norms without weights, fp32 weights with a bf16
 // embedding under autocast) trained with Muon or AdamW, generating into a preallocated cache, and
 // a GRPO step of it generating 8 rows at a time; Qwen2.5-0.5B GRPO steps generating 64 or 16 rows
-// at a time; a PPO step with a buffer of rows x epochs x ... in every phase and two epochs.
+// at a time; a PPO step with a buffer of rows x epochs x ... in every phase and two epochs; GPT-2
+// small and GPT-NeoX at Pythia-160M's shape (GELU MLPs without a gate) generating and training.
 TEST(PlanAccuracy, GenerationBatchNanochatMuonAndBuffersTimesEpochs) {
   expect_within_bounds(errors_of("measured_issue12.json"), 0.03, 0.01);
 }

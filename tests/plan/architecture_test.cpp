@@ -162,7 +162,7 @@ TEST(NanochatConfig, D20HasExactlyItsParameters) {
 }
 
 // Checkpoint metadata keeps the GPTConfig under model_config; GPT-2's config shares the n_* names
-// but says model_type, and its LayerNorm biases and learned positions are refused, not counted as SwiGLU.
+// but says model_type. Other ungated families are refused by name, not counted as SwiGLU.
 TEST(NanochatConfig, ReadUnderModelConfigAndToldApartFromGpt2) {
   model_architecture model;
   std::string message;
@@ -172,14 +172,29 @@ TEST(NanochatConfig, ReadUnderModelConfigAndToldApartFromGpt2) {
       << message;
   EXPECT_EQ(model.num_layers, 12u);
   EXPECT_EQ(model.rotary_positions, 20480u);
-  EXPECT_FALSE(parse_hf_config(R"({"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "vocab_size": 50257})", model, message));
-  EXPECT_NE(message.find("\"gpt2\" has an MLP without a gate"), std::string::npos) << message;
-  EXPECT_FALSE(parse_hf_config(R"({"model_type": "gpt_neox", "hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 8,
+  ASSERT_TRUE(parse_hf_config(R"({"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "vocab_size": 50257})", model, message))
+      << message;
+  EXPECT_EQ(model.model_type, "gpt2");
+  EXPECT_EQ(model.mlp, mlp_kind::gelu);
+  EXPECT_FALSE(parse_hf_config(R"({"model_type": "phi", "hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 8,
                                    "intermediate_size": 2048, "vocab_size": 50304})",
                                model, message));
   EXPECT_NE(message.find("not counted as SwiGLU"), std::string::npos) << message;
   EXPECT_FALSE(parse_hf_config(R"({"n_layer": 12, "n_embd": 768, "n_head": 5, "vocab_size": 65536, "sequence_len": 1024})", model, message));
   EXPECT_NE(message.find("n_embd 768 is not a multiple of n_head 5"), std::string::npos) << message;
+}
+
+// sum(p.numel()) of transformers' GPT2LMHeadModel (GPT-2 small: biases everywhere, LayerNorms,
+// 1024 learned positions, tied head) and GPTNeoXForCausalLM at Pythia-160M's shape (untied), as
+// measure_issue12.py counted them on the GPU.
+TEST(ParameterCount, Gpt2AndGptNeoxWithTheirBiasesNormsAndPositions) {
+  for (const auto& [name, total] : {std::pair<const char*, std::uint64_t>{"gpt2-small", 124439808}, {"pythia-160m", 162322944}}) {
+    model_architecture model;
+    std::string message;
+    ASSERT_TRUE(parse_hf_config(read_text(testing::planner_testdata(std::string("configs/") + name + ".json")), model, message)) << message;
+    EXPECT_EQ(count_parameters(model).total, total) << name;
+    EXPECT_EQ(model.mlp, mlp_kind::gelu) << name;
+  }
 }
 
 // A plain MLP has up and down only: two thirds of a gated one's matrices at the same width.

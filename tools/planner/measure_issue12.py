@@ -16,7 +16,10 @@ Each row records the step's peak (truth_peak) and, for GRPO steps, each phase's 
 nanochat's model is scored through the planner's log-prob path (model(seq) -> bf16 logits ->
 response rows in fp32 -> log_softmax, as measure.py's logprobs_of): its logit softcap and its
 batch-1 prefill are not part of these rows.
-Usage on a GPU machine: python3 measure_issue12.py OUTDIR [seconds]"""
+- with `ungated` as third argument, only Hugging Face models whose MLP has no gate: GPT-2 (GELU
+  tanh, LayerNorm with biases, learned positions, Conv1D) and GPT-NeoX (GELU, parallel residual,
+  partial rotary), generating and training, with snapshots of their training steps.
+Usage on a GPU machine: python3 measure_issue12.py OUTDIR [seconds] [ungated]"""
 import gc
 import gzip
 import json
@@ -406,6 +409,44 @@ class AdamW:
 
 
 log("torch", torch.__version__, torch.cuda.get_device_name())
+
+
+def ungated_rows():
+    from transformers import AutoModelForCausalLM, GPT2Config, GPTNeoXConfig
+    # Each thread's cuBLAS workspace before the first row, so that every row's truth leaves them out.
+    warm = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    (warm @ warm).sum().backward()
+    del warm
+    configs = [("gpt2-small", GPT2Config, dict(n_embd=768, n_layer=12, n_head=12, vocab_size=50257, n_positions=1024)),
+               ("pythia-160m", GPTNeoXConfig, dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                                   intermediate_size=3072, vocab_size=50304, rotary_pct=0.25,
+                                                   use_parallel_residual=True, max_position_embeddings=2048))]
+    for name, config_class, p in configs:
+        torch.manual_seed(0)
+        with torch.device("cuda"):
+            model = AutoModelForCausalLM.from_config(config_class(**p), dtype=torch.bfloat16, attn_implementation="sdpa")
+        model.generation_config.pad_token_id = 0
+        V = p["vocab_size"]
+        common = dict(model=name, params=sum(x.numel() for x in model.parameters()), config=p, dtype="bf16")
+        run(dict(common, label=f"{name} generate", phase="generate", batch=8, prompt=256, new=64),
+            lambda phases: m["gen_fn"](model, V, 8, 256, 64)(), resident=resident_bytes([model]))
+        model.train()
+        for mb, S, snap in [(8, 512, f"{name}_train"), (4, 1024, None)]:
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-6)
+            run(dict(common, label=f"{name} train {mb}x{S}", phase="train", micro_batch=mb, seq=S, logprob_tokens=S - S // 2,
+                     grad_ckpt=False, optimizer="adamw"), lambda phases: m["train_fn"](model, opt, V, mb, S)(), snapshot=snap,
+                resident=resident_bytes([model]))
+            del opt
+            gc.collect()
+        del model
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
+if len(sys.argv) > 3 and sys.argv[3] == "ungated":
+    ungated_rows()
+    log("done")
+    sys.exit(0)
 
 # ---------------------------------------------------------------- nanochat-style rows
 NANO = dict(sequence_len=2048, vocab_size=65536, n_layer=12, n_head=6, n_kv_head=6, n_embd=768)
