@@ -459,8 +459,8 @@ void add_plan_command(CLI::App& app, command_body& run) {
                       "and with --fit the what-ifs")
       ->excludes("--json");
   command->footer("Peaks are bytes allocated through PyTorch's caching allocator (max_memory_allocated), derived from\n"
-                  "what each step of the code path keeps: transformers with SDPA, full bf16 logits, the response's\n"
-                  "log-probs in fp32, torch AdamW.\n"
+                  "what each step of the code path keeps: transformers with SDPA (or nanochat's GPT), full bf16\n"
+                  "logits, the response's log-probs in fp32, torch AdamW (or Muon).\n"
                   "--fit starts from your config: its peak, each knob changed alone (one notch each way, and the least\n"
                   "change that fits), then the combinations that fit, best first. The search keeps the algorithm's\n"
                   "settings (group, lengths, effective batch, LoRA rank) unless --vary opens them, and moves\n"
