@@ -28,6 +28,16 @@ void plan_everything(const rlmem::model_architecture& model, std::uint8_t seed) 
   knobs.grad_ckpt = (seed & 2) != 0;
   knobs.lora_rank = (seed & 4) != 0 ? 1 : 0;
   knobs.logprob = static_cast<rlmem::logprob_impl>(seed % 3);
+  knobs.optimizer = static_cast<rlmem::optimizer_kind>(seed % 3);
+  if (model.model_type == "nanochat") knobs.precision = rlmem::precision_kind::nanochat;
+  knobs.epochs = 1 + (seed >> 6);  // refused outside grpo-step
+  if ((seed & 8) != 0) {
+    knobs.kv_cache = rlmem::kv_cache_kind::prealloc;
+    knobs.kv_rows_follow = static_cast<rlmem::kv_rows_kind>((seed >> 4) % 3);
+  }
+  rlmem::resident_buffer scaled;
+  std::string buffer_message;
+  if (rlmem::parse_buffer_spec("traj=rows*epochs*3:fp32", scaled, buffer_message)) knobs.buffers.push_back(scaled);
   for (auto phase : {rlmem::plan_phase::generate, rlmem::plan_phase::train, rlmem::plan_phase::grpo_step}) {
     knobs.phase = phase;
     knobs.batch = phase == rlmem::plan_phase::train ? 0 : 1 + seed % 7;  // train generates nothing: --batch is refused there
@@ -61,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else {
     rlmem::resident_buffer buffer;
     if (rlmem::parse_buffer_spec(text, buffer, message)) {
-      if (buffer.bytes == 0 || buffer.name.empty()) __builtin_trap();
+      if (buffer.fixed_bytes == 0 || buffer.name.empty()) __builtin_trap();
     } else if (message.empty()) {
       __builtin_trap();
     }

@@ -13,10 +13,14 @@ namespace rlmem {
 
 // ---------------------------------------------------------------- models
 
-/// A decoder-only transformer as its Hugging Face config.json describes it.
+/// The MLP of a decoder layer. gated: act(gate(x)) * up(x), then down (SwiGLU, GeGLU: Llama,
+/// Qwen, Gemma). relu2: relu(up(x))^2, then down (nanochat). gelu: gelu(up(x)), then down.
+enum class mlp_kind : std::uint8_t { gated, relu2, gelu };
+
+/// A decoder-only transformer as its Hugging Face config.json (or nanochat's model config) describes it.
 struct model_architecture {
   std::string name;        ///< preset name, or the config's model_type
-  std::string model_type;  ///< llama, qwen2, qwen3, mistral, gemma, qwen2_moe, qwen3_moe, mixtral, ...
+  std::string model_type;  ///< llama, qwen2, qwen3, mistral, gemma, qwen2_moe, qwen3_moe, mixtral, nanochat, ...
   std::uint64_t hidden_size = 0;
   std::uint64_t num_layers = 0;
   std::uint64_t num_heads = 0;
@@ -30,6 +34,15 @@ struct model_architecture {
   bool mlp_bias = false;
   bool qk_norm = false;        ///< RMSNorm over each head of q and k (Qwen3)
   std::uint32_t norms_per_layer = 2;  ///< 4 for Gemma 2/3 (pre and post norms)
+  bool norm_weights = true;    ///< false: norms without parameters (nanochat's F.rms_norm)
+  bool layer_norm = false;     ///< LayerNorm (weight and bias) instead of RMSNorm (GPT-2, GPT-NeoX)
+  std::uint64_t learned_positions = 0;  ///< rows of a learned position embedding (GPT-2's wpe)
+  bool residual_dropout = false;  ///< dropout on the residual branches and the embeddings in training (GPT-2's default 0.1)
+  mlp_kind mlp = mlp_kind::gated;
+  std::uint64_t rotary_positions = 0;  ///< a rotary table held as a buffer (nanochat: 10 x sequence_len); 0: computed per pass
+  /// Only a parameter count (--params without --model): the policy is not a transformer the
+  /// planner knows, so its phases are its state and its --buffer tensors.
+  std::uint64_t opaque_params = 0;
   // Mixture of experts (num_experts == 0: dense).
   std::uint64_t num_experts = 0;
   std::uint64_t experts_per_token = 0;
@@ -50,7 +63,9 @@ struct parameter_count {
 /// Exact parameter count, as `sum(p.numel() for p in model.parameters())` gives it.
 parameter_count count_parameters(const model_architecture& model);
 
-/// Reads a config.json; on failure returns false with a one-line message naming the field.
+/// Reads a Hugging Face config.json, or nanochat's model config (n_layer, n_head, n_kv_head,
+/// n_embd, vocab_size, sequence_len at the top level or under "model_config", without
+/// "model_type"); on failure returns false with a one-line message naming the field.
 bool parse_hf_config(std::string_view json_text, model_architecture& model, std::string& message);
 
 /// Built-in architectures (Qwen2.5, Qwen3, Llama 3.x, Mistral, Gemma): nullptr when unknown.
@@ -62,10 +77,14 @@ std::vector<std::string> similar_preset_names(std::string_view name, std::size_t
 // ---------------------------------------------------------------- knobs
 
 enum class plan_phase : std::uint8_t { generate, train, grpo_step };
-enum class optimizer_kind : std::uint8_t { adamw, sgd };
+/// muon: momentum per 2-D matrix of the decoder layers (Newton-Schulz orthogonalised, one matrix
+/// at a time), fused AdamW for the rest (embeddings, head, norms, biases), as nanochat trains.
+enum class optimizer_kind : std::uint8_t { adamw, sgd, muon };
 /// bf16: parameters, gradients and optimizer state in bf16 (torch AdamW keeps the parameter's dtype).
 /// fp32_master: fp32 parameters, gradients and state, bf16 compute through autocast.
-enum class precision_kind : std::uint8_t { bf16, fp32_master };
+/// nanochat: fp32 parameters but a bf16 embedding, bf16 autocast around the forward; the residual
+/// stream is bf16 (it starts at the embedding) and autocast's fp32 pow keeps ReLU^2's input in fp32.
+enum class precision_kind : std::uint8_t { bf16, fp32_master, nanochat };
 /// full: bf16 logits of every position, response rows upcast to fp32, log_softmax, gather
 /// (transformers; OpenRLHF). chunked: bf16 logits kept, fp32 log-softmax one chunk of rows at a time,
 /// gradient written into the logits (verl with flash-attn's cross entropy). fused: the head and
@@ -92,15 +111,24 @@ inline constexpr unsigned phase_old_logprobs = 1u << 4;
 inline constexpr unsigned all_phases = 0x1fu;
 
 /// A named tensor the job keeps on the GPU (e.g. a diffusion policy's latents for every step).
+/// Its dims may name `rows` (the rows of a step on one GPU) and `epochs`, so that it scales as
+/// the knobs (and --fit's search) change them.
 struct resident_buffer {
   std::string name;
-  std::uint64_t bytes = 0;
-  std::string shape;        ///< as given: "8x50x263x196:fp32"
-  unsigned phases = all_phases;
+  std::uint64_t fixed_bytes = 0;  ///< the element size times the numeric dims
+  std::uint32_t rows_dims = 0;    ///< dims named `rows`
+  std::uint32_t epochs_dims = 0;  ///< dims named `epochs`
+  std::string shape;        ///< as given: "rows*50*263*1*196:fp32"
+  unsigned phases = all_phases;  ///< without @phases: every phase, the optimizer step included
 };
 
-/// "trajectories=8x50x263x196:fp32" or "...:bf16@rollout,update". False with a message on error.
+/// "traj=rows*50*263*1*196:fp32", "latents=8x50x263x196:bf16@rollout,update": dims are numbers,
+/// `rows` or `epochs`, joined by x or *. False with a message on error.
 bool parse_buffer_spec(std::string_view spec, resident_buffer& buffer, std::string& message);
+
+/// How a preallocated KV cache's rows follow the knobs: a number, the generation batch (the
+/// rows generated together), or the group (nanochat's engine sizes it for num_samples).
+enum class kv_rows_kind : std::uint8_t { fixed, generation_batch, group };
 
 struct plan_knobs {
   plan_phase phase = plan_phase::train;
@@ -109,7 +137,8 @@ struct plan_knobs {
   std::uint64_t prompt_len = 0;
   std::uint64_t new_tokens = 0;
   kv_cache_kind kv_cache = kv_cache_kind::grow;
-  std::uint64_t kv_rows = 0;  ///< prealloc: rows the buffer is sized for (0: the batch)
+  std::uint64_t kv_rows = 0;  ///< prealloc, kv_rows_kind::fixed: rows the buffer is sized for (0: the generation batch)
+  kv_rows_kind kv_rows_follow = kv_rows_kind::fixed;
   std::uint64_t kv_len = 0;   ///< prealloc: positions per row (0: prompt + new tokens)
   // train (and the policy update of grpo_step)
   std::uint64_t micro_batch = 0;
@@ -128,6 +157,7 @@ struct plan_knobs {
   std::uint64_t group = 0;
   reference_kind reference = reference_kind::none;
   bool old_logprobs = false;  ///< a no-grad pass of the policy before the update (PPO epochs, verl's old_log_prob)
+  std::uint64_t epochs = 1;   ///< grpo-step: passes of the update (and optimizer step) over the rollout (PPO epochs)
   // distribution
   std::uint64_t gpus = 1;
   shard_kind shard = shard_kind::none;
@@ -135,6 +165,16 @@ struct plan_knobs {
   bool offload_weights = false;
   std::vector<resident_buffer> buffers;
 };
+
+/// The rows of one step on one GPU that `rows` in a --buffer stands for: grpo-step's prompts x
+/// group / gpus, train's micro-batch x accumulation, generate's batch.
+std::uint64_t buffer_rows(const plan_knobs& knobs);
+/// A buffer's bytes for these knobs.
+std::uint64_t buffer_bytes(const resident_buffer& buffer, const plan_knobs& knobs);
+/// Rows generated together in grpo-step's rollout (the generation batch, at most a GPU's rows).
+std::uint64_t generation_rows(const plan_knobs& knobs);
+/// Rows a preallocated KV cache holds.
+std::uint64_t kv_cache_rows(const plan_knobs& knobs);
 
 /// Checks the knobs against the phase and the model (zero lengths, divisibility, LoRA targets...).
 bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, std::string& message);

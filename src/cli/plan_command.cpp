@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <limits>
@@ -30,6 +31,8 @@ struct plan_arguments {
   plan_knobs knobs;
   std::string optimizer = "adamw";
   std::string precision = "bf16";
+  std::string kv_rows;         ///< --kv-rows: a number, gen-batch or group
+  std::uint64_t params = 0;    ///< --params: a policy known by its parameter count
   std::string logprob_impl_name = "full";
   std::string kv_cache = "grow";
   std::string shard = "none";
@@ -90,12 +93,21 @@ bool choose(const std::string& flag, const std::string& value, const std::array<
 }
 
 // What each phase needs from the command line, named the way the user types it.
-bool require_phase_knobs(const plan_knobs& knobs, const CLI::App& command) {
+// A policy given only as --params generates no tokens: its rows are what its buffers scale with.
+bool require_phase_knobs(plan_knobs& knobs, const CLI::App& command, bool opaque) {
   std::vector<const char*> needed;
   switch (knobs.phase) {
     case plan_phase::generate: needed = {"--batch", "--prompt-len", "--new-tokens"}; break;
     case plan_phase::train: needed = {"--micro-batch", "--seq-len"}; break;
     case plan_phase::grpo_step: needed = {"--prompts", "--group", "--prompt-len", "--new-tokens", "--micro-batch"}; break;
+  }
+  if (opaque) {
+    std::erase_if(needed, [](const char* flag) { return std::string_view(flag) != "--batch" && std::string_view(flag) != "--prompts" &&
+                                                        std::string_view(flag) != "--group" && std::string_view(flag) != "--micro-batch"; });
+    if (knobs.prompt_len == 0) knobs.prompt_len = 1;
+    if (knobs.new_tokens == 0) knobs.new_tokens = 1;
+    if (knobs.seq_len == 0) knobs.seq_len = 2;
+    if (knobs.logprob_tokens == 0) knobs.logprob_tokens = 1;
   }
   std::vector<std::string> missing;
   for (const char* flag : needed) {
@@ -113,8 +125,10 @@ bool refuse_other_phases_options(plan_phase phase, const CLI::App& command) {
     std::array<bool, 3> in;  ///< generate, train, grpo-step
     const char* meaning;
   };
-  static constexpr std::array<shape_option, 9> options = {{
+  static constexpr std::array<shape_option, 11> options = {{
       {"--batch", {true, false, true}, "is the rows generated together; train generates nothing (its rows are --micro-batch)"},
+      {"--gen-batch", {false, false, true}, "is grpo-step's rows generated together; generate's are --batch"},
+      {"--epochs", {false, false, true}, "repeats grpo-step's update; train's passes are --grad-accum"},
       {"--prompt-len", {true, false, true}, "is the prompt of a generation; train's rows are --seq-len long"},
       {"--new-tokens", {true, false, true}, "is a generation's length; train's rows are --seq-len long"},
       {"--micro-batch", {false, true, true}, "is the rows of a training pass; generate trains nothing (its rows are --batch)"},
@@ -131,6 +145,7 @@ bool refuse_other_phases_options(plan_phase phase, const CLI::App& command) {
   }
   if (phase == plan_phase::generate) {
     for (const char* flag : {"--grad-ckpt", "--optimizer", "--precision", "--lora-r", "--lora-targets", "--logprob-impl", "--offload"}) {
+      // (nanochat's precision still sets the weights a generation holds: it follows the model)
       if (command.count(flag) > 0) return fail(fmt::format("{} does not apply to --phase generate: it trains nothing", flag));
     }
   }
@@ -168,6 +183,26 @@ bool parse_vary(const std::string& list, const plan_knobs& knobs, unsigned& vary
   return true;
 }
 
+// --kv-rows: a number, or the knob the cache follows as it changes (the search moves both).
+bool parse_kv_rows(const std::string& text, plan_knobs& knobs) {
+  if (text.empty()) return true;
+  if (text == "gen-batch") {
+    knobs.kv_rows_follow = kv_rows_kind::generation_batch;
+    return true;
+  }
+  if (text == "group") {
+    knobs.kv_rows_follow = kv_rows_kind::group;
+    return true;
+  }
+  std::uint64_t rows = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rows);
+  if (ec != std::errc() || end != text.data() + text.size() || rows == 0) {
+    return fail(fmt::format("--kv-rows '{}': expected a number of rows, gen-batch or group", text.substr(0, 40)));
+  }
+  knobs.kv_rows = rows;
+  return true;
+}
+
 // --fit's card: a preset, or a size read as written (GB decimal, GiB binary). A bare number is
 // bytes; one under 1 MiB is far more likely a size in GB than a card.
 bool parse_card(const std::string& text, std::uint64_t& budget) {
@@ -195,10 +230,12 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
               std::array<phase_choice, 3>{{{"generate", plan_phase::generate}, {"train", plan_phase::train}, {"grpo-step", plan_phase::grpo_step}}},
               knobs.phase) ||
       !choose("--optimizer", args.optimizer,
-              std::array<std::pair<const char*, optimizer_kind>, 2>{{{"adamw", optimizer_kind::adamw}, {"sgd", optimizer_kind::sgd}}},
+              std::array<std::pair<const char*, optimizer_kind>, 3>{
+                  {{"adamw", optimizer_kind::adamw}, {"sgd", optimizer_kind::sgd}, {"muon", optimizer_kind::muon}}},
               knobs.optimizer) ||
       !choose("--precision", args.precision,
-              std::array<std::pair<const char*, precision_kind>, 2>{{{"bf16", precision_kind::bf16}, {"fp32-master", precision_kind::fp32_master}}},
+              std::array<std::pair<const char*, precision_kind>, 3>{
+                  {{"bf16", precision_kind::bf16}, {"fp32-master", precision_kind::fp32_master}, {"nanochat", precision_kind::nanochat}}},
               knobs.precision) ||
       !choose("--logprob-impl", args.logprob_impl_name,
               std::array<std::pair<const char*, logprob_impl>, 3>{
@@ -216,6 +253,9 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
               knobs.shard)) {
     return false;
   }
+  // nanochat trains and samples with fp32 matrices and a bf16 embedding under autocast.
+  if (model.model_type == "nanochat" && command.count("--precision") == 0) knobs.precision = precision_kind::nanochat;
+  if (!parse_kv_rows(args.kv_rows, knobs)) return false;
   int offload = 0;
   if (!choose("--offload", args.offload, std::array<std::pair<const char*, int>, 3>{{{"none", 0}, {"optimizer", 1}, {"all", 2}}}, offload)) {
     return false;
@@ -234,6 +274,9 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
     }
   }
   if (!refuse_other_phases_options(knobs.phase, command) || !refuse_options_that_do_not_apply(args, command)) return false;
+  if (command.count("--gen-batch") > 0 && command.count("--batch") > 0) {
+    return fail("--gen-batch and --batch both give grpo-step's generation batch; give --gen-batch");
+  }
   if (knobs.phase == plan_phase::train && command.count("--seq-len") > 0 && knobs.seq_len < 2) {
     return fail("--seq-len must be at least 2: a prompt token and a scored one");
   }
@@ -248,7 +291,7 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
     if (!parse_buffer_spec(spec, buffer, message)) return fail(message);
     knobs.buffers.push_back(std::move(buffer));
   }
-  if (!require_phase_knobs(knobs, command)) return false;
+  if (!require_phase_knobs(knobs, command, model.opaque_params > 0)) return false;
   std::string message;
   if (!validate_knobs(model, knobs, message)) return fail(message);
   return true;
@@ -261,9 +304,24 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     for (const std::string& name : preset_names()) names += name + "\n";
     return write_report(names);
   }
-  if (args.model.empty()) return fail("--model is required: a preset (rlmem plan --list-models) or a config.json"), exit_bad_input;
   plan_report report;
-  if (!load_model(args.model, report.model) || !build_knobs(args, report.model, command)) return exit_bad_input;
+  if (command.count("--params") > 0) {
+    // A policy that is no transformer the planner knows (a diffusion policy, ...): its state from
+    // the parameter count, its activations and rollout as --buffer tensors.
+    if (!args.model.empty()) return fail("--params describes a policy given without --model; with --model the count comes from it"), exit_bad_input;
+    if (args.params == 0) return fail("--params must be at least 1"), exit_bad_input;
+    if (args.buffers.empty()) {
+      return fail("--params without --model needs the policy's tensors as --buffer NAME=DIMS:DTYPE (e.g. traj=rows*50*263*1*196:fp32)"),
+             exit_bad_input;
+    }
+    report.model.name = report.model.model_type = "params-only";
+    report.model.opaque_params = args.params;
+  } else if (args.model.empty()) {
+    return fail("--model is required: a preset (rlmem plan --list-models) or a config.json (or --params N with --buffer)"), exit_bad_input;
+  } else if (!load_model(args.model, report.model)) {
+    return exit_bad_input;
+  }
+  if (!build_knobs(args, report.model, command)) return exit_bad_input;
   report.knobs = args.knobs;
   report.plan = plan_memory(report.model, report.knobs);
   if (report.plan.out_of_range) {
@@ -327,11 +385,16 @@ void add_plan_command(CLI::App& app, command_body& run) {
   auto args = std::make_shared<plan_arguments>();
   plan_knobs& knobs = args->knobs;
   CLI::App* command = app.add_subcommand("plan", "Peak GPU memory of each phase of an RL step, from the architecture and the knobs");
-  command->add_option("--model", args->model, "A preset (qwen2.5-7b, ...; --list-models) or a config.json");
+  command->add_option("--model", args->model, "A preset (--list-models), a config.json or nanochat's model config");
+  command->add_option("--params", args->params, "Without --model: the policy's parameter count; its tensors as --buffer")
+      ->check(whole_number);
   command->add_flag("--list-models", args->list, "List the built-in presets");
   command->add_option("--phase", args->phase, "generate | train | grpo-step");
   auto* shape = "Shape";
-  command->add_option("--batch", knobs.batch, "Rows generated together (grpo-step: default all of a GPU's rows)")->check(whole_number)->group(shape);
+  command->add_option("--batch", knobs.batch, "generate: rows generated together")->check(whole_number)->group(shape);
+  command->add_option("--gen-batch", knobs.batch, "grpo-step: rollout rows generated together (default all of a GPU's)")
+      ->check(whole_number)
+      ->group(shape);
   command->add_option("--prompt-len", knobs.prompt_len, "Prompt tokens per row")->check(whole_number)->group(shape);
   command->add_option("--new-tokens", knobs.new_tokens, "Tokens generated per row")->check(whole_number)->group(shape);
   command->add_option("--micro-batch", knobs.micro_batch, "Rows per forward/backward")->check(whole_number)->group(shape);
@@ -340,6 +403,7 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--grad-accum", knobs.grad_accum, "train: micro-batches per optimizer step (default 1)")->check(whole_number)->group(shape);
   command->add_option("--prompts", knobs.prompts, "grpo-step: prompts per step (all GPUs)")->check(whole_number)->group(shape);
   command->add_option("--group", knobs.group, "grpo-step: samples per prompt")->check(whole_number)->group(shape);
+  command->add_option("--epochs", knobs.epochs, "grpo-step: update passes over the rollout (PPO; default 1)")->check(whole_number)->group(shape);
   auto* training = "Training";
   command->add_option("--ref-model", args->reference,
                       "grpo-step: copy | adapter-disabled (LoRA; bare: it with --lora-r)")
@@ -350,9 +414,10 @@ void add_plan_command(CLI::App& app, command_body& run) {
                     "grpo-step: a no-grad pass of the policy before the update (PPO)")
       ->group(training);
   command->add_flag("--grad-ckpt", knobs.grad_ckpt, "Gradient checkpointing (transformers' gradient_checkpointing_enable)")->group(training);
-  command->add_option("--optimizer", args->optimizer, "adamw (default) | sgd")->group(training);
+  command->add_option("--optimizer", args->optimizer, "adamw (default) | sgd | muon (matrices; AdamW for the rest)")->group(training);
   command->add_option("--precision", args->precision,
-                      "bf16 (default: weights, gradients, AdamW state) | fp32-master")
+                      "bf16 (default: weights, gradients, AdamW state) | fp32-master |\n"
+                      "nanochat (fp32, bf16 embedding, autocast; nanochat's default)")
       ->group(training);
   command->add_option("--lora-r", knobs.lora_rank, "LoRA rank (peft; frozen base, fp32 adapters); 0: full fine-tuning")
       ->check(whole_number)
@@ -365,11 +430,12 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--logprob-chunk", knobs.logprob_chunk, "Rows per chunk for chunked and fused (default 1024)")->check(whole_number)->group(training);
   auto* memory = "Memory";
   command->add_option("--kv-cache", args->kv_cache, "grow (default: DynamicCache) | prealloc (one buffer, nanochat)")->group(memory);
-  command->add_option("--kv-rows", knobs.kv_rows, "prealloc: rows the cache is sized for (default: the batch)")->check(whole_number)->group(memory);
+  command->add_option("--kv-rows", args->kv_rows, "prealloc: rows the cache holds: N, gen-batch (default) or group")->group(memory);
   command->add_option("--kv-len", knobs.kv_len, "prealloc: positions per row (default: prompt + new tokens)")->check(whole_number)->group(memory);
   command->add_option("--buffer", args->buffers,
-                      "A resident tensor NAME=DIMS:DTYPE[@phases] (repeatable), e.g.\n"
-                      "trajectories=8x50x263x196:fp32@rollout,update")
+                      "A resident tensor NAME=DIMS:DTYPE[@phases] (repeatable); a dim is a\n"
+                      "number, rows (a GPU's rows) or epochs, joined by x or *; without\n"
+                      "@phases it lives in every phase. e.g. traj=rows*epochs*50*263*196:fp32")
       ->group(memory);
   command->add_option("--gpus", knobs.gpus, "Data-parallel GPUs (default 1)")->check(whole_number)->group(memory);
   command->add_option("--shard", args->shard, "none (DDP) | zero1 (optimizer) | zero2 (+gradients) | fsdp (+weights)")->group(memory);
@@ -393,12 +459,12 @@ void add_plan_command(CLI::App& app, command_body& run) {
                       "and with --fit the what-ifs")
       ->excludes("--json");
   command->footer("Peaks are bytes allocated through PyTorch's caching allocator (max_memory_allocated), derived from\n"
-                  "what each step of the code path keeps: transformers with SDPA, full bf16 logits, the response's\n"
-                  "log-probs in fp32, torch AdamW.\n"
+                  "what each step of the code path keeps: transformers with SDPA (or nanochat's GPT), full bf16\n"
+                  "logits, the response's log-probs in fp32, torch AdamW (or Muon).\n"
                   "--fit starts from your config: its peak, each knob changed alone (one notch each way, and the least\n"
                   "change that fits), then the combinations that fit, best first. The search keeps the algorithm's\n"
                   "settings (group, lengths, effective batch, LoRA rank) unless --vary opens them, and moves\n"
-                  "micro-batch, generation batch (with --batch), checkpointing, offload and chunked log-probs.\n"
+                  "micro-batch, generation batch (--gen-batch), checkpointing, offload and chunked log-probs.\n"
                   "Cards:" +
                   card_list() +
                   "\nExamples:\n"
@@ -407,7 +473,11 @@ void add_plan_command(CLI::App& app, command_body& run) {
                   "  rlmem plan --model qwen2.5-0.5b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 \\\n"
                   "             --new-tokens 512 --micro-batch 16 --ref-model --fit h100-80g\n"
                   "  rlmem plan --model qwen2.5-7b --phase grpo-step --prompts 4 --group 4 --prompt-len 896 \\\n"
-                  "             --new-tokens 128 --micro-batch 16 --lora-r 16 --ref-model --fit a100-40g");
+                  "             --new-tokens 128 --micro-batch 16 --lora-r 16 --ref-model --fit a100-40g\n"
+                  "  rlmem plan --model nanochat_d20.json --phase grpo-step --prompts 16 --group 16 --gen-batch 8 \\\n"
+                  "             --prompt-len 256 --new-tokens 256 --micro-batch 8 --kv-cache prealloc --optimizer muon\n"
+                  "  rlmem plan --params 3000000 --phase grpo-step --prompts 8 --group 4 --micro-batch 8 --epochs 4 \\\n"
+                  "             --buffer traj=rows*epochs*50*263*1*196:fp32 --fit rtx5090-32g");
   command->callback([&run, args, command] { run = [args, command] { return run_plan(*args, *command); }; });
 }
 

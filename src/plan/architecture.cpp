@@ -16,10 +16,12 @@ parameter_count count_parameters(const model_architecture& model) {
   std::uint64_t attention = h * q_width + 2 * h * kv_width + q_width * h;
   if (model.qkv_bias) attention += q_width + 2 * kv_width;
   if (model.output_bias) attention += h;
-  if (model.qk_norm) attention += 2 * model.head_dim;
+  if (model.qk_norm && model.norm_weights) attention += 2 * model.head_dim;
 
+  // A gated MLP has gate, up and down; a plain one (ReLU^2, GELU) only up and down.
+  const std::uint64_t matrices = model.mlp == mlp_kind::gated ? 3 : 2;
   auto swiglu = [&](std::uint64_t intermediate) {
-    return 3 * h * intermediate + (model.mlp_bias ? 2 * intermediate + h : 0);
+    return matrices * h * intermediate + (model.mlp_bias ? (matrices - 1) * intermediate + h : 0);
   };
   std::uint64_t mlp = 0;
   std::uint64_t active_mlp = 0;
@@ -33,13 +35,19 @@ parameter_count count_parameters(const model_architecture& model) {
     mlp = model.num_experts * swiglu(model.expert_intermediate_size) + router + shared;
     active_mlp = model.experts_per_token * swiglu(model.expert_intermediate_size) + router + shared;
   }
-  const std::uint64_t norms = model.norms_per_layer * h;
+  // LayerNorm has a bias beside its weight; RMSNorm only the weight.
+  const std::uint64_t norm = model.norm_weights ? (model.layer_norm ? 2 * h : h) : 0;
+  const std::uint64_t norms = model.norms_per_layer * norm;
 
   parameter_count count;
+  if (model.opaque_params > 0) {
+    count.total = count.active_per_token = model.opaque_params;
+    return count;
+  }
   count.per_layer = attention + mlp + norms;
   count.embedding = model.vocab_size * h;
   count.lm_head = model.tied_embeddings ? 0 : model.vocab_size * h;
-  count.total = model.num_layers * count.per_layer + h + count.embedding + count.lm_head;
+  count.total = model.num_layers * count.per_layer + norm + count.embedding + count.lm_head + model.learned_positions * h;
   count.active_per_token = count.total - model.num_layers * (mlp - active_mlp);
   return count;
 }

@@ -148,18 +148,16 @@ std::uint64_t at_most(const std::vector<std::uint64_t>& values, std::uint64_t li
   return chosen;
 }
 
-// Rows generated together in a grpo-step rollout given with --batch: powers of two below a GPU's
-// rows, and all of them (0). Without --batch the rollout generates all rows at once, as
-// model.generate on the whole rollout does, and the search keeps that.
+// Rows generated together in a grpo-step rollout (the generation batch): powers of two below a
+// GPU's rows, and all of them (0). It changes how the rollout runs, not what it generates, so
+// the default search moves it both ways.
 std::vector<std::uint64_t> generation_batches(std::uint64_t rows) {
   std::vector<std::uint64_t> values = powers_of_two(1, rows > 1 ? rows - 1 : 0);
   values.push_back(0);
   return values;
 }
 
-std::uint64_t generated_together(const plan_knobs& knobs) {
-  return knobs.batch == 0 ? rows_per_gpu(knobs) : std::min(knobs.batch, rows_per_gpu(knobs));
-}
+std::uint64_t generated_together(const plan_knobs& knobs) { return generation_rows(knobs); }
 
 // A group size for grpo-step, with the micro-batch kept when it stays valid, else the largest
 // valid one below it.
@@ -185,6 +183,7 @@ struct search_space {
   std::vector<std::uint64_t> lora_ranks;
   std::vector<offload_level> offloads;
   std::vector<logprob_impl> logprobs;
+  bool opaque = false;  ///< rows per pass and per generation change nothing a --params policy holds
 };
 
 std::vector<std::uint64_t> eighths_of(std::uint64_t value, std::initializer_list<std::uint64_t> eighths) {
@@ -214,7 +213,9 @@ search_space space_for(const model_architecture& model, const plan_knobs& base, 
     // Generating the same rows in fewer at a time keeps the work of a generate call's rows.
     space.batches = with_value(powers_of_two(1, base.batch), base.batch);
   }
-  space.checkpointing = base.phase == plan_phase::generate ? std::vector<bool>{false} : std::vector<bool>{false, true};
+  // A policy given only as --params has no passes to checkpoint or score: its buffers and state alone.
+  const bool opaque = model.opaque_params > 0;
+  space.checkpointing = base.phase == plan_phase::generate || opaque ? std::vector<bool>{base.grad_ckpt} : std::vector<bool>{false, true};
   if (opened(search_knob::lora_rank) && base.phase != plan_phase::generate) {
     for (std::uint64_t rank : with_value(powers_of_two(8, 256), base.lora_rank)) {
       if (rank <= model.hidden_size) space.lora_ranks.push_back(rank);
@@ -231,7 +232,8 @@ search_space space_for(const model_architecture& model, const plan_knobs& base, 
   }
   space.logprobs = {base.logprob};
   // Chunked log-probs compute the same values without the full fp32 logits.
-  if (base.phase != plan_phase::generate && base.logprob == logprob_impl::full) space.logprobs.push_back(logprob_impl::chunked);
+  if (base.phase != plan_phase::generate && base.logprob == logprob_impl::full && !opaque) space.logprobs.push_back(logprob_impl::chunked);
+  space.opaque = opaque;
   return space;
 }
 
@@ -402,9 +404,11 @@ void search(const plan_knobs& base, const search_space& space, searcher& out) {
                   knobs.prompt_len = prompt_len;
                   for (std::uint64_t new_tokens : space.new_tokens) {
                     knobs.new_tokens = new_tokens;
-                    for (std::uint64_t generation_batch : base.batch == 0 ? std::vector<std::uint64_t>{0} : generation_batches(rows)) {
+                    for (std::uint64_t generation_batch : space.opaque ? std::vector<std::uint64_t>{base.batch} : generation_batches(rows)) {
                       knobs.batch = generation_batch;
-                      for (std::uint64_t micro_batch : valid_micro_batches(group, rows)) {
+                      for (std::uint64_t micro_batch :
+                           space.opaque ? std::vector<std::uint64_t>{at_most(valid_micro_batches(group, rows), base.micro_batch)}
+                                        : valid_micro_batches(group, rows)) {
                         knobs.micro_batch = micro_batch;
                         out.consider(knobs);
                       }
@@ -541,6 +545,21 @@ std::vector<what_if_row> each_knob_alone(const model_architecture& model, const 
                                          std::uint64_t usable) {
   what_if_table table(model, base, base_peak, usable);
   const auto as_number = [](std::uint64_t value) { return number(value); };
+  if (model.opaque_params > 0) {
+    // Its buffers scale with the rows (the group) and the epochs; its state with offload.
+    if (base.phase == plan_phase::grpo_step) {
+      table.whole("group", with_value(powers_of_two(1, four_times(base.group)), base.group), base.group, four_times(base.group),
+                  [&base](plan_knobs& k, std::uint64_t v) { set_group(k, v, base.micro_batch); });
+      table.whole("epochs", with_value(powers_of_two(1, four_times(base.epochs)), base.epochs), base.epochs, four_times(base.epochs),
+                  [](plan_knobs& k, std::uint64_t v) { k.epochs = v; });
+    }
+    if (base.phase != plan_phase::generate && offload_of(base) != offload_level::optimizer) {
+      plan_knobs changed = base;
+      set_offload(changed, offload_level::optimizer);
+      table.add("offload", std::string(offload_name(offload_of(base))), "optimizer", changed);
+    }
+    return table.take();
+  }
   switch (base.phase) {
     case plan_phase::generate:
       table.whole("batch", powers_of_two(1, four_times(base.batch)), base.batch, four_times(base.batch),

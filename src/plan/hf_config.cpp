@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
 #include <optional>
+#include <string_view>
 
 namespace rlmem {
 
@@ -92,6 +95,77 @@ bool nests_too_deep(std::string_view text) {
   return false;
 }
 
+// nanochat's GPT (nanochat/gpt.py): untied wte and lm_head, no biases, F.rms_norm without
+// weights (on the layer inputs and on q and k), a ReLU^2 MLP of 4 x n_embd, rotary tables of
+// 10 x sequence_len positions kept as buffers.
+bool parse_nanochat_config(const json& config, model_architecture& model, std::string& message) {
+  field_reader read(config, message);
+  model_architecture parsed;
+  parsed.name = parsed.model_type = "nanochat";
+  parsed.num_layers = read.count("n_layer", max_layers);
+  parsed.num_heads = read.count("n_head", max_dimension);
+  parsed.num_kv_heads = read.count("n_kv_head", max_dimension, parsed.num_heads);
+  parsed.hidden_size = read.count("n_embd", max_dimension);
+  parsed.vocab_size = read.count("vocab_size", max_vocab);
+  const std::uint64_t sequence_len = read.count("sequence_len", max_dimension);
+  if (read.failed()) return false;
+  if (parsed.hidden_size % parsed.num_heads != 0) {
+    message = fmt::format("nanochat config: n_embd {} is not a multiple of n_head {}", parsed.hidden_size, parsed.num_heads);
+    return false;
+  }
+  if (parsed.num_kv_heads > parsed.num_heads || parsed.num_heads % parsed.num_kv_heads != 0) {
+    message = fmt::format("nanochat config: n_head {} is not a multiple of n_kv_head {}", parsed.num_heads, parsed.num_kv_heads);
+    return false;
+  }
+  parsed.head_dim = parsed.hidden_size / parsed.num_heads;
+  parsed.intermediate_size = 4 * parsed.hidden_size;
+  parsed.tied_embeddings = false;
+  parsed.qk_norm = true;
+  parsed.norm_weights = false;
+  parsed.mlp = mlp_kind::relu2;
+  parsed.rotary_positions = 10 * sequence_len;
+  model = std::move(parsed);
+  return true;
+}
+
+// Hugging Face families whose MLP has no gate whose terms are not derived (other layer layouts):
+// refused rather than counted as SwiGLU. GPT-2 and GPT-NeoX are read below.
+constexpr std::array<std::string_view, 9> ungated_families = {"gptj", "gpt_bigcode", "nemotron", "phi", "opt",
+                                                              "bloom", "falcon", "starcoder2", "mpt"};
+
+bool positive_fraction(const json& config, const char* key, double fallback) {
+  auto it = config.find(key);
+  return (it != config.end() && it->is_number() ? it->get<double>() : fallback) > 0;
+}
+
+// GPT-2 (modeling_gpt2.py): Conv1D c_attn (q, k, v fused, with biases), c_proj, an MLP of c_fc,
+// GELU (tanh) and c_proj without a gate, LayerNorms with biases, learned positions, a tied head,
+// dropout 0.1 on the residual branches and the embeddings by default.
+bool parse_gpt2_config(const json& config, model_architecture& model, std::string& message) {
+  field_reader read(config, message);
+  model_architecture parsed;
+  parsed.name = parsed.model_type = "gpt2";
+  parsed.hidden_size = read.count("n_embd", max_dimension);
+  parsed.num_layers = read.count("n_layer", max_layers);
+  parsed.num_heads = parsed.num_kv_heads = read.count("n_head", max_dimension);
+  parsed.vocab_size = read.count("vocab_size", max_vocab);
+  parsed.learned_positions = read.count("n_positions", max_dimension, 1024);
+  parsed.intermediate_size = read.count("n_inner", max_dimension, 4 * parsed.hidden_size);
+  parsed.tied_embeddings = read.flag("tie_word_embeddings", true);
+  if (read.failed()) return false;
+  if (parsed.hidden_size % parsed.num_heads != 0) {
+    message = fmt::format("config.json: n_embd {} is not a multiple of n_head {}", parsed.hidden_size, parsed.num_heads);
+    return false;
+  }
+  parsed.head_dim = parsed.hidden_size / parsed.num_heads;
+  parsed.qkv_bias = parsed.output_bias = parsed.mlp_bias = true;
+  parsed.layer_norm = true;
+  parsed.mlp = mlp_kind::gelu;
+  parsed.residual_dropout = positive_fraction(config, "resid_pdrop", 0.1);
+  model = std::move(parsed);
+  return true;
+}
+
 }  // namespace
 
 bool parse_hf_config(std::string_view json_text, model_architecture& model, std::string& message) {
@@ -113,13 +187,19 @@ bool parse_hf_config(std::string_view json_text, model_architecture& model, std:
     message = "config.json is not a JSON object";
     return false;
   }
+  // nanochat keeps its GPTConfig at the top level or, in checkpoint metadata, under
+  // "model_config"; GPT-2's config shares the n_* names but says model_type.
+  const json& nanochat = document.contains("model_config") && document["model_config"].is_object() ? document["model_config"] : document;
+  if (!nanochat.contains("model_type") && !document.contains("model_type") && nanochat.contains("n_layer") && nanochat.contains("n_embd")) {
+    return parse_nanochat_config(nanochat, model, message);
+  }
   // Multimodal configs (Gemma 3, Qwen2.5-VL, ...) keep the language model in text_config.
   const json& config = document.contains("text_config") && document["text_config"].is_object() ? document["text_config"] : document;
   // Layouts the memory terms do not describe: latent attention and DeepSeek's routed experts.
   for (const char* unsupported : {"kv_lora_rank", "q_lora_rank", "n_routed_experts"}) {
     if (config.contains(unsupported)) {
       message = fmt::format("config.json: \"{}\" (DeepSeek-style latent attention or routed experts) is not modelled; "
-                            "supported: Llama, Qwen2/2.5/3 (and MoE), Mistral, Mixtral, Gemma", unsupported);
+                            "supported: Llama, Qwen2/2.5/3 (and MoE), Mistral, Mixtral, Gemma, GPT-2, GPT-NeoX", unsupported);
       return false;
     }
   }
@@ -130,6 +210,14 @@ bool parse_hf_config(std::string_view json_text, model_architecture& model, std:
   parsed.name = parsed.model_type.empty() ? "config.json" : parsed.model_type;
   const std::string& type = parsed.model_type;
   const bool gemma = type.starts_with("gemma");
+  if (type == "gpt2") return parse_gpt2_config(config, model, message);
+  if (std::find(ungated_families.begin(), ungated_families.end(), type) != ungated_families.end()) {
+    message = fmt::format("config.json: model_type \"{}\" has an MLP without a gate and LayerNorm biases or learned positions, "
+                          "which are not modelled (it is not counted as SwiGLU); modelled: Llama, Qwen2/2.5/3 (and MoE), "
+                          "Mistral, Mixtral, Gemma, GPT-2, GPT-NeoX, nanochat",
+                          type.substr(0, 40));
+    return false;
+  }
 
   parsed.hidden_size = read.count("hidden_size", max_dimension);
   parsed.num_layers = read.count("num_hidden_layers", max_layers);
@@ -148,6 +236,14 @@ bool parse_hf_config(std::string_view json_text, model_architecture& model, std:
   parsed.output_bias = attention_bias && type != "qwen3" && type != "qwen3_moe";
   parsed.mlp_bias = read.flag("mlp_bias", false);
   parsed.qk_norm = type == "qwen3" || type == "qwen3_moe" || type.starts_with("gemma3");
+  if (type == "gpt_neox") {
+    // GPT-NeoX (Pythia): fused query_key_value and dense with biases, a GELU MLP without a gate
+    // (dense_h_to_4h, dense_4h_to_h, biased), LayerNorms, rotary on part of each head, an untied head.
+    parsed.qkv_bias = parsed.output_bias = parsed.mlp_bias = read.flag("attention_bias", true);
+    parsed.mlp_bias = true;
+    parsed.layer_norm = true;
+    parsed.mlp = mlp_kind::gelu;
+  }
   parsed.norms_per_layer = type.starts_with("gemma2") || type.starts_with("gemma3") ? 4 : 2;
   if (parsed.num_experts > 0) {
     parsed.experts_per_token = read.count("num_experts_per_tok", parsed.num_experts);

@@ -69,11 +69,87 @@ bool refuse_knobs_that_do_not_apply(const plan_knobs& knobs, std::string& messag
   return false;
 }
 
+// Knobs that describe a transformer's passes, refused for a policy known only by its parameter count.
+bool refuse_for_opaque_policy(const plan_knobs& knobs, std::string& message) {
+  if (knobs.lora_rank > 0) message = "--lora-r adapts a transformer's linears; a policy given only as --params has none (give --model)";
+  else if (knobs.kv_cache == kv_cache_kind::prealloc) message = "--kv-cache belongs to a transformer's generation; give --model";
+  else if (knobs.grad_ckpt) message = "--grad-ckpt recomputes a transformer's layers; a policy given only as --params has none (give --model)";
+  else if (knobs.reference != reference_kind::none || knobs.old_logprobs) message = "--ref-model and --old-logprobs score with a transformer; give --model";
+  else if (knobs.shard == shard_kind::fsdp) message = "--shard fsdp unshards a transformer's layers; a policy given only as --params has none";
+  else return true;
+  return false;
+}
+
 }  // namespace
+
+std::uint64_t buffer_rows(const plan_knobs& knobs) {
+  switch (knobs.phase) {
+    case plan_phase::generate: return knobs.batch;
+    case plan_phase::train: return knobs.micro_batch * knobs.grad_accum;
+    case plan_phase::grpo_step: return knobs.gpus == 0 ? 0 : knobs.prompts * knobs.group / knobs.gpus;
+  }
+  return 0;
+}
+
+std::uint64_t buffer_bytes(const resident_buffer& buffer, const plan_knobs& knobs) {
+  // Saturates rather than wraps: validate_knobs refuses a buffer beyond any GPU.
+  constexpr std::uint64_t beyond = 1ull << 62;
+  std::uint64_t total = buffer.fixed_bytes;
+  auto scale = [&](std::uint64_t factor, std::uint32_t times) {
+    for (std::uint32_t i = 0; i < times; ++i) total = factor != 0 && total > beyond / factor ? beyond : total * factor;
+  };
+  scale(buffer_rows(knobs), buffer.rows_dims);
+  scale(knobs.epochs, buffer.epochs_dims);
+  return total;
+}
+
+std::uint64_t generation_rows(const plan_knobs& knobs) {
+  if (knobs.phase != plan_phase::grpo_step) return knobs.batch;
+  const std::uint64_t rows = buffer_rows(knobs);
+  return knobs.batch == 0 ? rows : std::min(knobs.batch, rows);
+}
+
+std::uint64_t kv_cache_rows(const plan_knobs& knobs) {
+  switch (knobs.kv_rows_follow) {
+    case kv_rows_kind::group: return knobs.group;
+    case kv_rows_kind::generation_batch: return generation_rows(knobs);
+    case kv_rows_kind::fixed: break;
+  }
+  return knobs.kv_rows != 0 ? knobs.kv_rows : generation_rows(knobs);
+}
 
 bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, std::string& message) {
   if (!positive(knobs.gpus, "--gpus", max_gpus, message)) return false;
+  if (!positive(knobs.epochs, "--epochs", max_rows, message)) return false;
   if (!refuse_knobs_that_do_not_apply(knobs, message)) return false;
+  if (model.opaque_params > 0 && !refuse_for_opaque_policy(knobs, message)) return false;
+  if (knobs.epochs > 1 && knobs.phase != plan_phase::grpo_step) {
+    message = "--epochs repeats grpo-step's update over its rollout; train's passes are --grad-accum";
+    return false;
+  }
+  if (knobs.precision == precision_kind::nanochat && model.model_type != "nanochat") {
+    message = "--precision nanochat is nanochat's (fp32 matrices, bf16 embedding, its layer under autocast); give a nanochat "
+              "config, or bf16 / fp32-master";
+    return false;
+  }
+  if ((model.model_type == "gpt2" || model.model_type == "gpt_neox") && (knobs.lora_rank > 0 || knobs.precision != precision_kind::bf16)) {
+    message = fmt::format("{} with {} is not modelled (its layers were measured in bf16, every weight trained)",
+                          model.model_type, knobs.lora_rank > 0 ? "--lora-r" : "--precision " + std::string(to_string(knobs.precision)));
+    return false;
+  }
+  if (knobs.precision == precision_kind::nanochat && knobs.lora_rank > 0) {
+    message = "--lora-r with nanochat's model is not modelled (nanochat trains every weight)";
+    return false;
+  }
+  if (knobs.kv_rows_follow == kv_rows_kind::group && knobs.phase != plan_phase::grpo_step) {
+    message = "--kv-rows group sizes the cache for a prompt's samples; only --phase grpo-step samples a group";
+    return false;
+  }
+  if (model.mlp != mlp_kind::gated &&
+      std::find(knobs.lora_targets.begin(), knobs.lora_targets.end(), "gate_proj") != knobs.lora_targets.end()) {
+    message = "--lora-targets gate_proj: this model's MLP has no gate (up_proj and down_proj only)";
+    return false;
+  }
   if (knobs.offload_weights && knobs.shard != shard_kind::fsdp) {
     message = "--offload all streams weights layer by layer, which needs --shard fsdp (FSDP2 CPUOffloadPolicy)";
     return false;
@@ -87,6 +163,10 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
     return false;
   }
   for (std::size_t i = 0; i < knobs.buffers.size(); ++i) {
+    if (buffer_bytes(knobs.buffers[i], knobs) > (1ull << 50)) {
+      message = fmt::format("--buffer '{}' is {} with these rows and epochs, larger than any GPU", knobs.buffers[i].name, knobs.buffers[i].shape);
+      return false;
+    }
     for (std::size_t j = 0; j < i; ++j) {
       if (knobs.buffers[i].name == knobs.buffers[j].name) {
         message = fmt::format("--buffer '{}' is given twice", knobs.buffers[i].name);
@@ -158,9 +238,10 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
     }
   }
   if (knobs.kv_cache == kv_cache_kind::prealloc && knobs.phase != plan_phase::train) {
-    const std::uint64_t rows = knobs.phase == plan_phase::generate ? knobs.batch : (knobs.batch != 0 ? knobs.batch : knobs.prompts * knobs.group / knobs.gpus);
-    if (knobs.kv_rows != 0 && knobs.kv_rows < std::min(rows, max_rows)) {
-      message = fmt::format("--kv-rows {} is fewer than the {} rows generated together", knobs.kv_rows, rows);
+    const std::uint64_t rows = generation_rows(knobs);
+    if (kv_cache_rows(knobs) < std::min(rows, max_rows)) {
+      message = fmt::format("--kv-rows {} holds {} rows, fewer than the {} generated together (--gen-batch)",
+                            knobs.kv_rows_follow == kv_rows_kind::group ? "group" : fmt::format("{}", knobs.kv_rows), kv_cache_rows(knobs), rows);
       return false;
     }
     if (knobs.kv_rows > max_rows || knobs.kv_len > max_length || !tokens_within(knobs.kv_rows, knobs.kv_len, "--kv-rows x --kv-len", message)) {
@@ -179,7 +260,7 @@ bool parse_buffer_spec(std::string_view spec, resident_buffer& buffer, std::stri
   const std::string shown(spec.substr(0, 80));
   const auto equals = spec.find('=');
   if (equals == std::string_view::npos || equals == 0) {
-    message = fmt::format("--buffer '{}': expected NAME=DIMS:DTYPE, e.g. trajectories=8x50x263x196:fp32", shown);
+    message = fmt::format("--buffer '{}': expected NAME=DIMS:DTYPE, e.g. traj=rows*50*263*1*196:fp32", shown);
     return false;
   }
   resident_buffer parsed;
@@ -228,23 +309,33 @@ bool parse_buffer_spec(std::string_view spec, resident_buffer& buffer, std::stri
   constexpr std::uint64_t largest_buffer = 1ull << 50;  // 1 PiB
   int count = 0;
   while (true) {
-    const auto x = dims.find('x');
-    const std::string_view dim = dims.substr(0, x);
-    std::uint64_t value = 0;
-    const auto [end, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), value);
-    if (ec != std::errc() || end != dim.data() + dim.size() || value == 0) {
-      message = fmt::format("--buffer '{}': '{}' is not a positive dimension", shown, dim);
+    const auto separator = dims.find_first_of("x*");
+    const std::string_view dim = dims.substr(0, separator);
+    if (++count > 16) {
+      message = fmt::format("--buffer '{}' has more than 16 dims", shown);
       return false;
     }
-    if (++count > 16 || value > largest_buffer / total) {
-      message = fmt::format("--buffer '{}' is larger than any GPU", shown);
-      return false;
+    if (dim == "rows") {
+      ++parsed.rows_dims;
+    } else if (dim == "epochs") {
+      ++parsed.epochs_dims;
+    } else {
+      std::uint64_t value = 0;
+      const auto [end, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), value);
+      if (ec != std::errc() || end != dim.data() + dim.size() || value == 0) {
+        message = fmt::format("--buffer '{}': '{}' is not a positive dimension, rows or epochs", shown, dim.substr(0, 40));
+        return false;
+      }
+      if (value > largest_buffer / total) {
+        message = fmt::format("--buffer '{}' is larger than any GPU", shown);
+        return false;
+      }
+      total *= value;
     }
-    total *= value;
-    if (x == std::string_view::npos) break;
-    dims = dims.substr(x + 1);
+    if (separator == std::string_view::npos) break;
+    dims = dims.substr(separator + 1);
   }
-  parsed.bytes = total;
+  parsed.fixed_bytes = total;
   parsed.shape = std::string(rest);
   buffer = std::move(parsed);
   return true;
@@ -287,7 +378,14 @@ std::string_view to_string(plan_phase phase) noexcept {
   }
   return "?";
 }
-std::string_view to_string(optimizer_kind kind) noexcept { return kind == optimizer_kind::adamw ? "adamw" : "sgd"; }
+std::string_view to_string(optimizer_kind kind) noexcept {
+  switch (kind) {
+    case optimizer_kind::adamw: return "adamw";
+    case optimizer_kind::sgd: return "sgd";
+    case optimizer_kind::muon: return "muon";
+  }
+  return "?";
+}
 std::string_view to_string(logprob_impl impl) noexcept {
   switch (impl) {
     case logprob_impl::full: return "full";
@@ -305,7 +403,14 @@ std::string_view to_string(shard_kind kind) noexcept {
   }
   return "?";
 }
-std::string_view to_string(precision_kind kind) noexcept { return kind == precision_kind::bf16 ? "bf16" : "fp32-master"; }
+std::string_view to_string(precision_kind kind) noexcept {
+  switch (kind) {
+    case precision_kind::bf16: return "bf16";
+    case precision_kind::fp32_master: return "fp32-master";
+    case precision_kind::nanochat: return "nanochat";
+  }
+  return "?";
+}
 std::string_view to_string(kv_cache_kind kind) noexcept { return kind == kv_cache_kind::grow ? "grow" : "prealloc"; }
 std::string_view to_string(reference_kind kind) noexcept {
   switch (kind) {

@@ -42,10 +42,14 @@ bytes no_grad_layer_per_token(const model_architecture& model, const plan_knobs&
 bytes gathered_expert_weights_per_row(const model_architecture& model);
 /// Bytes per element of the residual stream (fp32 under fp32 master weights): checkpointed inputs.
 bytes residual_per_token(const plan_knobs& knobs);
+/// Bytes per parameter of the output head (nanochat: fp32 head beside a bf16 embedding).
+bytes head_bytes_per_param(const plan_knobs& knobs);
 /// KV cache bytes per token (all layers, k and v, bf16).
 bytes kv_per_token(const model_architecture& model);
-/// Rotary cos and sin (bf16) per position.
+/// Rotary cos and sin (bf16) per position of a pass (0 when the model keeps them as buffers).
 bytes rotary_per_position(const model_architecture& model);
+/// Rotary tables a model keeps as buffers (nanochat: 10 x sequence_len positions).
+bytes rotary_table_bytes(const model_architecture& model);
 
 /// The log-prob head's instants for a micro-batch of `tokens` positions, `logprob_tokens` of which
 /// are scored: the largest of them as parts (name, bytes).

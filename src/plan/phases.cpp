@@ -89,7 +89,7 @@ struct residency {
 void add_buffers(residency& resident, const plan_knobs& knobs, unsigned phase_bit) {
   for (const resident_buffer& buffer : knobs.buffers) {
     if ((buffer.phases & phase_bit) == 0) continue;
-    resident.buffers.emplace_back(buffer.name, static_cast<bytes>(buffer.bytes));
+    resident.buffers.emplace_back(buffer.name, static_cast<bytes>(buffer_bytes(buffer, knobs)));
     resident.names.push_back("buffer " + buffer.name);
   }
 }
@@ -109,7 +109,7 @@ std::vector<instant> generation_instants(const model_architecture& model, const 
   const bytes prompt_tokens = shape.rows * shape.prompt;
   const bytes final_length = shape.prompt + shape.new_tokens;
   const bool prealloc = knobs.kv_cache == kv_cache_kind::prealloc;
-  const bytes prealloc_rows = knobs.kv_rows != 0 ? static_cast<bytes>(knobs.kv_rows) : shape.rows;
+  const bytes prealloc_rows = static_cast<bytes>(kv_cache_rows(knobs));
   const bytes prealloc_len = knobs.kv_len != 0 ? static_cast<bytes>(knobs.kv_len) : final_length;
   const bytes cache_at_prefill = prealloc ? prealloc_rows * prealloc_len * kv_token : prompt_tokens * kv_token;
   // The last token sampled is never fed back: the cache ends one position short.
@@ -117,10 +117,14 @@ std::vector<instant> generation_instants(const model_architecture& model, const 
   const char* cache_name = prealloc ? "KV cache (preallocated)" : "KV cache";
   // input_ids, attention_mask and position ids (int64) for each position.
   const bytes ids_per_position = 24;
+  // Under autocast (fp32 weights) each matmul weight's bf16 copy is cached until the generation's
+  // autocast region ends: the layers' by the prefill's last layer, the head's from its first call.
+  const bytes head_copy = state.autocast_copies > 0 ? 2 * static_cast<bytes>(model.vocab_size * model.hidden_size) : 0;
 
   std::vector<instant> instants;
   instants.push_back(resident.start("prefill, last layer's MLP")
                          .add("unsharded layers in flight", state.weights_in_flight)
+                         .add("autocast bf16 weight copies", state.autocast_copies - head_copy)
                          .add(cache_name, cache_at_prefill)
                          .add("prefill activations", prompt_tokens * plan_detail::no_grad_layer_per_token(model, knobs))
                          .add("positions, masks and rotary tables",
@@ -129,6 +133,7 @@ std::vector<instant> generation_instants(const model_architecture& model, const 
   // probabilities, and multinomial's draw: 19 bytes per row and vocabulary entry.
   instants.push_back(resident.start("last sampling step")
                          .add("unsharded layers in flight", state.weights_in_flight)
+                         .add("autocast bf16 weight copies", state.autocast_copies)
                          .add(cache_name, cache_at_end)
                          .add("last-token logits and sampling", 19 * shape.rows * vocab)
                          .add("token ids and attention mask", shape.rows * final_length * ids_per_position));
@@ -146,6 +151,7 @@ std::vector<instant> generation_instants(const model_architecture& model, const 
     const bytes one_layer_keys = shape.rows * (final_length - 2) * kv_token / (2 * static_cast<bytes>(model.num_layers));
     instants.push_back(resident.start("last cache growth (torch.cat)")
                            .add("unsharded layers in flight", state.weights_in_flight)
+                           .add("autocast bf16 weight copies", state.autocast_copies)
                            .add(cache_name, cache_at_end)
                            .add("cache growth copy (one layer's keys)", one_layer_keys)
                            .add("token ids and attention mask", shape.rows * final_length * ids_per_position));
@@ -194,6 +200,20 @@ std::vector<instant> update_instants(const model_architecture& model, const plan
   at_head.add("final norm and head input", outside_saved).add("rotary tables", rotary);
   for (int i = 0; i < 3; ++i) at_head.add(head.names[i], head.parts[i]);
   instants.push_back(std::move(at_head));
+
+  // The head's backward: the logits' bf16 gradient is the matmul's input while the head's weight
+  // gradient is made, every layer's activations still held. A tied head's gradient then waits for
+  // the embedding's; accumulating, an untied one is a fresh tensor before it is added to .grad.
+  if (knobs.lora_rank == 0 && knobs.logprob != logprob_impl::fused) {
+    const bytes head_weight_gradient = model.tied_embeddings ? state.head_gradient
+                                                             : static_cast<bytes>(model.vocab_size * model.hidden_size) * plan_detail::head_bytes_per_param(knobs);
+    instant at_head_backward = base("head backward");
+    at_head_backward.add(knobs.grad_ckpt ? "checkpointed layer inputs" : "activations", knobs.grad_ckpt ? layer_input * layers : layer_saved * layers)
+        .add("final norm and head input", outside_saved)
+        .add("gradient of logits (bf16)", 2 * tokens * static_cast<bytes>(model.vocab_size))
+        .add("head weight gradient", head_weight_gradient);
+    instants.push_back(std::move(at_head_backward));
+  }
 
   // Later in backward the head's buffers are gone and gradients take their place.
   const bytes gradients_so_far = shape.accumulating ? state.gradients : state.gradients - state.layer_gradient;
@@ -259,6 +279,30 @@ constexpr std::uint64_t cublas_workspace_per_thread = 32ull << 20;
 // and run a bf16 matmul on an H200 (total - free - reserved; tools/planner/measure_more.py).
 constexpr std::uint64_t cuda_context = 718077952;
 
+// A policy known only by its parameter count: each phase is its state and its buffers (what a
+// forward of an unknown network keeps cannot be derived; give it as --buffer).
+void opaque_phases(const plan_knobs& knobs, const plan_detail::state_terms& state, plan_result& result) {
+  auto resident_for = [&](unsigned phase_bits) {
+    residency resident;
+    resident.add("weights", state.weights);
+    if (knobs.phase != plan_phase::generate) resident.add("optimizer state", state.optimizer);
+    resident.add("DDP gradient buckets", state.ddp_buckets);
+    add_buffers(resident, knobs, phase_bits);
+    return resident;
+  };
+  if (knobs.phase != plan_phase::train) {
+    const residency rollout = resident_for(phase_rollout);
+    result.phases.push_back(rollout.start("buffers").to_phase(knobs.phase == plan_phase::generate ? "generate" : "rollout", rollout.names));
+    if (knobs.phase == plan_phase::generate) return;
+  }
+  const residency update = resident_for(knobs.phase == plan_phase::train ? phase_update | phase_optimizer : phase_update);
+  result.phases.push_back(update.start("end of backward").add("gradients", state.gradients).to_phase(
+      knobs.phase == plan_phase::train ? "train" : "update", update.names));
+  if (knobs.phase == plan_phase::train) return;
+  const residency optimizer = resident_for(phase_optimizer);
+  result.phases.push_back(optimizer_instant(optimizer, state).to_phase("optimizer", optimizer.names));
+}
+
 }  // namespace
 
 plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs) {
@@ -271,9 +315,16 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
   result.overhead.cuda_context_bytes = cuda_context;
   result.overhead.cublas_workspace_bytes = cublas_workspace_per_thread * (knobs.phase == plan_phase::generate ? 1 : 2);
 
+  if (model.opaque_params > 0) {
+    opaque_phases(knobs, state, result);
+    finish(result);
+    return result;
+  }
+
   if (knobs.phase == plan_phase::generate) {
     residency resident;
     resident.add("weights", state.weights);
+    resident.add("rotary tables (buffers)", plan_detail::rotary_table_bytes(model));
     add_buffers(resident, knobs, phase_rollout);
     const shapes shape{static_cast<bytes>(knobs.batch), static_cast<bytes>(knobs.prompt_len), static_cast<bytes>(knobs.new_tokens)};
     result.phases.push_back(largest(generation_instants(model, knobs, resident, state, shape)).to_phase("generate", resident.names));
@@ -284,6 +335,7 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
   if (knobs.phase == plan_phase::train) {
     residency resident;
     resident.add("weights", state.weights);
+    resident.add("rotary tables (buffers)", plan_detail::rotary_table_bytes(model));
     resident.add("optimizer state", state.optimizer);
     resident.add("DDP gradient buckets", state.ddp_buckets);
     add_buffers(resident, knobs, phase_update | phase_optimizer);
@@ -309,6 +361,7 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
   auto resident_for = [&](unsigned phase_bit, bool with_sequences) {
     residency resident;
     resident.add("policy weights", state.weights);
+    resident.add("rotary tables (buffers)", plan_detail::rotary_table_bytes(model));
     resident.add("reference weights", reference_weights);
     resident.add("optimizer state", state.optimizer);
     resident.add("DDP gradient buckets", state.ddp_buckets);
@@ -316,7 +369,7 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
     add_buffers(resident, knobs, phase_bit);
     return resident;
   };
-  const bytes generate_rows = knobs.batch != 0 ? static_cast<bytes>(std::min<std::uint64_t>(knobs.batch, static_cast<std::uint64_t>(rows))) : rows;
+  const auto generate_rows = static_cast<bytes>(generation_rows(knobs));
   const residency rollout = resident_for(phase_rollout, false);
   result.phases.push_back(
       largest(generation_instants(model, knobs, rollout,

@@ -27,11 +27,17 @@ std::string offload_text(const plan_knobs& knobs) {
 }
 
 std::string model_line(const model_architecture& model, const parameter_count& params) {
+  if (model.opaque_params > 0) {
+    return fmt::format("{}  {} parameters (no architecture: its tensors are the --buffer ones)", printable_text(model.name),
+                       format_count(params.total));
+  }
   std::string line = fmt::format("{}  {} parameters ({} outside embeddings), {} layers, hidden {}, {}/{} heads of {}, vocab {}",
                                  printable_text(model.name), billions(params.total), billions(params.non_embedding()), model.num_layers,
                                  model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim,
                                  format_count(model.vocab_size));
   if (model.tied_embeddings) line += ", tied head";
+  if (model.mlp != mlp_kind::gated) line += model.mlp == mlp_kind::relu2 ? ", ReLU^2 MLP (no gate)" : ", GELU MLP (no gate)";
+  if (!model.norm_weights) line += ", norms without weights";
   if (model.num_experts > 0) {
     line += fmt::format(", {} experts ({} per token, {} active)", model.num_experts, model.experts_per_token,
                         billions(params.active_per_token));
@@ -40,7 +46,7 @@ std::string model_line(const model_architecture& model, const parameter_count& p
 }
 
 std::string training_text(const plan_knobs& knobs, const plan_result& plan) {
-  std::string text = fmt::format("{} {}", to_string(knobs.optimizer) == "adamw" ? "AdamW" : "SGD", to_string(knobs.precision));
+  std::string text = fmt::format("{} {}", knobs.optimizer == optimizer_kind::adamw ? "AdamW" : knobs.optimizer == optimizer_kind::muon ? "Muon + AdamW" : "SGD", to_string(knobs.precision));
   if (knobs.lora_rank > 0) {
     text += fmt::format(", LoRA r={} ({} trainable)", knobs.lora_rank, format_count(plan.trainable_params));
   }
@@ -71,12 +77,20 @@ std::string knobs_line(const plan_knobs& knobs, const plan_result& plan) {
       break;
     case plan_phase::grpo_step: {
       const std::uint64_t rows = knobs.prompts * knobs.group / knobs.gpus;
+      if (plan.params.per_layer == 0 && plan.params.embedding == 0) {  // a policy given as --params: rows, no tokens
+        line = fmt::format("grpo-step: {} prompts x {} samples ({} rows), micro-batch {}, {}", knobs.prompts, knobs.group, rows,
+                           knobs.micro_batch, training_text(knobs, plan));
+        if (knobs.epochs > 1) line += fmt::format(", {} epochs of updates", knobs.epochs);
+        break;
+      }
       line = fmt::format("grpo-step: {} prompts x {} samples, prompt {} + {} new tokens, micro-batch {} ({} per step{}), {}{}",
                          knobs.prompts, knobs.group, knobs.prompt_len, knobs.new_tokens, knobs.micro_batch,
                          rows / knobs.micro_batch, knobs.gpus > 1 ? " on each GPU" : "", training_text(knobs, plan),
                          reference_text(knobs.reference));
       if (knobs.batch != 0 && knobs.batch < rows) line += fmt::format(", generated {} rows at a time", knobs.batch);
       if (knobs.old_logprobs) line += ", old log-probs";
+      if (knobs.epochs > 1) line += fmt::format(", {} epochs of updates", knobs.epochs);
+      if (knobs.kv_cache == kv_cache_kind::prealloc) line += fmt::format(", KV cache preallocated for {} rows", kv_cache_rows(knobs));
       break;
     }
   }
@@ -131,8 +145,7 @@ std::string searched_knobs_text(const plan_report& report) {
     case plan_phase::generate: searched = {"rows generated together (up to yours)"}; break;
     case plan_phase::train: searched = {"micro-batch (accumulating to your effective batch)"}; break;
     case plan_phase::grpo_step:
-      searched = {"micro-batch"};
-      if (knobs.batch != 0) searched.emplace_back("generation batch");
+      searched = {"micro-batch", "generation batch"};
       break;
   }
   if (knobs.phase != plan_phase::generate) {
@@ -261,7 +274,9 @@ json knobs_json(const plan_knobs& knobs) {
       out["micro_batch"] = knobs.micro_batch;
       out["reference"] = to_string(knobs.reference);
       out["old_logprobs"] = knobs.old_logprobs;
+      out["epochs"] = knobs.epochs;
       if (knobs.batch != 0) out["batch"] = knobs.batch;
+      out["gen_batch"] = generation_rows(knobs);
       break;
   }
   if (knobs.phase != plan_phase::train) {
@@ -269,7 +284,11 @@ json knobs_json(const plan_knobs& knobs) {
     out["new_tokens"] = knobs.new_tokens;
     out["kv_cache"] = to_string(knobs.kv_cache);
     if (knobs.kv_cache == kv_cache_kind::prealloc) {
-      out["kv_rows"] = knobs.kv_rows;
+      out["kv_rows"] = kv_cache_rows(knobs);
+      out["kv_rows_follow"] = knobs.kv_rows_follow == kv_rows_kind::group              ? "group"
+                              : knobs.kv_rows_follow == kv_rows_kind::generation_batch ? "gen-batch"
+                              : knobs.kv_rows != 0                                     ? "fixed"
+                                                                                       : "gen-batch";
       out["kv_len"] = knobs.kv_len;
     }
   }
@@ -284,7 +303,7 @@ json knobs_json(const plan_knobs& knobs) {
   out["shard"] = to_string(knobs.shard);
   out["offload"] = offload_text(knobs);
   json buffers = json::array();
-  for (const resident_buffer& buffer : knobs.buffers) buffers.push_back({{"name", buffer.name}, {"shape", buffer.shape}, {"bytes", buffer.bytes}});
+  for (const resident_buffer& buffer : knobs.buffers) buffers.push_back({{"name", buffer.name}, {"shape", buffer.shape}, {"bytes", buffer_bytes(buffer, knobs)}});
   out["buffers"] = buffers;
   return out;
 }
@@ -348,19 +367,22 @@ std::string knobs_command_line(const plan_knobs& knobs) {
     case plan_phase::grpo_step:
       line += fmt::format(" --prompts {} --group {} --prompt-len {} --new-tokens {} --micro-batch {}", knobs.prompts, knobs.group,
                           knobs.prompt_len, knobs.new_tokens, knobs.micro_batch);
-      if (knobs.batch != 0) line += fmt::format(" --batch {}", knobs.batch);
+      if (knobs.batch != 0) line += fmt::format(" --gen-batch {}", knobs.batch);
+      if (knobs.epochs > 1) line += fmt::format(" --epochs {}", knobs.epochs);
       if (knobs.reference != reference_kind::none) line += fmt::format(" --ref-model {}", to_string(knobs.reference));
       if (knobs.old_logprobs) line += " --old-logprobs";
       break;
   }
   if (knobs.phase != plan_phase::train && knobs.kv_cache == kv_cache_kind::prealloc) {
     line += " --kv-cache prealloc";
-    if (knobs.kv_rows != 0) line += fmt::format(" --kv-rows {}", knobs.kv_rows);
+    if (knobs.kv_rows_follow == kv_rows_kind::group) line += " --kv-rows group";
+    if (knobs.kv_rows_follow == kv_rows_kind::generation_batch) line += " --kv-rows gen-batch";
+    if (knobs.kv_rows_follow == kv_rows_kind::fixed && knobs.kv_rows != 0) line += fmt::format(" --kv-rows {}", knobs.kv_rows);
     if (knobs.kv_len != 0) line += fmt::format(" --kv-len {}", knobs.kv_len);
   }
   if (knobs.phase != plan_phase::generate) {
     if (knobs.grad_ckpt) line += " --grad-ckpt";
-    if (knobs.optimizer != optimizer_kind::adamw) line += " --optimizer sgd";
+    if (knobs.optimizer != optimizer_kind::adamw) line += fmt::format(" --optimizer {}", to_string(knobs.optimizer));
     if (knobs.precision != precision_kind::bf16) line += fmt::format(" --precision {}", to_string(knobs.precision));
     if (knobs.lora_rank > 0) line += fmt::format(" --lora-r {}", knobs.lora_rank);
     if (knobs.lora_rank > 0 && !knobs.lora_targets.empty()) line += fmt::format(" --lora-targets {}", fmt::join(knobs.lora_targets, ","));
@@ -383,7 +405,7 @@ std::string render_plan_text(const plan_report& report) {
   std::string out = model.size() <= width ? model + "\n" : detail::wrap(model, 0, width);
   out += detail::wrap(knobs_line(report.knobs, plan), 0, width);
   for (const resident_buffer& buffer : report.knobs.buffers) {
-    out += detail::wrap(fmt::format("buffer {} {} = {}", printable_text(buffer.name), printable_text(buffer.shape), bytes_text(buffer.bytes)),
+    out += detail::wrap(fmt::format("buffer {} {} = {}", printable_text(buffer.name), printable_text(buffer.shape), bytes_text(buffer_bytes(buffer, report.knobs))),
                         0, width);
   }
   out += "\n" + detail::wrap(fmt::format("Peak {} per GPU in {}: bytes allocated through PyTorch's caching allocator",
@@ -443,7 +465,7 @@ json fit_json(const plan_report& report) {
 std::string render_plan_json(const plan_report& report) {
   const parameter_count& params = report.plan.params;
   json out;
-  out["schema_version"] = 2;
+  out["schema_version"] = 3;
   out["command"] = "plan";
   out["model"] = {{"name", report.model.name},
                   {"model_type", report.model.model_type},

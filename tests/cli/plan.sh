@@ -144,5 +144,42 @@ expect_output "fit starts from your config" "Your config needs 72.7 GiB; 71.7 Gi
   --model qwen2.5-1.5b "${grpo[@]}" --fit h100-80g
 expect_output "presets are listed" "qwen3-32b" --list-models
 
+# Issue 12, items 4 to 6: the generation batch, scaling buffers and epochs, nanochat, Muon.
+printf '{"sequence_len": 2048, "vocab_size": 65536, "n_layer": 20, "n_head": 10, "n_kv_head": 10, "n_embd": 1280}' >"$work/d20.json"
+printf '{"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "vocab_size": 50257}' >"$work/gpt2.json"
+nano=(--phase grpo-step --prompts 16 --group 16 --gen-batch 8 --prompt-len 256 --new-tokens 256 --micro-batch 8 --kv-cache prealloc)
+expect_output "nanochat's config: untied, no gate, its precision by default" \
+  "vocab 65,536, ReLU^2 MLP (no gate), norms without weights" \
+  --model "$work/d20.json" "${nano[@]}" --optimizer muon
+expect_output "Muon with nanochat's precision" "AdamW nanochat, generated 8 rows at a time" --model "$work/d20.json" "${nano[@]}" --optimizer muon
+expect_output "the generation batch in the rollout" "generated 8 rows at a time" --model "$work/d20.json" "${nano[@]}"
+expect_output "--kv-rows follows the group" "--kv-rows group" --model "$work/d20.json" "${nano[@]}" --kv-rows group --fit h100-80g
+expect_output "the generation batch is searched by default" "generation batch" --model qwen2.5-0.5b "${grpo[@]}" --fit h100-80g
+expect_output "a buffer of rows x epochs" "buffer traj rows*epochs*50*263*1*196:fp32 = 314.6 MiB" --model qwen2.5-0.5b \
+  --phase grpo-step --prompts 2 --group 8 --prompt-len 256 --new-tokens 64 --micro-batch 8 --epochs 2 \
+  --buffer 'traj=rows*epochs*50*263*1*196:fp32'
+expect_output "a policy given as --params and buffers" "params-only  3,000,000 parameters" --params 3000000 --phase grpo-step \
+  --prompts 8 --group 4 --micro-batch 8 --epochs 4 --buffer 'traj=rows*epochs*50*263*1*196:fp32' --fit rtx5090-32g
+expect_output "GPT-2 is read with its ungated GELU MLP" "GELU MLP (no gate)" --model "$work/gpt2.json" \
+  --phase generate --batch 1 --prompt-len 1 --new-tokens 1
+printf '{"model_type": "phi", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}' >"$work/phi.json"
+expect_bad "an ungated family not modelled is refused by name" '"phi" has an MLP without a gate' --model "$work/phi.json" \
+  --phase generate --batch 1 --prompt-len 1 --new-tokens 1
+expect_bad "LoRA on GPT-2 is not modelled" "gpt2 with --lora-r is not modelled" --model "$work/gpt2.json" "${train[@]}" --lora-r 8
+expect_bad "--epochs with train" "--epochs does not apply to --phase train" --model qwen2.5-0.5b "${train[@]}" --epochs 2
+expect_bad "--gen-batch with generate" "--gen-batch does not apply to --phase generate" --model qwen2.5-0.5b \
+  --phase generate --batch 4 --prompt-len 8 --new-tokens 8 --gen-batch 2
+expect_bad "--gen-batch and --batch together" "--gen-batch and --batch both give grpo-step's generation batch" --model qwen2.5-0.5b \
+  "${grpo[@]}" --gen-batch 8 --batch 8
+expect_bad "--kv-rows that is no number nor knob" "--kv-rows 'some': expected a number of rows, gen-batch or group" \
+  --model "$work/d20.json" "${nano[@]}" --kv-rows some
+expect_bad "--kv-rows fewer than the generation batch" "fewer than the 8 generated together" --model "$work/d20.json" "${nano[@]}" --kv-rows 4
+expect_bad "--precision nanochat on another model" "--precision nanochat is nanochat's" --model qwen2.5-0.5b "${train[@]}" \
+  --precision nanochat
+expect_bad "--params with --model" "--params describes a policy given without --model" --model qwen2.5-0.5b "${train[@]}" --params 10
+expect_bad "--params without buffers" "--params without --model needs the policy's tensors as --buffer" --params 10 "${train[@]}"
+expect_bad "a buffer dim that is no number, rows or epochs" "'steps' is not a positive dimension, rows or epochs" --model qwen2.5-0.5b \
+  "${grpo[@]}" --buffer 'traj=rows*steps:fp32'
+
 [ $failures -eq 0 ] && echo "all plan CLI checks passed"
 exit $failures

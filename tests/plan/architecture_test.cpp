@@ -137,3 +137,74 @@ TEST(Presets, FoundByHubNamesAndSuggestedWhenMisspelt) {
 
 }  // namespace
 }  // namespace rlmem
+
+namespace rlmem {
+namespace {
+
+// nanochat's d20 (n_layer 20, n_embd 1280, 10 heads, vocab 65536): sum(p.numel()) of its GPT is
+// 560,988,160: untied wte and lm_head, no biases, norms without weights, ReLU^2 MLP of 4 x n_embd.
+TEST(NanochatConfig, D20HasExactlyItsParameters) {
+  model_architecture model;
+  std::string message;
+  ASSERT_TRUE(parse_hf_config(R"({"sequence_len": 2048, "vocab_size": 65536, "n_layer": 20, "n_head": 10,
+                                  "n_kv_head": 10, "n_embd": 1280})",
+                              model, message))
+      << message;
+  EXPECT_EQ(model.model_type, "nanochat");
+  EXPECT_EQ(model.mlp, mlp_kind::relu2);
+  EXPECT_EQ(model.intermediate_size, 4u * 1280);
+  EXPECT_FALSE(model.tied_embeddings);
+  EXPECT_FALSE(model.norm_weights);
+  const parameter_count count = count_parameters(model);
+  EXPECT_EQ(count.total, 560988160u);
+  EXPECT_EQ(count.lm_head, 65536u * 1280);
+  EXPECT_EQ(count.per_layer, 4u * 1280 * 1280 + 2u * 1280 * 5120);
+}
+
+// Checkpoint metadata keeps the GPTConfig under model_config; GPT-2's config shares the n_* names
+// but says model_type. Other ungated families are refused by name, not counted as SwiGLU.
+TEST(NanochatConfig, ReadUnderModelConfigAndToldApartFromGpt2) {
+  model_architecture model;
+  std::string message;
+  ASSERT_TRUE(parse_hf_config(R"({"step": 21400, "model_config": {"sequence_len": 2048, "vocab_size": 65536, "n_layer": 12,
+                                  "n_head": 6, "n_kv_head": 6, "n_embd": 768}, "user_config": {}})",
+                              model, message))
+      << message;
+  EXPECT_EQ(model.num_layers, 12u);
+  EXPECT_EQ(model.rotary_positions, 20480u);
+  ASSERT_TRUE(parse_hf_config(R"({"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "vocab_size": 50257})", model, message))
+      << message;
+  EXPECT_EQ(model.model_type, "gpt2");
+  EXPECT_EQ(model.mlp, mlp_kind::gelu);
+  EXPECT_FALSE(parse_hf_config(R"({"model_type": "phi", "hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 8,
+                                   "intermediate_size": 2048, "vocab_size": 50304})",
+                               model, message));
+  EXPECT_NE(message.find("not counted as SwiGLU"), std::string::npos) << message;
+  EXPECT_FALSE(parse_hf_config(R"({"n_layer": 12, "n_embd": 768, "n_head": 5, "vocab_size": 65536, "sequence_len": 1024})", model, message));
+  EXPECT_NE(message.find("n_embd 768 is not a multiple of n_head 5"), std::string::npos) << message;
+}
+
+// sum(p.numel()) of transformers' GPT2LMHeadModel (GPT-2 small: biases everywhere, LayerNorms,
+// 1024 learned positions, tied head) and GPTNeoXForCausalLM at Pythia-160M's shape (untied), as
+// measure_issue12.py counted them on the GPU.
+TEST(ParameterCount, Gpt2AndGptNeoxWithTheirBiasesNormsAndPositions) {
+  for (const auto& [name, total] : {std::pair<const char*, std::uint64_t>{"gpt2-small", 124439808}, {"pythia-160m", 162322944}}) {
+    model_architecture model;
+    std::string message;
+    ASSERT_TRUE(parse_hf_config(read_text(testing::planner_testdata(std::string("configs/") + name + ".json")), model, message)) << message;
+    EXPECT_EQ(count_parameters(model).total, total) << name;
+    EXPECT_EQ(model.mlp, mlp_kind::gelu) << name;
+  }
+}
+
+// A plain MLP has up and down only: two thirds of a gated one's matrices at the same width.
+TEST(ParameterCount, UngatedMlpHasNoGate) {
+  model_architecture gated = *find_preset("qwen2.5-0.5b");
+  model_architecture plain = gated;
+  plain.mlp = mlp_kind::gelu;
+  const std::uint64_t mlp = gated.hidden_size * gated.intermediate_size;
+  EXPECT_EQ(count_parameters(gated).per_layer - count_parameters(plain).per_layer, mlp);
+}
+
+}  // namespace
+}  // namespace rlmem

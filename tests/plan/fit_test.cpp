@@ -279,3 +279,40 @@ TEST(Fit, CardPresetsAreTheMemoryTheDriverReports) {
 
 }  // namespace
 }  // namespace rlmem
+
+namespace rlmem {
+namespace {
+
+// Issue 12, item 4: the generation batch keeps the algorithm, so the default search moves it:
+// down when the rollout is what does not fit, up (to all of a GPU's rows) on a roomy card.
+TEST(Fit, GenerationBatchIsSearchedByDefaultBothWays) {
+  const model_architecture& model = *find_preset("qwen2.5-0.5b");
+  plan_knobs base = testing::grpo_knobs(1, 64, 1024, 32, 1);
+  const plan_result yours = plan_memory(model, base);
+  ASSERT_EQ(yours.peak_phase, "rollout");
+  std::uint64_t others = 0;
+  for (const phase_estimate& phase : yours.phases) {
+    if (phase.name != "rollout") others = std::max(others, phase.peak_bytes);
+  }
+  fit_options options;
+  options.budget_bytes = yours.overhead.cuda_context_bytes + yours.overhead.cublas_workspace_bytes +
+                         static_cast<std::uint64_t>(static_cast<double>(others) * 1.1) + (64ull << 20);
+  const fit_result lower = fit_configuration(model, base, options);
+  ASSERT_TRUE(lower.found) << lower.reason;
+  EXPECT_FALSE(lower.yours_fits);
+  EXPECT_NE(lower.best.batch, 0u);
+  EXPECT_LT(generation_rows(lower.best), 64u);
+  EXPECT_EQ(lower.best.micro_batch, 1u) << "the update already fits; only the rollout has to change";
+
+  base.batch = 8;
+  options.budget_bytes = 80ull << 30;
+  const fit_result raise = fit_configuration(model, base, options);
+  ASSERT_TRUE(raise.found) << raise.reason;
+  EXPECT_EQ(generation_rows(raise.best), 64u);
+  bool raised_alone = false;
+  for (const what_if_row& row : raise.what_if) raised_alone |= row.knob == "generation batch" && row.to == "16" && row.fits;
+  EXPECT_TRUE(raised_alone) << "each knob alone: one notch up from 8";
+}
+
+}  // namespace
+}  // namespace rlmem

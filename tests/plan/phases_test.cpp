@@ -132,11 +132,11 @@ TEST(Phases, NamedBuffersAreHeldInTheirPhasesOnly) {
   resident_buffer latents;
   std::string message;
   ASSERT_TRUE(parse_buffer_spec("trajectories=8x50x263x196:fp32@rollout,update", latents, message)) << message;
-  EXPECT_EQ(latents.bytes, 8ull * 50 * 263 * 196 * 4);
+  EXPECT_EQ(latents.fixed_bytes, 8ull * 50 * 263 * 196 * 4);
   knobs.buffers.push_back(latents);
   const plan_result plan = planned("qwen2.5-0.5b", knobs);
-  EXPECT_EQ(component(phase_named(plan, "rollout"), "buffer trajectories"), latents.bytes);
-  EXPECT_EQ(component(phase_named(plan, "update"), "buffer trajectories"), latents.bytes);
+  EXPECT_EQ(component(phase_named(plan, "rollout"), "buffer trajectories"), latents.fixed_bytes);
+  EXPECT_EQ(component(phase_named(plan, "update"), "buffer trajectories"), latents.fixed_bytes);
   EXPECT_EQ(component(phase_named(plan, "reference"), "buffer trajectories"), 0u);
   EXPECT_EQ(component(phase_named(plan, "optimizer"), "buffer trajectories"), 0u);
 }
@@ -281,6 +281,116 @@ TEST(Knobs, ImpossibleKnobsAreNamed) {
   std::string message;
   EXPECT_FALSE(validate_knobs(qwen, long_scores, message));
   EXPECT_NE(message.find("--logprob-tokens 512 must be less than --seq-len 512"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace rlmem
+
+namespace rlmem {
+namespace {
+
+model_architecture nanochat_d12() {
+  model_architecture model;
+  std::string message;
+  EXPECT_TRUE(parse_hf_config(testing::read_text(testing::planner_testdata("configs/nanochat-d12.json")), model, message)) << message;
+  return model;
+}
+
+std::uint64_t part(const phase_estimate& phase, const std::string& name) {
+  for (const memory_component& c : phase.components) {
+    if (c.name == name) return c.bytes;
+  }
+  return 0;
+}
+
+// `rows` and `epochs` in a buffer's dims follow the knobs: the same spec grows with the group and
+// the epochs, and lives in every phase, the optimizer step included, when no @phases is given.
+TEST(Buffers, RowsAndEpochsScaleAndAnUnphasedBufferLivesEverywhere) {
+  resident_buffer traj;
+  std::string message;
+  ASSERT_TRUE(parse_buffer_spec("traj=rows*epochs*50x263*1*196:fp32", traj, message)) << message;
+  EXPECT_EQ(traj.rows_dims, 1u);
+  EXPECT_EQ(traj.epochs_dims, 1u);
+  plan_knobs knobs = testing::grpo_knobs(2, 8, 256, 64, 8);
+  knobs.epochs = 2;
+  knobs.buffers.push_back(traj);
+  EXPECT_EQ(buffer_bytes(traj, knobs), 16ull * 2 * 50 * 263 * 196 * 4);
+  knobs.group = 16;
+  knobs.epochs = 4;
+  EXPECT_EQ(buffer_bytes(traj, knobs), 32ull * 4 * 50 * 263 * 196 * 4);
+  const model_architecture model = *find_preset("qwen2.5-0.5b");
+  ASSERT_TRUE(validate_knobs(model, knobs, message)) << message;
+  const plan_result plan = plan_memory(model, knobs);
+  for (const phase_estimate& phase : plan.phases) EXPECT_EQ(part(phase, "buffer traj"), buffer_bytes(traj, knobs)) << phase.name;
+  EXPECT_FALSE(parse_buffer_spec("traj=rows*steps:fp32", traj, message));
+  EXPECT_NE(message.find("'steps' is not a positive dimension, rows or epochs"), std::string::npos) << message;
+}
+
+// Muon keeps one momentum per layer matrix (fp32 under nanochat's precision) and AdamW's two
+// moments for the embedding (bf16) and the head (fp32): less state than AdamW everywhere.
+TEST(Optimizers, MuonKeepsOneMomentumPerMatrixAndAdamwForTheRest) {
+  const model_architecture model = nanochat_d12();
+  plan_knobs knobs = testing::train_knobs(8, 1024);
+  knobs.precision = precision_kind::nanochat;
+  knobs.optimizer = optimizer_kind::muon;
+  std::string message;
+  ASSERT_TRUE(validate_knobs(model, knobs, message)) << message;
+  const parameter_count count = count_parameters(model);
+  const std::uint64_t matrices = 12ull * count.per_layer;
+  const std::uint64_t expected = matrices * 4 + 2 * (count.embedding * 2 + count.lm_head * 4);
+  EXPECT_EQ(part(plan_memory(model, knobs).phases[0], "optimizer state"), expected);
+  plan_knobs adamw = knobs;
+  adamw.optimizer = optimizer_kind::adamw;
+  EXPECT_GT(part(plan_memory(model, adamw).phases[0], "optimizer state"), expected);
+  // Weights: fp32 matrices and head, a bf16 embedding, and its rotary tables.
+  EXPECT_EQ(part(plan_memory(model, knobs).phases[0], "weights"), (count.total - count.embedding) * 4 + count.embedding * 2);
+}
+
+// --kv-rows follows the generation batch (or the group) as --fit moves it; a fixed number that
+// holds fewer rows than are generated together is refused.
+TEST(Generation, PreallocatedCacheFollowsTheGenerationBatch) {
+  const model_architecture model = nanochat_d12();
+  plan_knobs knobs = testing::grpo_knobs(2, 16, 128, 48, 8);
+  knobs.reference = reference_kind::none;
+  knobs.precision = precision_kind::nanochat;
+  knobs.kv_cache = kv_cache_kind::prealloc;
+  knobs.batch = 8;
+  EXPECT_EQ(kv_cache_rows(knobs), 8u);
+  knobs.kv_rows_follow = kv_rows_kind::group;
+  EXPECT_EQ(kv_cache_rows(knobs), 16u);
+  std::string message;
+  ASSERT_TRUE(validate_knobs(model, knobs, message)) << message;
+  knobs.kv_rows_follow = kv_rows_kind::fixed;
+  knobs.kv_rows = 4;
+  EXPECT_FALSE(validate_knobs(model, knobs, message));
+  EXPECT_NE(message.find("fewer than the 8 generated together"), std::string::npos) << message;
+  // Generating 16 rows at a time instead of 8 doubles the rollout's cache.
+  knobs.kv_rows = 0;
+  const plan_result eight = plan_memory(model, knobs);
+  knobs.batch = 16;
+  const plan_result sixteen = plan_memory(model, knobs);
+  EXPECT_EQ(part(sixteen.phases[0], "KV cache (preallocated)"), 2 * part(eight.phases[0], "KV cache (preallocated)"));
+}
+
+// A policy known only by its parameter count: its phases are its state and its buffers.
+TEST(Phases, APolicyGivenAsParametersIsItsStateAndBuffers) {
+  model_architecture model;
+  model.name = model.model_type = "params-only";
+  model.opaque_params = 3'000'000;
+  plan_knobs knobs = testing::grpo_knobs(8, 4, 1, 1, 8);
+  knobs.reference = reference_kind::none;
+  knobs.epochs = 4;
+  resident_buffer traj;
+  std::string message;
+  ASSERT_TRUE(parse_buffer_spec("traj=rows*epochs*50*263*1*196:fp32", traj, message)) << message;
+  knobs.buffers.push_back(traj);
+  ASSERT_TRUE(validate_knobs(model, knobs, message)) << message;
+  const plan_result plan = plan_memory(model, knobs);
+  ASSERT_EQ(plan.phases.size(), 3u);
+  const std::uint64_t state = 3'000'000ull * 2 * 3;  // bf16 weights and AdamW's two moments
+  EXPECT_EQ(plan.phases[0].peak_bytes, state + 32ull * 4 * 50 * 263 * 196 * 4);
+  knobs.lora_rank = 8;
+  EXPECT_FALSE(validate_knobs(model, knobs, message));
 }
 
 }  // namespace
