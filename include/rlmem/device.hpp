@@ -95,6 +95,11 @@ class device {
   virtual device_errc fill_async(std::uint64_t destination, std::uint64_t size, std::uint8_t value) noexcept = 0;
   /// Returns once every copy and fill enqueued so far is done; the first failure of any of them.
   virtual device_errc wait_copies() noexcept = 0;
+  /// A mark after every copy and fill enqueued so far, to wait for those alone while later ones
+  /// run (a pause unmaps a chunk once its backup is done, while the next chunk copies). Pre: every
+  /// mark is waited for exactly once.
+  virtual device_errc mark_copies(std::uint64_t& mark) noexcept = 0;
+  virtual device_errc wait_mark(std::uint64_t mark) noexcept = 0;
 };
 
 }  // namespace rlmem

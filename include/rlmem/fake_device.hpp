@@ -35,7 +35,7 @@ struct fake_device_options {
 
 enum class device_op : std::uint8_t {
   reserve, free_reservation, create, release, map, set_access, unmap, copy_to_host, copy_from_host,
-  synchronize, host_allocate, host_free, copy_to_host_async, copy_from_host_async, fill, wait_copies
+  synchronize, host_allocate, host_free, copy_to_host_async, copy_from_host_async, fill, wait_copies, mark_copies, wait_mark
 };
 std::string_view device_op_name(device_op op) noexcept;
 
@@ -76,6 +76,10 @@ class fake_device final : public device {
   device_errc copy_from_host_async(std::uint64_t destination, const void* source, std::uint64_t size) noexcept override;
   device_errc fill_async(std::uint64_t destination, std::uint64_t size, std::uint8_t value) noexcept override;
   device_errc wait_copies() noexcept override;
+  device_errc mark_copies(std::uint64_t& mark) noexcept override;
+  device_errc wait_mark(std::uint64_t mark) noexcept override;
+  /// Marks made and not yet waited for.
+  std::size_t open_marks() const noexcept { return open_marks_.size(); }
 
   /// Physical bytes held: handles not yet both released and unmapped.
   std::uint64_t used_bytes() const noexcept { return used_bytes_; }
@@ -138,6 +142,8 @@ class fake_device final : public device {
   std::unordered_map<void*, host_buffer> host_buffers_;
   std::uint64_t host_bytes_ = 0;
   std::uint64_t fences_ = 0;
+  std::uint64_t next_mark_ = 1;
+  std::vector<std::uint64_t> open_marks_;
 };
 
 }  // namespace rlmem

@@ -83,9 +83,10 @@ class rlmem_policy final : public allocator_policy {
   std::vector<address_run> used_runs(address_run range) const;
   /// Releases every page in `range`: those no block uses for good, the others until
   /// restore_range() maps new memory at their addresses. Blocks stay live; placing one in the
-  /// range before the restore is the caller's error. Fences the device first. False when the
-  /// device failed (fault() says how); pages released so far stay released.
-  bool release_range(address_run range);
+  /// range before the restore is the caller's error. Fences the device first unless `fenced`
+  /// says the caller has (and nothing ran on the range since). False when the device failed
+  /// (fault() says how); pages released so far stay released.
+  bool release_range(address_run range, bool fenced = false);
   /// Maps new pages, contents unspecified, under every paused page in `range`; the runs mapped,
   /// in address order. False when memory ran short (nothing in the range changed) or the device
   /// failed.

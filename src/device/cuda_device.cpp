@@ -8,6 +8,8 @@
 
 #include <dlfcn.h>
 
+#include <cstdint>
+
 #include <utility>
 
 namespace rlmem {
@@ -177,6 +179,30 @@ class cuda_device final : public device {
     return errc_of(driver_.stream_synchronize(copies_));
   }
 
+  // A mark is an event recorded on the copy stream, destroyed once waited for.
+  device_errc mark_copies(std::uint64_t& mark) noexcept override {
+    if (device_errc bound = bind(); bound != device_errc::ok) return bound;
+    cu::event made = nullptr;
+    device_errc result = errc_of(driver_.event_create(&made, cu::event_disable_timing));
+    if (result != device_errc::ok) return result;
+    result = errc_of(driver_.event_record(made, copies_));
+    if (result != device_errc::ok) {
+      driver_.event_destroy(made);
+      return result;
+    }
+    mark = reinterpret_cast<std::uintptr_t>(made);
+    return device_errc::ok;
+  }
+
+  device_errc wait_mark(std::uint64_t mark) noexcept override {
+    if (mark == 0) return device_errc::invalid_argument;
+    if (device_errc bound = bind(); bound != device_errc::ok) return bound;
+    auto* waited = reinterpret_cast<cu::event>(static_cast<std::uintptr_t>(mark));
+    device_errc result = errc_of(driver_.event_synchronize(waited));
+    driver_.event_destroy(waited);
+    return result;
+  }
+
  private:
   bool aligned(std::uint64_t value) const noexcept { return value % config_.granularity == 0; }
   bool sized(std::uint64_t size) const noexcept { return size > 0 && aligned(size); }
@@ -235,7 +261,10 @@ std::unique_ptr<device> open_cuda_device(int ordinal, std::string& why) {
                   load(library, "cuStreamSynchronize", driver.stream_synchronize) &&
                   load(library, "cuMemcpyHtoDAsync_v2", driver.copy_host_to_device_async) &&
                   load(library, "cuMemcpyDtoHAsync_v2", driver.copy_device_to_host_async) &&
-                  load(library, "cuMemsetD8Async", driver.fill_async);
+                  load(library, "cuMemsetD8Async", driver.fill_async) && load(library, "cuEventCreate", driver.event_create) &&
+                  load(library, "cuEventRecord", driver.event_record) &&
+                  load(library, "cuEventSynchronize", driver.event_synchronize) &&
+                  load(library, "cuEventDestroy_v2", driver.event_destroy);
   if (!complete) return give_up("the CUDA driver lacks the virtual-memory API (a driver older than CUDA 10.2)");
   if (cu::result code = driver.init(0); code != cu::success) {
     return give_up(code == cu::error_no_device ? "no CUDA device" : failed("cuInit", code));

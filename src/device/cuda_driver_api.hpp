@@ -14,6 +14,7 @@ using context = struct context_st*;  // CUcontext
 using device_pointer = unsigned long long;  // CUdeviceptr (v2)
 using allocation_handle = unsigned long long;  // CUmemGenericAllocationHandle
 using stream = struct stream_st*;  // CUstream
+using event = struct event_st*;    // CUevent
 
 constexpr result success = 0;
 constexpr result error_invalid_value = 1;
@@ -32,6 +33,7 @@ constexpr int location_type_device = 1;     // CU_MEM_LOCATION_TYPE_DEVICE
 constexpr int access_read_write = 3;        // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
 constexpr int granularity_minimum = 0;      // CU_MEM_ALLOC_GRANULARITY_MINIMUM
 constexpr unsigned int stream_non_blocking = 1;  // CU_STREAM_NON_BLOCKING
+constexpr unsigned int event_disable_timing = 2;  // CU_EVENT_DISABLE_TIMING
 
 struct memory_location {  // CUmemLocation
   int type;
@@ -92,6 +94,10 @@ struct entry_points {
   result (*copy_device_to_host_async)(void* destination, device_pointer source, std::size_t size,
                                       stream on);                                 // cuMemcpyDtoHAsync_v2
   result (*fill_async)(device_pointer destination, unsigned char value, std::size_t count, stream on);  // cuMemsetD8Async
+  result (*event_create)(event* created, unsigned int flags);                     // cuEventCreate
+  result (*event_record)(event recorded, stream on);                              // cuEventRecord
+  result (*event_synchronize)(event waited);                                      // cuEventSynchronize
+  result (*event_destroy)(event destroyed);                                       // cuEventDestroy_v2
 };
 
 }  // namespace rlmem::cuda_driver

@@ -29,6 +29,8 @@ std::string_view device_op_name(device_op op) noexcept {
     case device_op::copy_from_host_async: return "copy_from_host_async";
     case device_op::fill: return "fill";
     case device_op::wait_copies: return "wait_copies";
+    case device_op::mark_copies: return "mark_copies";
+    case device_op::wait_mark: return "wait_mark";
   }
   return "unknown";
 }
@@ -272,5 +274,23 @@ device_errc fake_device::fill_async(std::uint64_t destination, std::uint64_t siz
 }
 
 device_errc fake_device::wait_copies() noexcept { return logged(device_op::wait_copies, 0, 0, 0, device_errc::ok); }
+
+// Copies are done when they return; a mark only checks that it is waited for once.
+device_errc fake_device::mark_copies(std::uint64_t& mark) noexcept {
+  try {
+    open_marks_.push_back(next_mark_);
+  } catch (const std::bad_alloc&) {
+    return logged(device_op::mark_copies, 0, 0, 0, device_errc::out_of_memory);
+  }
+  mark = next_mark_++;
+  return logged(device_op::mark_copies, mark, 0, 0, device_errc::ok);
+}
+
+device_errc fake_device::wait_mark(std::uint64_t mark) noexcept {
+  auto found = std::find(open_marks_.begin(), open_marks_.end(), mark);
+  if (found == open_marks_.end()) return logged(device_op::wait_mark, mark, 0, 0, device_errc::invalid_argument);
+  open_marks_.erase(found);
+  return logged(device_op::wait_mark, mark, 0, 0, device_errc::ok);
+}
 
 }  // namespace rlmem

@@ -354,8 +354,8 @@ std::vector<address_run> rlmem_policy::used_runs(address_run range) const {
   return runs;
 }
 
-bool rlmem_policy::release_range(address_run range) {
-  gpu_.synchronize();
+bool rlmem_policy::release_range(address_run range, bool fenced) {
+  if (!fenced) gpu_.synchronize();
   for (auto at = pages_.lower_bound(range.address); at != pages_.end() && at->first < range.address + range.bytes;) {
     page& held = at->second;
     if (held.handle == 0) {

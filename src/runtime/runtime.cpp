@@ -243,8 +243,8 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
   }
   std::uint64_t copied = 0;
   if (keep == keep_contents::host) {
-    // Pieces packed into slabs; a slab is taken (pinned, when none is kept) while the copy of
-    // the one before runs.
+    // Pin (or take kept) slabs for every piece first: the one failure to expect, host memory,
+    // then leaves everything as it was.
     device_errc code = device_errc::ok;
     try {
       std::uint64_t slab_used = options_.copy_chunk_bytes;
@@ -258,31 +258,61 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
             slab_used = 0;
           }
           address_run piece{chunk.address, std::min(chunk.bytes, options_.copy_chunk_bytes - slab_used)};
-          void* host = static_cast<std::byte*>(tag->slabs.back()) + slab_used;
-          tag->backup.push_back({piece, host});
-          code = gpu_.copy_to_host_async(host, piece.address, piece.bytes);
+          tag->backup.push_back({piece, static_cast<std::byte*>(tag->slabs.back()) + slab_used});
           slab_used += piece.bytes;
           chunk.address += piece.bytes;
           chunk.bytes -= piece.bytes;
-          if (code == device_errc::ok) copied += piece.bytes;
         }
         if (code != device_errc::ok) break;
       }
-      tag->stats.host_backup_bytes = copied;
     } catch (const std::bad_alloc&) {
       code = device_errc::out_of_memory;
     }
-    device_errc waited = gpu_.wait_copies();
-    if (code == device_errc::ok) code = waited;
     if (code != device_errc::ok) {
       free_backup(*tag);
       return fail(code == device_errc::out_of_memory ? runtime_errc::out_of_memory : runtime_errc::device_error,
                   "backing up tag '" + std::string(name) + "' to host memory: " + std::string(device_error_name(code)) + "; nothing paused");
     }
+    // Each piece's pages are released once its copy is done, while the next piece copies.
+    tag->stats.paused = true;
+    tag->kept = keep;
+    std::uint64_t previous_mark = 0;
+    address_run previous_range;
+    bool pending = false;
+    auto finish_previous = [&]() -> bool {
+      if (!pending) return true;
+      device_errc waited = gpu_.wait_mark(previous_mark);
+      pending = false;
+      if (waited != device_errc::ok) {
+        policy_.clear_fault();
+        last_error_ = "backup copy: " + std::string(device_error_name(waited));
+        return false;
+      }
+      return policy_.release_range(previous_range, true);
+    };
+    for (const backup_chunk& piece : tag->backup) {
+      device_errc enqueued = gpu_.copy_to_host_async(piece.host, piece.range.address, piece.range.bytes);
+      std::uint64_t mark = 0;
+      if (enqueued == device_errc::ok) enqueued = gpu_.mark_copies(mark);
+      if (enqueued != device_errc::ok) {
+        finish_previous();
+        gpu_.wait_copies();
+        return fail(runtime_errc::device_error, "backup of tag '" + std::string(name) + "': " + std::string(device_error_name(enqueued)) +
+                                                    "; pages backed up so far are paused, the rest still mapped");
+      }
+      if (!finish_previous()) return device_fault("pause");
+      pending = true;
+      previous_mark = mark;
+      previous_range = piece.range;
+      copied += piece.range.bytes;
+    }
+    if (!finish_previous()) return device_fault("pause");
+    tag->stats.host_backup_bytes = copied;
   }
+  // What is left: the tag's cached pages, and every page of a discard.
   for (std::uint64_t key : tag->arena_keys) {
     address_run range;
-    if (policy_.arena_range(key, range) && !policy_.release_range(range)) {
+    if (policy_.arena_range(key, range) && !policy_.release_range(range, true)) {
       // Pages released so far stay released; the tag counts as paused so resume maps them again.
       tag->stats.paused = true;
       tag->kept = keep;

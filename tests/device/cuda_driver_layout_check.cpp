@@ -63,6 +63,7 @@ static_assert(declared_as<decltype(points::context_synchronize), decltype(&::cuC
 static_assert(declared_as<decltype(points::host_alloc), decltype(&::cuMemHostAlloc)>);
 static_assert(declared_as<decltype(points::host_free), decltype(&::cuMemFreeHost)>);
 static_assert(sizeof(stream) == sizeof(CUstream) && stream_non_blocking == CU_STREAM_NON_BLOCKING);
+static_assert(sizeof(event) == sizeof(CUevent) && event_disable_timing == CU_EVENT_DISABLE_TIMING);
 
 }  // namespace
 }  // namespace rlmem::cuda_driver

@@ -147,8 +147,10 @@ TYPED_TEST(device_conformance, async_copies_and_fills_on_the_copy_stream_round_t
   ASSERT_EQ(gpu.copy_from_host_async(base, pinned, 2 * page), device_errc::ok);
   ASSERT_EQ(gpu.wait_copies(), device_errc::ok);
   std::fill(bytes, bytes + 2 * page, std::uint8_t{0});
+  std::uint64_t mark = 0;
   ASSERT_EQ(gpu.copy_to_host_async(pinned, base, 2 * page), device_errc::ok);
-  ASSERT_EQ(gpu.wait_copies(), device_errc::ok);
+  ASSERT_EQ(gpu.mark_copies(mark), device_errc::ok);
+  ASSERT_EQ(gpu.wait_mark(mark), device_errc::ok);
   EXPECT_TRUE(std::equal(written.begin(), written.end(), bytes)) << "two mappings copied out and back as one range";
 
   ASSERT_EQ(gpu.fill_async(base + page, page, 0x5A), device_errc::ok);

@@ -204,11 +204,12 @@ TEST(runtime, the_device_is_fenced_before_any_page_is_copied_or_unmapped) {
   auto fence = std::find(ops.begin(), ops.end(), device_op::synchronize);
   auto copy = std::find(ops.begin(), ops.end(), device_op::copy_to_host_async);
   auto unmap = std::find(ops.begin(), ops.end(), device_op::unmap);
-  auto waited = std::find(ops.begin(), ops.end(), device_op::wait_copies);
+  auto waited = std::find(ops.begin(), ops.end(), device_op::wait_mark);
   ASSERT_NE(fence, ops.end());
   ASSERT_NE(unmap, ops.end());
   EXPECT_LT(fence, copy) << "synchronize before the first backup copy";
-  EXPECT_LT(waited, unmap) << "backups finish before the first unmap";
+  EXPECT_LT(waited, unmap) << "the first piece's backup is waited for before its pages are unmapped";
+  EXPECT_EQ(gpu.open_marks(), 0u) << "every mark waited for";
 }
 
 TEST(runtime, allocations_in_a_paused_tag_are_refused_and_other_tags_use_the_memory_it_gave_back) {
@@ -265,7 +266,7 @@ TEST(runtime, a_pause_whose_backup_cannot_be_pinned_changes_nothing) {
     filled(rt, "train", 10 * mib, 1);
     calls_before_pause = gpu.calls();
   }
-  options.fail_call = calls_before_pause + 3;  // synchronize is not counted; host_allocate, copy, host_allocate
+  options.fail_call = calls_before_pause + 2;  // synchronize is not counted; the slabs are pinned first
   fake_device gpu(options);
   runtime rt(gpu, small_chunks());
   std::uint64_t train = filled(rt, "train", 10 * mib, 1);
