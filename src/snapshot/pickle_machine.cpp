@@ -126,18 +126,21 @@ class recent_stacks {
     slots_.fill({});
     arena_.clear();
   }
+  // Every 8 bytes of the run multiplied on their own and rotated by their position, then
+  // summed: no multiply waits for the one before. find() compares the whole run, so a weak
+  // hash costs a miss, never a wrong stack.
   static std::uint64_t hash_of(std::span<const std::byte> run) {
-    std::uint64_t hash = run.size() * 0x9e3779b97f4a7c15ULL;
+    std::uint64_t hash = run.size();
     std::size_t i = 0;
     for (; i + 8 <= run.size(); i += 8) {
       std::uint64_t word;
       std::memcpy(&word, run.data() + i, 8);
-      hash = std::rotl((hash ^ word) * 0xff51afd7ed558ccdULL, 29);
+      hash += std::rotl(word * 0x9e3779b97f4a7c15ULL, static_cast<int>(i & 63));
     }
     std::uint64_t tail = 0;
     std::memcpy(&tail, run.data() + i, run.size() - i);
-    hash = (hash ^ tail) * 0xc4ceb9fe1a85ec53ULL;
-    return hash ^ (hash >> 32);
+    hash += std::rotl(tail * 0xff51afd7ed558ccdULL, static_cast<int>(i & 63));
+    return hash ^ (hash >> 29) ^ (hash >> 47);
   }
 
  private:
