@@ -94,7 +94,8 @@ class value_stack {
   bool over_limit_ = false;
 };
 
-// The stacks of recent frame lists, by the bytes of their run of LONG_BINGET. Torch writes a
+// The stacks of recent frame lists, by the bytes of their run of LONG_BINGET and BINGET (the
+// memo references between MARK and APPENDS). Torch writes a
 // few thousand distinct stacks millions of times, each as the same run of memo references to
 // the same frames, so the bytes name the stack: a hit skips a memo lookup per frame and the
 // stack's interning. That holds while the memo entries the run names keep their frames; the
@@ -408,7 +409,7 @@ class machine {
   std::array<value, max_shortcut_frames> shortcut_frames_;
   std::size_t shortcut_frame_count_ = 0;
   recent_stacks stacks_seen_;
-  // The frame list being read by the shortcut: its run of LONG_BINGET bytes, and its stack
+  // The frame list being read by the shortcut: its run of memo references, and its stack
   // when recent_stacks knew the run (then shortcut_frames_ is not filled).
   std::span<const std::byte> shortcut_run_;
   value shortcut_cached_stack_;
