@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target: any byte string must give a snapshot or an error, never a crash, and the
-// same one with and without the reader's trace-entry shortcut.
+// same one with and without the reader's trace-entry shortcut, and with and without reading
+// ahead on a second thread.
 
 #include "fuzz_reading.hpp"
 
@@ -28,6 +29,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (read.ok() != general.ok()) __builtin_trap();
     if (read.ok() && !(read.value() == general.value())) __builtin_trap();
     if (!read.ok() && rlmem::describe(read.failure()) != rlmem::describe(general.failure())) __builtin_trap();
+  }
+  // Differential: reading ahead on a second thread, in blocks of 1 to 64 bytes chosen by the
+  // input, reads the same snapshot or fails the same way; only an error of the compressed
+  // input's decoding may be met before or after a parse error further on.
+  options.trace_entry_shortcut = true;
+  options.read_ahead_block_bytes = size == 0 ? 1 : 1 + std::to_integer<std::size_t>(copy[size - 1]) % 64;
+  auto ahead = rlmem::read_snapshot_bytes({copy.get(), size}, options);
+  auto decoding = [](const auto& outcome) {
+    if (outcome.ok()) return false;
+    rlmem::errc code = outcome.failure().code;
+    return code == rlmem::errc::decompress_error || code == rlmem::errc::limit_compression_ratio ||
+           code == rlmem::errc::limit_input_bytes;
+  };
+  if (!decoding(read) && !decoding(ahead)) {
+    if (read.ok() != ahead.ok()) __builtin_trap();
+    if (read.ok() && !(read.value() == ahead.value())) __builtin_trap();
+    if (!read.ok() && rlmem::describe(read.failure()) != rlmem::describe(ahead.failure())) __builtin_trap();
   }
   if (read.ok()) {
     // Whatever parsed must also survive the analyses and the replay (with and without a cap).

@@ -48,6 +48,14 @@ struct read_options {
   /// anything else takes the general path. The snapshot and every error are the same either
   /// way: off leaves only the general path, which tests and a fuzzer compare it with.
   bool trace_entry_shortcut = true;
+  /// Reads (and decompresses) the input on a second thread, in blocks of this many bytes, up to
+  /// three blocks (plus one held) ahead of the parser; 0 reads it on the calling thread. The
+  /// snapshot is the same either way. Of two errors, one of the input's decoding (corrupt or
+  /// over-ratio compressed data, LIMIT_INPUT_BYTES) and one of the parse further on, which is
+  /// met first may differ, since the input is read further ahead. An input (file or buffer,
+  /// compressed or not) smaller than one block, or one for which no thread can be started, is
+  /// read on the calling thread.
+  std::size_t read_ahead_block_bytes = std::size_t{1} << 20;
 };
 
 /// Reads the snapshot in `path`. The format (pickle, gzip, zstd) is detected from the content.

@@ -7,7 +7,12 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 namespace rlmem::detail {
 
@@ -194,14 +199,189 @@ input_format detect_format(std::span<const std::byte> head) noexcept {
   return input_format::unknown;
 }
 
-input_window::input_window(byte_source& source, std::uint64_t max_input_bytes)
+// Reads a source on a thread of its own into a few blocks, each with room before its data
+// for the bytes the window still needs of the block before it.
+class read_ahead {
+ public:
+  static constexpr std::size_t headroom = std::size_t{64} << 10;
+  static constexpr std::size_t blocks_ahead = 3;
+
+  struct block {
+    std::unique_ptr<std::byte[]> storage;
+    std::size_t size = 0;
+    std::byte* data() { return storage.get() + headroom; }
+  };
+
+  read_ahead(byte_source& source, std::size_t block_bytes) : source_(source), block_bytes_(block_bytes) {
+    // One block more than are read ahead: the window holds one while the thread fills the rest.
+    for (std::size_t i = 0; i <= blocks_ahead; ++i) {
+      auto made = std::make_unique<block>();
+      made->storage = std::make_unique_for_overwrite<std::byte[]>(headroom + block_bytes_);
+      free_.push_back(std::move(made));
+    }
+    thread_ = std::thread([this] { run(); });  // may throw: the window then reads by itself
+  }
+  ~read_ahead() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    free_ready_.notify_one();
+    thread_.join();
+  }
+  read_ahead(const read_ahead&) = delete;
+  read_ahead& operator=(const read_ahead&) = delete;
+
+  /// The next block of the stream, in order; null at its end or on the source's error (then
+  /// `failure` says which).
+  std::unique_ptr<block> next(error& failure) {
+    std::unique_lock lock(mutex_);
+    data_ready_.wait(lock, [&] { return !ready_.empty() || ended_; });
+    if (ready_.empty()) {
+      failure = failure_;
+      return nullptr;
+    }
+    auto taken = std::move(ready_.front());
+    ready_.pop_front();
+    lock.unlock();
+    return taken;
+  }
+  /// Hands a block back to be filled again.
+  void recycle(std::unique_ptr<block> used) {
+    {
+      std::lock_guard lock(mutex_);
+      free_.push_back(std::move(used));
+    }
+    free_ready_.notify_one();
+  }
+  std::uint64_t raw_consumed() const { return consumed_.load(std::memory_order_relaxed); }
+
+ private:
+  void run() {
+    for (;;) {
+      std::unique_ptr<block> filling;
+      {
+        std::unique_lock lock(mutex_);
+        free_ready_.wait(lock, [&] { return stopping_ || !free_.empty(); });
+        if (stopping_) return;
+        filling = std::move(free_.front());
+        free_.pop_front();
+      }
+      error failure;
+      bool ended = false;
+      std::size_t size = 0;
+      try {
+        while (size < block_bytes_) {
+          std::size_t got = source_.read({filling->data() + size, block_bytes_ - size}, failure);
+          if (failure.code != errc::ok || got == 0) {
+            ended = true;
+            break;
+          }
+          size += got;
+        }
+      } catch (...) {  // the sources do not throw; should one, its stream ends in an error here
+        failure = {errc::io_error, 0, "the input could not be read"};
+        ended = true;
+      }
+      consumed_.store(source_.raw_consumed(), std::memory_order_relaxed);
+      filling->size = size;
+      {
+        std::lock_guard lock(mutex_);
+        if (size > 0) ready_.push_back(std::move(filling));
+        if (ended) {
+          ended_ = true;
+          failure_ = failure;
+        }
+      }
+      data_ready_.notify_one();
+      if (ended) return;
+    }
+  }
+
+  byte_source& source_;
+  std::size_t block_bytes_;
+  std::mutex mutex_;
+  std::condition_variable data_ready_;
+  std::condition_variable free_ready_;
+  std::deque<std::unique_ptr<block>> ready_;  // filled, in stream order
+  std::deque<std::unique_ptr<block>> free_;
+  bool ended_ = false;
+  bool stopping_ = false;
+  error failure_;
+  std::atomic<std::uint64_t> consumed_{0};
+  std::thread thread_;
+  // The block the window's cursor is in, kept here so the window needs no block type.
+  friend class input_window;
+  std::unique_ptr<block> held_;
+};
+
+input_window::input_window(byte_source& source, std::uint64_t max_input_bytes, std::size_t read_ahead_block_bytes)
     : source_(source), max_input_bytes_(max_input_bytes), buffer_(chunk_bytes) {
-  cursor_ = end_ = buffer_.data();
+  base_ = cursor_ = end_ = buffer_.data();
+  if (read_ahead_block_bytes > 0) {
+    try {
+      ahead_ = std::make_unique<read_ahead>(source_, read_ahead_block_bytes);
+    } catch (...) {  // no thread or no memory for the blocks: read here
+      ahead_.reset();
+    }
+  }
+}
+
+input_window::~input_window() = default;
+
+std::uint64_t input_window::raw_consumed() const { return ahead_ ? ahead_->raw_consumed() : source_.raw_consumed(); }
+
+bool input_window::within_limit() {
+  std::uint64_t seen = base_offset_ + static_cast<std::uint64_t>(end_ - base_);
+  if (seen <= max_input_bytes_) return true;
+  failure_ = {errc::limit_input_bytes, seen, "more than " + std::to_string(max_input_bytes_) + " bytes"};
+  return false;
+}
+
+// The window over read-ahead blocks. Usually the bytes left of the block the cursor is in
+// (fewer than the headroom) are copied in front of the next block's data and the cursor
+// moves there. A request longer than that (a long string) gathers blocks into buffer_ by
+// copying, growing it only as data arrives, as refill() does.
+bool input_window::refill_ahead(std::size_t count) {
+  for (;;) {
+    auto kept = static_cast<std::size_t>(end_ - cursor_);
+    if (kept >= count) return true;
+    if (failure_.code != errc::ok || ahead_ended_) return false;
+    std::unique_ptr<read_ahead::block> next = ahead_->next(failure_);
+    if (next == nullptr) {
+      ahead_ended_ = true;
+      return false;  // a clean end leaves failure_ ok; the caller decides what that means
+    }
+    base_offset_ += static_cast<std::uint64_t>(cursor_ - base_);
+    if (kept <= read_ahead::headroom && count - kept <= next->size) {
+      std::byte* start = next->data() - kept;
+      if (kept > 0) std::memcpy(start, cursor_, kept);
+      if (ahead_->held_) ahead_->recycle(std::move(ahead_->held_));
+      ahead_->held_ = std::move(next);
+      base_ = cursor_ = start;
+      end_ = ahead_->held_->data() + ahead_->held_->size;
+    } else {
+      if (base_ == buffer_.data()) {
+        std::memmove(buffer_.data(), cursor_, kept);
+      } else {
+        if (buffer_.size() < kept) buffer_.resize(kept);
+        std::memcpy(buffer_.data(), cursor_, kept);
+        if (ahead_->held_) ahead_->recycle(std::move(ahead_->held_));
+      }
+      if (buffer_.size() < kept + next->size) buffer_.resize(std::max(buffer_.size() * 2, kept + next->size));
+      std::memcpy(buffer_.data() + kept, next->data(), next->size);
+      base_ = cursor_ = buffer_.data();
+      end_ = cursor_ + kept + next->size;
+      ahead_->recycle(std::move(next));
+    }
+    if (!within_limit()) return false;
+  }
 }
 
 bool input_window::at_end() { return !ensure(1) && failure_.code == errc::ok; }
 
 bool input_window::refill(std::size_t count) {
+  if (ahead_) return refill_ahead(count);
   if (failure_.code != errc::ok) return false;
   // Drop consumed bytes, then grow only as real data arrives: a huge length prefix in a tiny
   // file never allocates more than the file holds plus one chunk.
@@ -209,12 +389,12 @@ bool input_window::refill(std::size_t count) {
   std::size_t dropped = static_cast<std::size_t>(cursor_ - buffer_.data());
   std::memmove(buffer_.data(), cursor_, kept);
   base_offset_ += dropped;
-  cursor_ = buffer_.data();
+  base_ = cursor_ = buffer_.data();
   end_ = cursor_ + kept;
   while (kept < count) {
     if (kept == buffer_.size()) {
       buffer_.resize(std::max(buffer_.size() * 2, std::min(count, buffer_.size() + chunk_bytes)));
-      cursor_ = buffer_.data();
+      base_ = cursor_ = buffer_.data();
       end_ = cursor_ + kept;
     }
     std::size_t room = buffer_.size() - kept;

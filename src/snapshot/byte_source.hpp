@@ -60,12 +60,26 @@ std::unique_ptr<byte_source> make_zstd_source(std::unique_ptr<byte_source> compr
 enum class input_format { pickle, gzip, zstd, unknown };
 input_format detect_format(std::span<const std::byte> head) noexcept;
 
+class read_ahead;
+
 /// A sliding window over a source: the parser asks for N contiguous bytes and gets a pointer.
 /// Bytes before the cursor are dropped as the window refills, so memory stays bounded by the
 /// largest single argument, never by the input size.
+///
+/// With `read_ahead_block_bytes` > 0 the source is read (and decompressed) on a thread of its
+/// own, in blocks of that size, up to three blocks ahead of the cursor; the window moves from
+/// block to block, copying only the few bytes left of the last one, so the parser's core does
+/// no copy of the input. The bytes seen are the same; where the source fails (corrupt or
+/// over-ratio compressed data), the parser may meet that error before or after an error of
+/// its own further on than without, since the source is read further ahead. Where no thread
+/// can be started, the window reads the source itself.
+/// IMPORTANT: `source` must outlive the window, and nothing else may read it meanwhile.
 class input_window {
  public:
-  input_window(byte_source& source, std::uint64_t max_input_bytes);
+  input_window(byte_source& source, std::uint64_t max_input_bytes, std::size_t read_ahead_block_bytes = 0);
+  ~input_window();
+  input_window(const input_window&) = delete;
+  input_window& operator=(const input_window&) = delete;
 
   /// Makes at least `count` bytes available at cursor(); false at end of input or on error
   /// (then failure() says which; a clean end of input leaves it errc::ok).
@@ -77,21 +91,30 @@ class input_window {
   std::size_t available() const noexcept { return static_cast<std::size_t>(end_ - cursor_); }
   void advance(std::size_t count) noexcept { cursor_ += count; }
   /// Offset of cursor() in the whole decompressed stream.
-  std::uint64_t offset() const noexcept { return base_offset_ + static_cast<std::uint64_t>(cursor_ - buffer_.data()); }
+  std::uint64_t offset() const noexcept { return base_offset_ + static_cast<std::uint64_t>(cursor_ - base_); }
+  /// The source's raw_consumed() (for progress), also while a thread reads it.
+  std::uint64_t raw_consumed() const;
+  /// Whether a thread reads the source (read-ahead asked for and started).
+  bool reads_ahead() const noexcept { return ahead_ != nullptr; }
   const error& failure() const noexcept { return failure_; }
   /// True when no byte is left at all (reads more to find out).
   bool at_end();
 
  private:
   bool refill(std::size_t count);
+  bool refill_ahead(std::size_t count);
+  bool within_limit();
 
   byte_source& source_;
   std::uint64_t max_input_bytes_;
   std::vector<std::byte> buffer_;
+  std::byte* base_ = nullptr;  // buffer_.data(), or the read-ahead block the cursor is in
   std::byte* cursor_ = nullptr;
   std::byte* end_ = nullptr;
-  std::uint64_t base_offset_ = 0;  // stream offset of buffer_[0]
+  std::uint64_t base_offset_ = 0;  // stream offset of base_[0]
   error failure_;
+  std::unique_ptr<read_ahead> ahead_;
+  bool ahead_ended_ = false;  // the read-ahead delivered its last block (failure_ says why)
 };
 
 }  // namespace rlmem::detail

@@ -94,6 +94,67 @@ class value_stack {
   bool over_limit_ = false;
 };
 
+// The stacks of recent frame lists, by the bytes of their run of LONG_BINGET and BINGET (the
+// memo references between MARK and APPENDS). Torch writes a
+// few thousand distinct stacks millions of times, each as the same run of memo references to
+// the same frames, so the bytes name the stack: a hit skips a memo lookup per frame and the
+// stack's interning. That holds while the memo entries the run names keep their frames; the
+// pickle machine clears the cache whenever an existing memo entry is overwritten (Python's
+// pickler never does, but any pickle may). Entries are checked byte for byte, never by hash
+// alone. Memory is bounded: `slots` entries and at most `arena_limit` bytes of runs.
+class recent_stacks {
+ public:
+  static constexpr std::size_t slots = 1024;
+  static constexpr std::size_t max_run_bytes = 5 * 256;  // runs of at most 256 frames
+  static constexpr std::size_t arena_limit = std::size_t{1} << 20;
+
+  // The stack of `run`, or a value of kind none when it is not known.
+  [[gnu::always_inline]] value find(std::span<const std::byte> run, std::uint64_t hash) const {
+    const slot& at = slots_[hash % slots];
+    if (at.hash != hash || at.length != run.size() || at.length == 0) return value::make(vkind::none, 0);
+    if (std::memcmp(arena_.data() + at.offset, run.data(), run.size()) != 0) return value::make(vkind::none, 0);
+    return at.stack;
+  }
+  void remember(std::span<const std::byte> run, std::uint64_t hash, value stack) {
+    if (run.empty() || run.size() > max_run_bytes) return;
+    if (arena_.size() + run.size() > arena_limit) clear();
+    if (arena_.capacity() == 0) arena_.reserve(arena_limit);
+    slot& at = slots_[hash % slots];
+    at = {hash, static_cast<std::uint32_t>(arena_.size()), static_cast<std::uint32_t>(run.size()), stack};
+    arena_.insert(arena_.end(), run.begin(), run.end());
+  }
+  void clear() {
+    slots_.fill({});
+    arena_.clear();
+  }
+  // Every 8 bytes of the run multiplied on their own and rotated by their position, then
+  // summed: no multiply waits for the one before. find() compares the whole run, so a weak
+  // hash costs a miss, never a wrong stack.
+  static std::uint64_t hash_of(std::span<const std::byte> run) {
+    std::uint64_t hash = run.size();
+    std::size_t i = 0;
+    for (; i + 8 <= run.size(); i += 8) {
+      std::uint64_t word;
+      std::memcpy(&word, run.data() + i, 8);
+      hash += std::rotl(word * 0x9e3779b97f4a7c15ULL, static_cast<int>(i & 63));
+    }
+    std::uint64_t tail = 0;
+    std::memcpy(&tail, run.data() + i, run.size() - i);
+    hash += std::rotl(tail * 0xff51afd7ed558ccdULL, static_cast<int>(i & 63));
+    return hash ^ (hash >> 29) ^ (hash >> 47);
+  }
+
+ private:
+  struct slot {
+    std::uint64_t hash = 0;
+    std::uint32_t offset = 0;
+    std::uint32_t length = 0;
+    value stack;
+  };
+  std::array<slot, slots> slots_{};
+  std::vector<std::byte> arena_;
+};
+
 class machine {
  public:
   machine(input_window& input, const read_limits& limits, snapshot_builder& builder, error& failure,
@@ -224,6 +285,8 @@ class machine {
           return false;
         }
       }
+      // An entry changes under runs recent_stacks knows: forget them all (never in torch's pickles).
+      if (index < memo_.size()) stacks_seen_.clear();
       std::uint32_t code = builder_.memo_code(item, index);
       // An escaped entry keeps its full value in a hash node: key, value, next, hash.
       if (code == memo_table::escaped && !builder_.charge(4, "memo entries")) {
@@ -345,6 +408,12 @@ class machine {
   std::array<value, max_shortcut_values> shortcut_values_;
   std::array<value, max_shortcut_frames> shortcut_frames_;
   std::size_t shortcut_frame_count_ = 0;
+  recent_stacks stacks_seen_;
+  // The frame list being read by the shortcut: its run of memo references, and its stack
+  // when recent_stacks knew the run (then shortcut_frames_ is not filled).
+  std::span<const std::byte> shortcut_run_;
+  value shortcut_cached_stack_;
+  std::uint64_t shortcut_run_hash_ = 0;
 };
 
 // The memo opcode storing the value just read, when one comes next: appends `code` under the
@@ -453,10 +522,33 @@ bool machine::shortcut_frames(const std::byte*& at, const std::byte* end, std::s
   ++at;  // EMPTY_LIST
   if (!shortcut_memo(at, end, memo_table::pending, list_memo)) return false;
   shortcut_frame_count_ = 0;
+  shortcut_run_ = {};
+  shortcut_cached_stack_ = value::make(vkind::none, 0);
   if (at == end) return false;
   value frame;
   if (*at == std::byte{MARK}) {
     ++at;
+    // A run of LONG_BINGET and BINGET and its APPENDS, as torch writes a list of memoized
+    // frames: when recent_stacks knows the run, its stack is known without reading the frames.
+    const std::byte* run_end = at;
+    while (static_cast<std::size_t>(run_end - at) < recent_stacks::max_run_bytes) {
+      if (end - run_end >= 5 && *run_end == std::byte{LONG_BINGET}) {
+        run_end += 5;
+      } else if (end - run_end >= 2 && *run_end == std::byte{BINGET}) {
+        run_end += 2;
+      } else {
+        break;
+      }
+    }
+    if (run_end != at && run_end != end && *run_end == std::byte{APPENDS}) {
+      shortcut_run_ = {at, static_cast<std::size_t>(run_end - at)};
+      shortcut_run_hash_ = recent_stacks::hash_of(shortcut_run_);
+      shortcut_cached_stack_ = stacks_seen_.find(shortcut_run_, shortcut_run_hash_);
+      if (shortcut_cached_stack_.kind() == vkind::stack) {
+        at = run_end + 1;
+        return true;
+      }
+    }
     // Runs of LONG_BINGET to frames are most of a snapshot's bytes: read them in line.
     constexpr std::uint32_t frame_kind = std::uint32_t{static_cast<std::uint8_t>(vkind::frame)} << memo_table::payload_bits;
     while (end - at >= 5 && *at == std::byte{LONG_BINGET}) {
@@ -522,8 +614,14 @@ machine::shortcut machine::read_trace_entry() {
   opcode_offset_ = in_.offset() + static_cast<std::uint64_t>(at - start);
   ++at;
   if (frames_at != SIZE_MAX) {
-    std::span<const value> frames(shortcut_frames_.data(), shortcut_frame_count_);
-    value list = frames.empty() ? value::make(vkind::empty_list, 0) : builder_.make_stack(frames);
+    value list = value::make(vkind::empty_list, 0);
+    if (shortcut_cached_stack_.kind() == vkind::stack) {
+      list = shortcut_cached_stack_;
+    } else if (shortcut_frame_count_ != 0) {
+      list = builder_.make_stack({shortcut_frames_.data(), shortcut_frame_count_});
+      // The frames were read from exactly the run's bytes: remember its stack.
+      if (!shortcut_run_.empty()) stacks_seen_.remember(shortcut_run_, shortcut_run_hash_, list);
+    }
     shortcut_values_[frames_at] = list;
     if (list_memo != SIZE_MAX) memo_.store(list_memo, memo_table::code_for(list), list);
   }

@@ -73,11 +73,13 @@ result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64
     }
   }
 
-  detail::input_window window(*source, options.limits.max_input_bytes);
+  // A thread and its blocks cost more than they save on an input smaller than one block.
+  std::size_t ahead = raw_size >= options.read_ahead_block_bytes ? options.read_ahead_block_bytes : 0;
+  detail::input_window window(*source, options.limits.max_input_bytes, ahead);
   detail::snapshot_builder builder;
   detail::value root;
   auto on_progress = [&] {
-    if (options.progress) options.progress(source->raw_consumed(), raw_size);
+    if (options.progress) options.progress(window.raw_consumed(), raw_size);
   };
   if (!detail::run_pickle(window, options.limits, builder, root, failure, on_progress, size_hint,
                          options.trace_entry_shortcut)) {

@@ -450,3 +450,109 @@ TEST(budgets, real_snapshots_read_within_a_budget_twice_as_tight_as_the_default)
 }
 
 }  // namespace rlmem
+
+namespace rlmem {
+
+TEST(bad_input, a_memo_entry_overwritten_under_a_known_run_of_frames_gives_the_new_frames) {
+  // The shortcut knows a stack by the bytes of its run of frame references; a LONG_BINPUT that
+  // replaces one of those frames (Python's pickler never writes one) must be seen.
+  pickle_writer p;
+  p.op("}(").text("segments").op("]").text("device_traces").op("](](");
+  std::uint32_t frames[3] = {};
+  auto entry = [&](std::int64_t addr, auto write_frames) {
+    p.op("}");
+    p.memoize();
+    p.op("(").text("action").text("alloc").text("addr").integer(addr).text("size").integer(512).text("frames").op("]");
+    p.memoize();
+    p.op("(");
+    write_frames();
+    p.op("eu");
+  };
+  entry(4096, [&] {  // defines three frames inline: read by the general path
+    for (int i = 0; i < 3; ++i) {
+      p.op("}");
+      frames[i] = p.memoize();
+      p.op("(").text("filename").text("a.py").text("line").op(std::string("K") + static_cast<char>(i + 1));
+      p.text("name").text(std::string(1, static_cast<char>('f' + i))).op("u");
+    }
+  });
+  auto run = [&] { p.get(frames[0]).get(frames[1]); };
+  entry(8192, run);
+  entry(12288, run);  // the same bytes: a known run
+  p.get(frames[2]).op("r");  // LONG_BINPUT over frames[1]'s memo entry, then POP
+  for (int i = 0; i < 4; ++i) p.op(std::string(1, static_cast<char>((frames[1] >> (8 * i)) & 0xff)));
+  p.op("0");
+  entry(16384, run);  // the same bytes, now naming frames 0 and 2
+  std::string pickle = p.op("eeu").done();
+  auto bytes = bytes_of(pickle);
+  for (bool shortcut : {true, false}) {
+    read_options options;
+    options.trace_entry_shortcut = shortcut;
+    auto read = read_snapshot_bytes(bytes, options);
+    ASSERT_TRUE(read.ok()) << describe(read.failure());
+    const snapshot& snap = read.value();
+    ASSERT_EQ(snap.events.size(), 4u);
+    auto names_of = [&](const trace_event& event) {
+      std::string out;
+      for (frame_id id : snap.stack(event.stack)) out += snap.str(snap.frames[id].name);
+      return out;
+    };
+    EXPECT_EQ(names_of(snap.events[0]), "fgh") << shortcut;
+    EXPECT_EQ(names_of(snap.events[1]), "fg") << shortcut;
+    EXPECT_EQ(names_of(snap.events[2]), "fg") << shortcut;
+    EXPECT_EQ(names_of(snap.events[3]), "fh") << shortcut;
+  }
+}
+
+}  // namespace rlmem
+
+namespace rlmem {
+
+TEST(read_ahead, strings_longer_than_a_block_and_its_headroom_read_as_in_line) {
+  // A frame name of 200,000 bytes (BINUNICODE) between ordinary entries: the window gathers
+  // blocks by copying for it, then moves on block by block again.
+  pickle_writer p;
+  p.op("}(").text("segments").op("]").text("device_traces").op("](](");
+  for (int i = 0; i < 40; ++i) {
+    p.op("}(").text("action").text("alloc").text("addr").integer(4096 * (i + 1)).text("size").integer(512);
+    p.text("frames").op("](}(").text("filename").text("a.py").text("line").op("K\x01").text("name");
+    std::size_t length = i == 20 ? 200000 : static_cast<std::size_t>(i * 997 % 3000);
+    p.op("X");
+    for (int b = 0; b < 4; ++b) p.op(std::string(1, static_cast<char>((length >> (8 * b)) & 0xff)));
+    p.op(std::string(length, static_cast<char>('a' + i % 26))).op("ueu");
+  }
+  std::string pickle = p.op("eeu").done();
+  auto bytes = bytes_of(pickle);
+  read_options in_line;
+  in_line.read_ahead_block_bytes = 0;
+  auto direct = read_snapshot_bytes(bytes, in_line);
+  ASSERT_TRUE(direct.ok()) << describe(direct.failure());
+  ASSERT_EQ(direct.value().events.size(), 40u);
+  for (std::size_t block : {61, 4096, 65536, 65537, 70000, 300000}) {
+    read_options ahead;
+    ahead.read_ahead_block_bytes = block;
+    auto read = read_snapshot_bytes(bytes, ahead);
+    ASSERT_TRUE(read.ok()) << block << ": " << describe(read.failure());
+    EXPECT_TRUE(read.value() == direct.value()) << block;
+  }
+}
+
+TEST(read_ahead, a_truncated_pickle_fails_as_in_line_at_every_block_size) {
+  auto whole = file_bytes(testing::testdata("snapshots/tiny_oom_expandable_compile.pickle"));
+  read_options in_line;
+  in_line.read_ahead_block_bytes = 0;
+  for (std::size_t cut = 1; cut < whole.size(); cut += 211) {
+    std::span<const std::byte> prefix(whole.data(), cut);
+    auto direct = read_snapshot_bytes(prefix, in_line);
+    ASSERT_FALSE(direct.ok());
+    for (std::size_t block : {3, 512}) {
+      read_options ahead;
+      ahead.read_ahead_block_bytes = block;
+      auto read = read_snapshot_bytes(prefix, ahead);
+      ASSERT_FALSE(read.ok()) << cut;
+      EXPECT_EQ(describe(read.failure()), describe(direct.failure())) << "cut at " << cut << ", blocks of " << block;
+    }
+  }
+}
+
+}  // namespace rlmem

@@ -216,4 +216,29 @@ TEST(reader, the_trace_entry_shortcut_reads_every_bundled_snapshot_as_the_genera
   EXPECT_GE(compared, 10) << "expected the bundled snapshots in testdata/snapshots";
 }
 
+
+TEST(reader, reading_ahead_on_a_second_thread_reads_every_bundled_snapshot_as_reading_in_line) {
+  read_options in_line;
+  in_line.read_ahead_block_bytes = 0;
+  int compared = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(testing::testdata("snapshots"))) {
+    if (entry.path().filename().string().find(".pickle") == std::string::npos) continue;
+    auto direct = read_snapshot_file(entry.path(), in_line);
+    // Blocks smaller and larger than the 64 KiB a block keeps free for the last one's tail.
+    for (std::size_t block : {std::size_t{4099}, std::size_t{70001}}) {
+      read_options ahead;
+      ahead.read_ahead_block_bytes = block;
+      auto read = read_snapshot_file(entry.path(), ahead);
+      ASSERT_EQ(read.ok(), direct.ok()) << entry.path() << " " << block;
+      if (!read.ok()) {
+        EXPECT_EQ(describe(read.failure()), describe(direct.failure())) << entry.path() << " " << block;
+        continue;
+      }
+      EXPECT_EQ(first_difference(read.value(), direct.value()), "") << entry.path() << " " << block;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 20) << "expected the bundled snapshots in testdata/snapshots";
+}
+
 }  // namespace rlmem
