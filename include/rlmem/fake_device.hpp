@@ -122,6 +122,8 @@ class fake_device final : public device {
   /// length)` moves the bytes.
   template <typename Move>
   device_errc copy(device_op op, std::uint64_t address, std::uint64_t size, Move move) noexcept;
+  device_errc to_host(device_op op, void* destination, std::uint64_t source, std::uint64_t size) noexcept;
+  device_errc from_host(device_op op, std::uint64_t destination, const void* source, std::uint64_t size) noexcept;
   void drop_if_gone(std::unordered_map<physical_handle, handle_state>::iterator found) noexcept;
 
   fake_device_options options_;

@@ -108,6 +108,20 @@ struct steplog_alert {
 };
 
 /// One line of the log: torch.cuda.memory_stats() figures at one step end.
+/// One tag of the rlmem runtime, as the StepMonitor logs them under rlmem.runtime.install().
+struct steplog_runtime_tag {
+  std::string name;  ///< the user's bytes: escape before printing
+  bool paused = false;
+  std::int64_t allocated = 0;  ///< allocated_bytes.current
+  std::int64_t mapped = 0;     ///< mapped_bytes.current
+  std::int64_t pauses = 0;
+  std::optional<double> last_pause_seconds;
+  std::optional<double> last_resume_seconds;
+};
+
+/// Tags kept from one line; the rest are counted.
+inline constexpr std::size_t steplog_max_runtime_tags = 32;
+
 struct steplog_record {
   double time = 0;  ///< Unix seconds
   std::int64_t step = 0;
@@ -128,6 +142,8 @@ struct steplog_record {
   std::int64_t device_free = 0;
   std::int64_t device_total = 0;
   std::vector<steplog_alert> alerts;
+  std::vector<steplog_runtime_tag> runtime_tags;  ///< empty unless the job runs rlmem's runtime
+  std::size_t runtime_tags_left_out = 0;          ///< tags past steplog_max_runtime_tags
 };
 
 /// Parses one line of a StepMonitor log (without its newline). Returns false and sets `message`

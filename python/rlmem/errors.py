@@ -76,7 +76,8 @@ class BadInputError(RlmemError, ValueError):
 
 
 class RlmemMemoryError(RlmemError, MemoryError):
-    """librlmem could not allocate host memory. RLMEM_E_NO_MEMORY."""
+    """librlmem could not allocate host memory, or the runtime's device has no memory left for a
+    request (the message says which). RLMEM_E_NO_MEMORY."""
 
     status = RLMEM_E_NO_MEMORY
     status_name = "RLMEM_E_NO_MEMORY"

@@ -212,18 +212,24 @@ device_errc fake_device::copy(device_op op, std::uint64_t address, std::uint64_t
   return logged(op, address, size, 0, covered ? device_errc::ok : device_errc::invalid_argument);
 }
 
-device_errc fake_device::copy_to_host(void* destination, std::uint64_t source, std::uint64_t size) noexcept {
-  if (destination == nullptr) return logged(device_op::copy_to_host, source, size, 0, device_errc::invalid_argument);
+device_errc fake_device::to_host(device_op op, void* destination, std::uint64_t source, std::uint64_t size) noexcept {
+  if (destination == nullptr) return logged(op, source, size, 0, device_errc::invalid_argument);
   auto* out = static_cast<std::byte*>(destination);
-  return copy(device_op::copy_to_host, source, size,
-              [&](std::uint64_t offset, std::byte* bytes, std::uint64_t length) { std::memcpy(out + offset, bytes, length); });
+  return copy(op, source, size, [&](std::uint64_t offset, std::byte* bytes, std::uint64_t length) { std::memcpy(out + offset, bytes, length); });
+}
+
+device_errc fake_device::from_host(device_op op, std::uint64_t destination, const void* source, std::uint64_t size) noexcept {
+  if (source == nullptr) return logged(op, destination, size, 0, device_errc::invalid_argument);
+  const auto* in = static_cast<const std::byte*>(source);
+  return copy(op, destination, size, [&](std::uint64_t offset, std::byte* bytes, std::uint64_t length) { std::memcpy(bytes, in + offset, length); });
+}
+
+device_errc fake_device::copy_to_host(void* destination, std::uint64_t source, std::uint64_t size) noexcept {
+  return to_host(device_op::copy_to_host, destination, source, size);
 }
 
 device_errc fake_device::copy_from_host(std::uint64_t destination, const void* source, std::uint64_t size) noexcept {
-  if (source == nullptr) return logged(device_op::copy_from_host, destination, size, 0, device_errc::invalid_argument);
-  const auto* in = static_cast<const std::byte*>(source);
-  return copy(device_op::copy_from_host, destination, size,
-              [&](std::uint64_t offset, std::byte* bytes, std::uint64_t length) { std::memcpy(bytes, in + offset, length); });
+  return from_host(device_op::copy_from_host, destination, source, size);
 }
 
 device_errc fake_device::synchronize() noexcept {
@@ -254,18 +260,14 @@ device_errc fake_device::host_free(void* host) noexcept {
   return logged(device_op::host_free, 0, 0, 0, device_errc::ok);
 }
 
+// Copies on the fake are done when they return: the async ones are the synchronous ones, logged
+// as what they were asked to be.
 device_errc fake_device::copy_to_host_async(void* destination, std::uint64_t source, std::uint64_t size) noexcept {
-  if (destination == nullptr) return logged(device_op::copy_to_host_async, source, size, 0, device_errc::invalid_argument);
-  auto* out = static_cast<std::byte*>(destination);
-  return copy(device_op::copy_to_host_async, source, size,
-              [&](std::uint64_t offset, std::byte* bytes, std::uint64_t length) { std::memcpy(out + offset, bytes, length); });
+  return to_host(device_op::copy_to_host_async, destination, source, size);
 }
 
 device_errc fake_device::copy_from_host_async(std::uint64_t destination, const void* source, std::uint64_t size) noexcept {
-  if (source == nullptr) return logged(device_op::copy_from_host_async, destination, size, 0, device_errc::invalid_argument);
-  const auto* in = static_cast<const std::byte*>(source);
-  return copy(device_op::copy_from_host_async, destination, size,
-              [&](std::uint64_t offset, std::byte* bytes, std::uint64_t length) { std::memcpy(bytes, in + offset, length); });
+  return from_host(device_op::copy_from_host_async, destination, source, size);
 }
 
 device_errc fake_device::fill_async(std::uint64_t destination, std::uint64_t size, std::uint8_t value) noexcept {

@@ -229,6 +229,20 @@ void append_log(std::string& out, const log_view& log, const watch_frame& frame,
     std::int64_t recent_ooms = r.num_ooms - log.ooms_before_window;
     row("alloc retries", fmt::format("{}, {} in the last {} steps", r.num_alloc_retries, recent_retries, log.window_steps));
     row("OOMs", fmt::format("{}, {} in the last {} steps", r.num_ooms, recent_ooms, log.window_steps));
+    for (const steplog_runtime_tag& tag : r.runtime_tags) {
+      const char* liveness = tag.paused ? "PAUSED" : "live";
+      // Pause and resume times last: a narrow screen cuts them first.
+      std::string text = fmt::format("{:<10} {:<6} {} allocated, {} mapped", fit(printable_text(tag.name), 10), liveness,
+                                     format_bytes(tag.allocated), format_bytes(tag.mapped));
+      if (tag.pauses > 0) {
+        text += fmt::format(", {} pauses", tag.pauses);
+        if (tag.last_pause_seconds && tag.last_resume_seconds) {
+          text += fmt::format(", last {:.2f} s + {:.2f} s", *tag.last_pause_seconds, *tag.last_resume_seconds);
+        }
+      }
+      row("rlmem tag", text);
+    }
+    if (r.runtime_tags_left_out > 0) row("rlmem tag", fmt::format("{} more tags not shown", r.runtime_tags_left_out));
   }
   if (log.lines_skipped > 0) {
     row("skipped", fmt::format("{} {}, the last {}", log.lines_skipped, log.lines_skipped == 1 ? "line" : "lines", printable_text(log.last_skip)));
@@ -257,6 +271,20 @@ json process_json(const gpu_process_view& view) {
           {"command_line_status", command_line_status_name(view.command_line.status)}};
 }
 
+json runtime_tags_json(const steplog_record& r) {
+  json tags = json::array();
+  for (const steplog_runtime_tag& tag : r.runtime_tags) {
+    tags.push_back({{"name", tag.name},
+                    {"paused", tag.paused},
+                    {"allocated_bytes", tag.allocated},
+                    {"mapped_bytes", tag.mapped},
+                    {"pauses", tag.pauses},
+                    {"last_pause_seconds", tag.last_pause_seconds ? json(*tag.last_pause_seconds) : json(nullptr)},
+                    {"last_resume_seconds", tag.last_resume_seconds ? json(*tag.last_resume_seconds) : json(nullptr)}});
+  }
+  return tags;
+}
+
 json record_json(const steplog_record& r) {
   return {{"step", r.step},
           {"time", r.time},
@@ -276,7 +304,8 @@ json record_json(const steplog_record& r) {
           {"num_alloc_retries", r.num_alloc_retries},
           {"num_ooms", r.num_ooms},
           {"device_free_bytes", r.device_free},
-          {"device_total_bytes", r.device_total}};
+          {"device_total_bytes", r.device_total},
+          {"runtime_tags", runtime_tags_json(r)}};
 }
 
 json alert_json(const steplog_alert_seen& seen) {

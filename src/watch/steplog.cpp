@@ -56,6 +56,37 @@ bool optional_text(const json& object, const char* key, std::string& out, std::s
   return true;
 }
 
+// A seconds figure of the runtime: absent or null leaves it empty.
+bool optional_seconds(const json& object, const char* key, std::optional<double>& out) {
+  auto found = object.find(key);
+  if (found == object.end() || found->is_null()) return true;
+  auto seconds = found->find("seconds");
+  if (!found->is_object() || seconds == found->end() || !seconds->is_number() || seconds->get<double>() < 0) return false;
+  out = seconds->get<double>();
+  return true;
+}
+
+bool parse_runtime_tag(const json& item, std::size_t index, steplog_runtime_tag& tag, std::string& message) {
+  std::string where = "runtime_tags[" + std::to_string(index) + "]";
+  if (!item.is_object()) return fail(message, where + " is not an object");
+  auto name = item.find("name");
+  if (name == item.end() || !name->is_string()) return fail(message, where + ".name missing or not a string");
+  tag.name = name->get<std::string>();
+  auto paused = item.find("paused");
+  if (paused != item.end() && !paused->is_boolean()) return fail(message, where + ".paused is not true or false");
+  tag.paused = paused != item.end() && paused->get<bool>();
+  for (auto [key, out] : {std::pair{"allocated_bytes", &tag.allocated}, std::pair{"mapped_bytes", &tag.mapped}}) {
+    auto counter = item.find(key);
+    if (counter == item.end() || !counter->is_object()) return fail(message, where + "." + key + " missing or not an object");
+    if (!required_count(*counter, "current", *out, message)) return fail(message, where + "." + key + ": " + message);
+  }
+  if (!required_count(item, "pauses", tag.pauses, message)) return fail(message, where + ": " + message);
+  if (!optional_seconds(item, "last_pause", tag.last_pause_seconds) || !optional_seconds(item, "last_resume", tag.last_resume_seconds)) {
+    return fail(message, where + ": last_pause or last_resume has no seconds");
+  }
+  return true;
+}
+
 bool parse_alert(const json& item, std::size_t index, steplog_alert& alert, std::string& message) {
   std::string where = "alerts[" + std::to_string(index) + "]";
   if (!item.is_object()) return fail(message, where + " is not an object");
@@ -122,6 +153,19 @@ bool parse_steplog_line(std::string_view line, steplog_record& out, std::string&
     steplog_alert alert;
     if (!parse_alert((*alerts)[i], i, alert, message)) return false;
     record.alerts.push_back(std::move(alert));
+  }
+  auto tags = document.find("runtime_tags");
+  if (tags != document.end() && !tags->is_null()) {
+    if (!tags->is_array()) return fail(message, "'runtime_tags' is not an array");
+    for (std::size_t i = 0; i < tags->size(); ++i) {
+      steplog_runtime_tag tag;
+      if (!parse_runtime_tag((*tags)[i], i, tag, message)) return false;
+      if (record.runtime_tags.size() < steplog_max_runtime_tags) {
+        record.runtime_tags.push_back(std::move(tag));
+      } else {
+        ++record.runtime_tags_left_out;
+      }
+    }
   }
   out = std::move(record);
   return true;

@@ -108,7 +108,9 @@ def test_the_step_monitor_logs_rlmems_figures_per_tag_when_the_runtime_is_instal
     with rlmem.StepMonitor(log, cuda=cuda) as monitor:
         monitor.step(1)
     assert cuda.stats_calls == 0, "torch's memory_stats() raises under the runtime: never called"
-    line = json.loads(log.read_text().splitlines()[0])
+    from schema_check import check_steplog
+
+    line = check_steplog(log)[0]
     assert line["allocated"] == 5 * MiB, "allocated comes from rlmem"
     assert line["reserved"] == 6 * MiB
     assert [tag["name"] for tag in line["runtime_tags"]] == ["default", "rollout"]

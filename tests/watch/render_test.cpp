@@ -70,6 +70,7 @@ watch_frame busy_frame(std::size_t history) {
     r.step_peak_reserved = 34 * gib;
     r.device_total = testing::h100_total;
     r.device_free = testing::h100_total - 35 * gib;
+    r.runtime_tags = {{"train", true, 3 * gib, 0, 4, 0.42, 0.30}, {"rollout " + hostile, false, 20 * gib, 21 * gib, 0, {}, {}}};
     records.push_back(r);
   }
   steplog_alert alert{"leak", 0, "allocated grows " + hostile, 48 * mib, 3, "rl/" + std::string(200, 's') + ".py:1 f", ""};
@@ -120,6 +121,14 @@ TEST(watch_text, shows_the_figures_and_a_history_that_grows) {
   EXPECT_EQ(long_history.find("... and"), std::string::npos) << "three processes fit in four rows: no summary line";
   std::string one_row = render_watch_text(busy_frame(3), {100, 1, 2.0});
   EXPECT_NE(one_row.find("       ... and 2 more holding 1.00 MiB"), std::string::npos) << one_row;
+}
+
+TEST(watch_text, shows_the_runtimes_tags_from_the_log) {
+  std::string text = render_watch_text(busy_frame(3), {100, 4, 2.0});
+  EXPECT_NE(text.find("rlmem tag      train      PAUSED 3.00 GiB allocated, 0 B mapped, 4 pauses, last 0.42 s + 0.30 s\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rlmem tag      rollout... live   20.0 GiB allocated, 21.0 GiB mapped\n"), std::string::npos) << text;
 }
 
 TEST(watch_text, says_when_nvml_is_unavailable_and_shows_the_log_alone) {

@@ -53,6 +53,34 @@ TEST(watch_steplog_line, parses_the_figures_and_the_alerts) {
   EXPECT_EQ(record.alerts[0].site, "rl/grpo.py:212 compute_logprobs");
 }
 
+TEST(watch_steplog_line, reads_the_runtimes_tags_and_refuses_malformed_ones) {
+  nlohmann::json line = steplog_json(7);
+  nlohmann::json train = {{"name", "train"}, {"paused", true}, {"allocated_bytes", {{"current", 3 * gib}, {"peak", 4 * gib}, {"total", 9 * gib}}},
+                          {"mapped_bytes", {{"current", 0}, {"peak", 4 * gib}, {"total", 8 * gib}}}, {"pauses", 2},
+                          {"last_pause", {{"copied_bytes", 3 * gib}, {"seconds", 0.25}}}, {"last_resume", {{"copied_bytes", 0}, {"seconds", 0.5}}}};
+  line["runtime_tags"] = {train};
+  steplog_record record;
+  std::string message;
+  ASSERT_TRUE(parse_steplog_line(line.dump(), record, message)) << message;
+  ASSERT_EQ(record.runtime_tags.size(), 1u);
+  EXPECT_EQ(record.runtime_tags[0].name, "train");
+  EXPECT_TRUE(record.runtime_tags[0].paused);
+  EXPECT_EQ(record.runtime_tags[0].allocated, 3 * gib);
+  EXPECT_EQ(record.runtime_tags[0].mapped, 0);
+  EXPECT_EQ(record.runtime_tags[0].last_pause_seconds, 0.25);
+
+  line["runtime_tags"] = nlohmann::json::array();
+  for (int i = 0; i < 40; ++i) line["runtime_tags"].push_back(train);
+  ASSERT_TRUE(parse_steplog_line(line.dump(), record, message)) << message;
+  EXPECT_EQ(record.runtime_tags.size(), steplog_max_runtime_tags);
+  EXPECT_EQ(record.runtime_tags_left_out, 40 - steplog_max_runtime_tags);
+
+  train["mapped_bytes"] = -1;
+  line["runtime_tags"] = {train};
+  EXPECT_FALSE(parse_steplog_line(line.dump(), record, message));
+  EXPECT_EQ(message, "runtime_tags[0].mapped_bytes missing or not an object");
+}
+
 TEST(watch_steplog_line, ignores_keys_it_does_not_use_and_optional_ones_absent) {
   nlohmann::json line = steplog_json(1);
   line.erase("step_peak_reserved");
