@@ -29,7 +29,7 @@ RLMEM_API void rlmem_runtime_options_init(rlmem_runtime_options* options);
  *  with no runtime yet); NULL restores the defaults. */
 RLMEM_API int rlmem_runtime_configure(const rlmem_runtime_options* options, char** error_out);
 
-/** Opens the runtime of CUDA device `ordinal` (libcuda loaded at run time, on the primary context
+/** Opens the runtime of CUDA device `ordinal` (the driver loaded at run time, on the primary context
  *  PyTorch uses). `options` NULL: rlmem_runtime_configure's, or the defaults. RLMEM_E_STATE when it is open already; RLMEM_E_DEVICE
  *  with the reason when there is no driver or device. */
 RLMEM_API int rlmem_runtime_open_cuda(int ordinal, const rlmem_runtime_options* options, char** error_out);
