@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -35,6 +36,9 @@ struct rlmem_policy_options {
   /// turns this off so its memory does not grow with time.
   bool keep_segment_events = true;
 };
+
+/// Told of every page mapped (true) or unmapped (false), with the key of its arena.
+using page_observer = std::function<void(bool mapped, std::uint64_t address, std::uint64_t size, std::uint64_t arena_key)>;
 
 /// A range of addresses and its length in bytes.
 struct address_run {
@@ -105,6 +109,11 @@ class rlmem_policy final : public allocator_policy {
   /// Unmaps the buffer's pages (fenced) and frees its reservation.
   void release_growable(std::uint64_t key);
 
+  /// Contiguous runs of mapped pages in `range`, in address order.
+  std::vector<address_run> mapped_runs(address_run range) const;
+  /// Every page mapped or unmapped from now on is told to `observer` (the runtime's history).
+  void observe_pages(page_observer observer) { observer_ = std::move(observer); }
+
   /// Bytes of pages released by release_range() and not yet restored or freed.
   std::uint64_t paused_bytes() const noexcept { return paused_pages_ * page_bytes_; }
 
@@ -122,6 +131,7 @@ class rlmem_policy final : public allocator_policy {
     std::map<std::uint64_t, std::uint64_t> free_by_address;     // address -> size, below top
     std::set<std::pair<std::uint64_t, std::uint64_t>> free_by_size;  // (size, address)
     std::uint64_t mapped_pages = 0;
+    std::uint64_t key = 0;
   };
   struct page {
     physical_handle handle = 0;  // 0 while paused
@@ -136,7 +146,7 @@ class rlmem_policy final : public allocator_policy {
   bool map_page(arena& owner, std::uint64_t address);
   /// create + map + set_access of one page; the handle, or 0 with fault_ set unless out of memory.
   physical_handle new_page_memory(std::uint64_t address);
-  void record(bool alloc, std::uint64_t address);
+  void record(bool alloc, std::uint64_t address, const arena& owner);
   void leave_pages(std::uint64_t address, std::uint64_t size);
   void unmap_page(std::uint64_t address);
   bool release_cached_pages();
@@ -157,6 +167,7 @@ class rlmem_policy final : public allocator_policy {
   std::deque<model_block> storage_;
   std::vector<model_block*> recycled_;
   std::vector<model_segment_event> events_;
+  page_observer observer_;
   std::string fault_;
 };
 

@@ -21,6 +21,7 @@ typedef struct rlmem_runtime_options {
   uint64_t reservation_bytes;  /**< address space per tag and stream; 0: the device's memory */
   uint64_t copy_chunk_bytes;   /**< pause/resume copy chunk and pinned slab size; 0: 64 MiB */
   int keep_host_buffers;       /**< 1: keep pinned slabs after resume for the next pause */
+  uint64_t history_entries;    /**< allocator events kept for rlmem_runtime_snapshot_json; 0: none */
 } rlmem_runtime_options;
 
 RLMEM_API void rlmem_runtime_options_init(rlmem_runtime_options* options);
@@ -84,6 +85,13 @@ RLMEM_API int rlmem_runtime_write(int ordinal, uint64_t address, const void* sou
  *  "seconds"}, "last_resume": {...}}], "totals": {"allocated_bytes": {...}, "allocations": {...},
  *  "reserved_bytes": {...}, "alloc_retries", "ooms", "host_buffer_bytes"}}. Free with rlmem_string_free(). */
 RLMEM_API int rlmem_runtime_statistics_json(int ordinal, char** json_out, char** error_out);
+
+/** The runtime's state and history as torch's memory snapshot names them, as JSON:
+ *  {"segments": [...], "device_traces": [[...], ...], "rlmem": {"events_dropped"}}: every mapped
+ *  run of pages an expandable segment with its live blocks, every kept event a trace entry
+ *  (alloc, free_requested, free_completed, segment_map, segment_unmap, oom) with no frames.
+ *  rlmem.runtime.dump_snapshot() pickles it, and rlmem inspect, replay and report read that. */
+RLMEM_API int rlmem_runtime_snapshot_json(int ordinal, char** json_out, char** error_out);
 
 /** torch.cuda.memory.CUDAPluggableAllocator's entry points for change_current_allocator (the
  *  runtime of `device` opened on first use). A request that cannot be served throws a C++

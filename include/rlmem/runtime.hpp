@@ -57,6 +57,39 @@ struct runtime_options {
   /// Every byte of a discarded tag's memory after resume: zeros, so that a KV cache or buffer
   /// read before it is written holds no stale data from another tag.
   std::uint8_t discard_fill = 0;
+  /// Keep the last this many allocator events (allocations, frees, pages mapped and unmapped,
+  /// OOMs) for snapshot(), as torch's _record_memory_history keeps its trace; 0: none.
+  std::uint64_t history_entries = 0;
+};
+
+/// One event of the runtime's history, as a torch trace entry names it.
+struct history_event {
+  enum class kind : std::uint8_t { alloc, free_requested, free_completed, segment_map, segment_unmap, oom };
+  kind action = kind::alloc;
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;
+  std::uint64_t stream = 0;
+  std::int64_t time_us = 0;      ///< microseconds since the Unix epoch
+  std::uint64_t device_free = 0; ///< oom only: free bytes on the device as the driver said
+};
+
+/// The runtime's state and history in the shape of torch's memory snapshot: each mapped run of
+/// pages is an expandable segment holding the live blocks in it.
+struct runtime_snapshot {
+  struct block {
+    std::uint64_t address = 0;
+    std::uint64_t size = 0;
+    std::uint64_t requested = 0;
+  };
+  struct segment {
+    std::uint64_t address = 0;
+    std::uint64_t size = 0;
+    std::uint64_t stream = 0;
+    std::vector<block> blocks;  ///< live blocks in address order
+  };
+  std::vector<segment> segments;
+  std::vector<history_event> events;  ///< oldest first
+  std::uint64_t events_dropped = 0;   ///< older events the ring no longer holds
 };
 
 /// {current, peak, total} as torch's memory_stats() and RMM's statistics adaptor count them;
@@ -154,6 +187,7 @@ class runtime {
   void reset_peaks();
 
   std::vector<tag_statistics> statistics() const;
+  runtime_snapshot snapshot() const;
   runtime_totals totals() const;
   /// The reason of the last failure, in one line (empty when none).
   std::string last_error() const;
@@ -173,6 +207,8 @@ class runtime {
   struct live_block {
     model_block* block = nullptr;
     std::uint32_t tag = 0;
+    std::uint64_t stream = 0;
+    std::uint64_t requested = 0;
   };
   struct growable {
     std::uint64_t key = 0;
@@ -189,6 +225,7 @@ class runtime {
   /// A pinned slab of copy_chunk_bytes: a kept one, or a new one.
   device_errc take_slab(void*& slab);
   void give_slab(void* slab);
+  void remember(history_event event);
   /// Every range of the tag that blocks use, cut into copy chunks.
   std::vector<address_run> chunks_in_use(const tag_state& tag) const;
 
@@ -203,6 +240,10 @@ class runtime {
   std::unordered_map<std::uint64_t, live_block> live_;  // by address
   std::unordered_map<std::uint64_t, growable> growables_;  // by base address
   std::uint64_t next_arena_key_ = 1;
+  std::unordered_map<std::uint64_t, std::uint64_t> stream_of_arena_;  // arena key -> the caller's stream
+  std::vector<history_event> history_;  // a ring of options_.history_entries
+  std::size_t history_next_ = 0;
+  std::uint64_t history_dropped_ = 0;
   std::vector<void*> spare_slabs_;
   runtime_totals totals_;
   std::string last_error_;

@@ -64,6 +64,7 @@ class RuntimeOptions(ctypes.Structure):
         ("reservation_bytes", ctypes.c_uint64),
         ("copy_chunk_bytes", ctypes.c_uint64),
         ("keep_host_buffers", ctypes.c_int),
+        ("history_entries", ctypes.c_uint64),
     ]
 
 
@@ -147,6 +148,7 @@ def _declare_runtime(lib: ctypes.CDLL) -> None:
         "rlmem_runtime_read": [ctypes.c_int, u64, ctypes.c_void_p, u64, error],
         "rlmem_runtime_write": [ctypes.c_int, u64, ctypes.c_void_p, u64, error],
         "rlmem_runtime_statistics_json": [ctypes.c_int, error, error],
+        "rlmem_runtime_snapshot_json": [ctypes.c_int, error, error],
     }
     for name, argtypes in signatures.items():
         function = getattr(lib, name)

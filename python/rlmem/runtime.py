@@ -47,6 +47,8 @@ __all__ = [
     "release_host_buffers",
     "pool",
     "GrowableBuffer",
+    "snapshot",
+    "dump_snapshot",
 ]
 
 _state_lock = threading.Lock()
@@ -70,7 +72,7 @@ def _call(name: str, *args: Any) -> None:
 
 
 def _options(capacity: Optional[int], release_free_pages: bool, copy_chunk_bytes: Optional[int],
-             keep_host_buffers: bool = False) -> _lib.RuntimeOptions:
+             keep_host_buffers: bool = False, history: int = 0) -> _lib.RuntimeOptions:
     lib, _ = _lib.load()
     options = _lib.RuntimeOptions()
     lib.rlmem_runtime_options_init(ctypes.byref(options))
@@ -82,6 +84,9 @@ def _options(capacity: Optional[int], release_free_pages: bool, copy_chunk_bytes
     if copy_chunk_bytes is not None:
         options.copy_chunk_bytes = int(copy_chunk_bytes)
     options.keep_host_buffers = 1 if keep_host_buffers else 0
+    if int(history) < 0:
+        raise InvalidArgumentError(f"history must be a number of events (0: none), not {history!r}")
+    options.history_entries = int(history)
     return options
 
 
@@ -106,7 +111,7 @@ def _function_address(name: str) -> int:
 
 
 def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
-            keep_host_buffers: bool = False, copy_chunk_bytes: Optional[int] = None) -> None:
+            keep_host_buffers: bool = False, history: int = 0, copy_chunk_bytes: Optional[int] = None) -> None:
     """Makes rlmem the CUDA allocator of this process (every device; each opens on first use).
 
     Must run before the first CUDA allocation (torch refuses to change an allocator in use).
@@ -117,6 +122,8 @@ def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
     ``keep_host_buffers``: keep the pinned host memory of a ``keep="host"`` backup after resume,
     for the next pause. Pinning runs at ~1 GB/s and the copies at ~50 GB/s, so a loop that
     pauses every step wants it; :func:`release_host_buffers` gives the memory back.
+    ``history``: keep the last this many allocator events for :func:`dump_snapshot` (torch's
+    ``_record_memory_history`` raises under this route); 0 keeps none.
 
     A request the device cannot serve raises at the call: librlmem throws ``std::bad_alloc``
     with the reason, which torch turns into a Python exception (torch 2.11: ``RuntimeError``
@@ -128,7 +135,7 @@ def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
     with _state_lock:
         if _installed:
             raise RuntimeStateError("rlmem.runtime.install(): rlmem is the allocator of this process already")
-        options = _options(capacity, release_free_pages, copy_chunk_bytes, keep_host_buffers)
+        options = _options(capacity, release_free_pages, copy_chunk_bytes, keep_host_buffers, history)
         _call("rlmem_runtime_configure", ctypes.byref(options))
         allocator = torch._C._cuda_customAllocator(_function_address("rlmem_torch_malloc"), _function_address("rlmem_torch_free"))
         try:
@@ -238,6 +245,32 @@ def memory_stats(device: Optional[int] = None) -> dict[str, int]:
     return stats
 
 
+def snapshot(device: Optional[int] = None) -> dict:
+    """The runtime's state and kept history as ``torch.cuda.memory._snapshot()`` shapes it: each
+    mapped run of pages an expandable segment with its live blocks, each event a trace entry
+    (no stack frames: rlmem does not walk Python's stack). Needs ``install(history=N)``."""
+    lib, _ = _lib.load()
+    document = ctypes.c_void_p()
+    error = ctypes.c_void_p()
+    status = lib.rlmem_runtime_snapshot_json(_device(device), ctypes.byref(document), ctypes.byref(error))
+    text = _lib.take_string(lib, document)
+    _check(lib, status, error)
+    taken = json.loads(text)
+    for segment in taken["segments"]:
+        segment["segment_pool_id"] = tuple(segment["segment_pool_id"])
+    return taken
+
+
+def dump_snapshot(path, device: Optional[int] = None) -> None:
+    """Writes :func:`snapshot` as torch's ``_dump_snapshot`` writes its own (a pickle, protocol
+    4), for ``rlmem inspect``, ``replay`` and ``report``."""
+    import pickle
+
+    taken = snapshot(device)
+    with open(path, "wb") as out:
+        pickle.dump(taken, out, protocol=4)
+
+
 @contextlib.contextmanager
 def pool(tag: str, device: Optional[int] = None) -> Iterator[Any]:
     """Allocations inside go to a ``torch.cuda.MemPool`` whose segments rlmem maps under ``tag``
@@ -325,7 +358,8 @@ def _open_fake(device: int, total_bytes: int, granularity: int = 2 << 20, **opti
     """A runtime over a host-backed fake device (tests without a GPU)."""
     _call("rlmem_runtime_open_fake", device, total_bytes, granularity,
           ctypes.byref(_options(options.get("capacity"), options.get("release_free_pages", False),
-                                options.get("copy_chunk_bytes"), options.get("keep_host_buffers", False))))
+                                options.get("copy_chunk_bytes"), options.get("keep_host_buffers", False),
+                                options.get("history", 0))))
 
 
 def _close(device: int) -> None:

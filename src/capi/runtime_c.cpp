@@ -77,6 +77,7 @@ bool convert(const rlmem_runtime_options* given, std::uint64_t device_bytes, rlm
   if (given->reservation_bytes != 0) options.policy.reservation_bytes = given->reservation_bytes;
   if (given->copy_chunk_bytes != 0) options.copy_chunk_bytes = given->copy_chunk_bytes;
   options.keep_host_buffers = given->keep_host_buffers != 0;
+  options.history_entries = given->history_entries;
   return true;
 }
 
@@ -349,6 +350,56 @@ int rlmem_runtime_statistics_json(int ordinal, char** json_out, char** error_out
                                  {"host_buffer_bytes", totals.host_buffer_bytes}}}};
     // Tag names are the caller's bytes: replace what is not UTF-8 rather than fail.
     *json_out = copy_out(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return *json_out != nullptr ? rlmem::runtime_errc::ok : rlmem::runtime_errc::out_of_memory;
+  });
+}
+
+int rlmem_runtime_snapshot_json(int ordinal, char** json_out, char** error_out) {
+  if (json_out == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "json_out is NULL");
+  *json_out = nullptr;
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
+    rlmem::runtime_snapshot taken = rt.snapshot();
+    nlohmann::json segments = nlohmann::json::array();
+    for (const rlmem::runtime_snapshot::segment& each : taken.segments) {
+      nlohmann::json blocks = nlohmann::json::array();
+      std::uint64_t at = each.address;
+      std::uint64_t allocated = 0;
+      std::uint64_t requested = 0;
+      auto gap = [&](std::uint64_t until) {
+        if (until > at) blocks.push_back({{"address", at}, {"size", until - at}, {"requested_size", 0}, {"state", "inactive"}, {"frames", nlohmann::json::array()}});
+      };
+      for (const rlmem::runtime_snapshot::block& block : each.blocks) {
+        gap(block.address);
+        blocks.push_back({{"address", block.address}, {"size", block.size}, {"requested_size", block.requested},
+                          {"state", "active_allocated"}, {"frames", nlohmann::json::array()}});
+        at = block.address + block.size;
+        allocated += block.size;
+        requested += block.requested;
+      }
+      gap(each.address + each.size);
+      segments.push_back({{"device", ordinal}, {"address", each.address}, {"total_size", each.size}, {"allocated_size", allocated},
+                          {"active_size", allocated}, {"requested_size", requested}, {"stream", each.stream},
+                          {"segment_type", "large"}, {"segment_pool_id", {0, 0}}, {"is_expandable", true},
+                          {"frames", nlohmann::json::array()}, {"blocks", std::move(blocks)}});
+    }
+    static constexpr const char* actions[] = {"alloc", "free_requested", "free_completed", "segment_map", "segment_unmap", "oom"};
+    nlohmann::json trace = nlohmann::json::array();
+    for (const rlmem::history_event& event : taken.events) {
+      nlohmann::json entry = {{"action", actions[static_cast<int>(event.action)]}, {"addr", event.address}, {"size", event.size},
+                              {"stream", event.stream}, {"time_us", event.time_us}, {"frames", nlohmann::json::array()}};
+      if (event.action == rlmem::history_event::kind::oom) entry["device_free"] = event.device_free;
+      trace.push_back(std::move(entry));
+    }
+    nlohmann::json traces = nlohmann::json::array();
+    for (int device = 0; device < ordinal; ++device) traces.push_back(nlohmann::json::array());
+    traces.push_back(std::move(trace));
+    // Pages mapped into reserved address space are what torch's expandable segments do: replay
+    // reads the trace that way.
+    nlohmann::json document = {{"segments", std::move(segments)},
+                               {"device_traces", std::move(traces)},
+                               {"allocator_settings", {{"expandable_segments", true}}},
+                               {"rlmem", {{"events_dropped", taken.events_dropped}}}};
+    *json_out = copy_out(document.dump());
     return *json_out != nullptr ? rlmem::runtime_errc::ok : rlmem::runtime_errc::out_of_memory;
   });
 }

@@ -42,6 +42,7 @@ rlmem_policy::arena* rlmem_policy::arena_of(std::uint64_t stream) {
     return nullptr;
   }
   made.size = options_.reservation_bytes;
+  made.key = stream;
   return &arenas_.emplace(stream, std::move(made)).first->second;
 }
 
@@ -98,8 +99,9 @@ bool rlmem_policy::room_for_a_page() const noexcept {
   return true;
 }
 
-void rlmem_policy::record(bool alloc, std::uint64_t address) {
+void rlmem_policy::record(bool alloc, std::uint64_t address, const arena& owner) {
   if (options_.keep_segment_events) events_.push_back({alloc, address, page_bytes_});
+  if (observer_) observer_(alloc, address, page_bytes_, owner.key);
 }
 
 physical_handle rlmem_policy::new_page_memory(std::uint64_t address) {
@@ -127,7 +129,7 @@ bool rlmem_policy::map_page(arena& owner, std::uint64_t address) {
   pages_.emplace(address, page{handle, 1, &owner});
   ++mapped_pages_;
   ++owner.mapped_pages;
-  record(true, address);
+  record(true, address, owner);
   return true;
 }
 
@@ -164,9 +166,10 @@ void rlmem_policy::unmap_page(std::uint64_t address) {
   gpu_.unmap(address, page_bytes_);
   gpu_.release(found->second.handle);
   --mapped_pages_;
-  --found->second.owner->mapped_pages;
+  arena& owner = *found->second.owner;
+  --owner.mapped_pages;
   pages_.erase(found);
-  record(false, address);
+  record(false, address, owner);
 }
 
 // A page no block uses any more is cached, or (release_free_pages) unmapped once the device is
@@ -279,6 +282,7 @@ bool rlmem_policy::reserve_growable(std::uint64_t key, std::uint64_t max_bytes, 
     return false;
   }
   base = made.base;
+  made.key = key;
   arenas_.emplace(key, std::move(made));
   return true;
 }
@@ -341,6 +345,19 @@ std::uint64_t rlmem_policy::arena_mapped_bytes(std::uint64_t stream) const {
   return found == arenas_.end() ? 0 : found->second.mapped_pages * page_bytes_;
 }
 
+std::vector<address_run> rlmem_policy::mapped_runs(address_run range) const {
+  std::vector<address_run> runs;
+  for (auto at = pages_.lower_bound(range.address); at != pages_.end() && at->first < range.address + range.bytes; ++at) {
+    if (at->second.handle == 0) continue;
+    if (!runs.empty() && runs.back().address + runs.back().bytes == at->first) {
+      runs.back().bytes += page_bytes_;
+    } else {
+      runs.push_back({at->first, page_bytes_});
+    }
+  }
+  return runs;
+}
+
 std::vector<address_run> rlmem_policy::used_runs(address_run range) const {
   std::vector<address_run> runs;
   for (auto at = pages_.lower_bound(range.address); at != pages_.end() && at->first < range.address + range.bytes; ++at) {
@@ -371,7 +388,7 @@ bool rlmem_policy::release_range(address_run range, bool fenced) {
     }
     --mapped_pages_;
     --held.owner->mapped_pages;
-    record(false, address);
+    record(false, address, *held.owner);
     if (held.users == 0) {
       cached_.erase(address);
       at = pages_.erase(at);
@@ -415,7 +432,7 @@ bool rlmem_policy::restore_range(address_run range, std::vector<address_run>& re
     --paused_pages_;
     ++mapped_pages_;
     ++held.owner->mapped_pages;
-    record(true, at->first);
+    record(true, at->first, *held.owner);
     if (!restored.empty() && restored.back().address + restored.back().bytes == at->first) {
       restored.back().bytes += page_bytes_;
     } else {

@@ -22,6 +22,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 rlmem_policy_options for_a_long_run(rlmem_policy_options options) {
   options.keep_segment_events = false;
   return options;
@@ -53,6 +57,14 @@ runtime::runtime(device& gpu, runtime_options options)
   std::uint64_t page = policy_.page_bytes();
   options_.copy_chunk_bytes = std::max(page, options_.copy_chunk_bytes / page * page);
   tag_named(default_tag);
+  if (options_.history_entries > 0) {
+    history_.reserve(options_.history_entries);
+    policy_.observe_pages([this](bool mapped, std::uint64_t address, std::uint64_t size, std::uint64_t key) {
+      auto stream = stream_of_arena_.find(key);
+      remember({mapped ? history_event::kind::segment_map : history_event::kind::segment_unmap, address, size,
+                stream == stream_of_arena_.end() ? 0 : stream->second, now_us(), 0});
+    });
+  }
 }
 
 runtime::~runtime() {
@@ -99,6 +111,7 @@ std::uint64_t runtime::arena_key(std::uint32_t tag, std::uint64_t stream) {
   if (made) {
     ++next_arena_key_;
     tags_[tag].arena_keys.push_back(at->second);
+    stream_of_arena_.emplace(at->second, stream);
   }
   return at->second;
 }
@@ -137,7 +150,7 @@ runtime_errc runtime::allocate(std::uint64_t bytes, std::uint64_t stream, std::u
     std::uint64_t retries_before = policy_.alloc_retries();
     block = policy_.allocate(bytes, key);
     if (policy_.alloc_retries() != retries_before) totals_.alloc_retries = policy_.alloc_retries();
-    if (block != nullptr) live_.emplace(block->ptr, live_block{block, tag_id});
+    if (block != nullptr) live_.emplace(block->ptr, live_block{block, tag_id, stream, bytes});
   } catch (const std::bad_alloc&) {
     if (block != nullptr) policy_.free_completed(block);
     return fail(runtime_errc::out_of_memory, "out of host memory for the runtime's bookkeeping");
@@ -151,11 +164,13 @@ runtime_errc runtime::allocate(std::uint64_t bytes, std::uint64_t stream, std::u
     std::uint64_t free_bytes = 0;
     std::uint64_t total_bytes = 0;
     gpu_.memory_info(free_bytes, total_bytes);
+    remember({history_event::kind::oom, 0, bytes, stream, now_us(), free_bytes});
     return fail(runtime_errc::out_of_memory, "out of memory: " + std::to_string(bytes) + " bytes requested in tag '" + tag.stats.name +
                                                  "'; " + mib(static_cast<std::uint64_t>(policy_.reserved_bytes())) + " mapped by rlmem, " +
                                                  mib(free_bytes) + " free of " + mib(total_bytes) + " on the device");
   }
   address = block->ptr;
+  remember({history_event::kind::alloc, block->ptr, block->size, stream, now_us(), 0});
   tag.stats.allocated_bytes.add(block->size);
   tag.stats.allocations.add(1);
   totals_.allocated_bytes.add(block->size);
@@ -167,8 +182,11 @@ runtime_errc runtime::free(std::uint64_t address) {
   std::lock_guard hold(lock_);
   auto found = live_.find(address);
   if (found == live_.end()) return fail(runtime_errc::unknown_pointer, "free of an address rlmem did not hand out, or freed twice");
-  auto [block, tag_id] = found->second;
+  auto [block, tag_id, stream, requested] = found->second;
   std::uint64_t size = block->size;
+  std::int64_t now = now_us();
+  remember({history_event::kind::free_requested, address, size, stream, now, 0});
+  remember({history_event::kind::free_completed, address, size, stream, now, 0});
   live_.erase(found);
   policy_.free_completed(block);
   tag_state& tag = tags_[tag_id];
@@ -478,6 +496,51 @@ runtime_errc runtime::write(std::uint64_t address, const void* source, std::uint
   device_errc code = gpu_.copy_from_host(address, source, size);
   if (code == device_errc::ok) return runtime_errc::ok;
   return fail(runtime_errc::invalid_argument, "write to unmapped or invalid memory: " + std::string(device_error_name(code)));
+}
+
+void runtime::remember(history_event event) {
+  if (options_.history_entries == 0) return;
+  if (history_.size() < options_.history_entries) {
+    history_.push_back(event);
+    return;
+  }
+  history_[history_next_] = event;
+  history_next_ = (history_next_ + 1) % history_.size();
+  ++history_dropped_;
+}
+
+runtime_snapshot runtime::snapshot() const {
+  std::lock_guard hold(lock_);
+  runtime_snapshot taken;
+  std::map<std::uint64_t, const live_block*> blocks;  // by address
+  for (const auto& [address, held] : live_) blocks.emplace(address, &held);
+  for (const auto& [key, stream] : stream_of_arena_) {
+    address_run range;
+    if (!policy_.arena_range(key, range)) continue;
+    for (address_run run : policy_.mapped_runs(range)) {
+      runtime_snapshot::segment& segment = taken.segments.emplace_back();
+      segment.address = run.address;
+      segment.size = run.bytes;
+      segment.stream = stream;
+      for (auto at = blocks.lower_bound(run.address); at != blocks.end() && at->first < run.address + run.bytes; ++at) {
+        segment.blocks.push_back({at->first, at->second->block->size, at->second->requested});
+      }
+    }
+  }
+  // A growable buffer is one block over what it has grown.
+  for (const auto& [base, buffer] : growables_) {
+    address_run range;
+    if (!policy_.arena_range(buffer.key, range)) continue;
+    for (address_run run : policy_.mapped_runs(range)) {
+      std::uint64_t grown = policy_.grown_bytes(buffer.key);
+      taken.segments.push_back({run.address, run.bytes, 0, {{base, grown, grown}}});
+    }
+  }
+  std::sort(taken.segments.begin(), taken.segments.end(), [](const auto& a, const auto& b) { return a.address < b.address; });
+  taken.events.reserve(history_.size());
+  for (std::size_t i = 0; i < history_.size(); ++i) taken.events.push_back(history_[(history_next_ + i) % history_.size()]);
+  taken.events_dropped = history_dropped_;
+  return taken;
 }
 
 void runtime::reset_peaks() {

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +135,39 @@ def test_a_growable_buffer_grows_in_place_and_keeps_its_bytes(fake):
     buffer.release()
     with pytest.raises(rlmem.RuntimeStateError, match="released"):
         buffer.grow(MiB)
+
+
+def test_the_runtimes_history_dumps_as_a_snapshot_that_rlmem_inspect_reads(tmp_path):
+    runtime._open_fake(DEVICE, 64 * MiB, 2 * MiB, history=1000)
+    try:
+        with runtime.region("train", device=DEVICE):
+            weights = runtime._allocate(DEVICE, 5 * MiB)
+        activations = [runtime._allocate(DEVICE, 3 * MiB + 100 * i) for i in range(4)]
+        for address in activations:
+            runtime._free(DEVICE, address)
+        kept = runtime._allocate(DEVICE, 1000)
+        path = tmp_path / "rlmem_runtime.pickle"
+        runtime.dump_snapshot(path, device=DEVICE)
+        report = rlmem.inspect(str(path), device=DEVICE)
+        page = rlmem.report(str(path), device=DEVICE)
+        own = runtime.memory_stats(DEVICE)
+    finally:
+        runtime._close(DEVICE)
+    blocks = 5 * MiB + sum(3 * MiB + (100 * i + 511) // 512 * 512 for i in range(4))
+    summary = report["summary"]
+    assert summary["peak_allocated_bytes"] == blocks, summary
+    assert summary["final_allocated_bytes"] == 5 * MiB + 1024, "the weights and the 1000 B block, rounded"
+    assert summary["allocated_at_trace_start_bytes"] == 0, "the history began with the runtime"
+    # inspect's reading of the dumped history agrees with the runtime's own counters.
+    assert summary["final_reserved_bytes"] == own["reserved_bytes.all.current"] == 20 * MiB, "3 pages of train, 7 of default"
+    assert summary["peak_reserved_bytes"] == own["reserved_bytes.all.peak"]
+    assert summary["peak_allocated_bytes"] == own["allocated_bytes.all.peak"]
+    assert summary["expandable_segments"] == 2, "each tag's mapped run reads as an expandable segment"
+    assert "<html" in page[:200].lower()
+    # replay reads it too, as a trace of expandable segments, and answers its what-ifs.
+    cli = Path(rlmem.library_path()).parent / "rlmem"
+    replayed = subprocess.run([str(cli), "replay", str(path), "--device", str(DEVICE), "--json"], capture_output=True, text=True)
+    assert replayed.returncode == 0, replayed.stderr
+    replay = json.loads(replayed.stdout)
+    assert replay["completed"] and replay["peak_allocated_bytes"] == blocks, replay
+    assert weights and kept

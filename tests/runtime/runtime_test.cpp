@@ -180,6 +180,54 @@ TEST(runtime, a_growable_buffer_that_cannot_grow_changes_nothing) {
   ASSERT_EQ(rt.grow(kv, 8 * mib), runtime_errc::ok) << "the whole device";
 }
 
+TEST(runtime, its_history_and_state_read_as_torchs_snapshot_would_name_them) {
+  fake_device gpu(device_of(8));
+  runtime_options options = small_chunks();
+  options.history_entries = 64;
+  runtime rt(gpu, options);
+  std::uint64_t first = 0;
+  std::uint64_t second = 0;
+  ASSERT_EQ(rt.allocate(3 * mib, 5, first), runtime_errc::ok);
+  ASSERT_EQ(rt.allocate(1000, 5, second), runtime_errc::ok);
+  ASSERT_EQ(rt.free(first), runtime_errc::ok);
+  std::uint64_t refused = 0;
+  ASSERT_EQ(rt.allocate(20 * mib, 5, refused), runtime_errc::out_of_memory);
+  runtime_snapshot taken = rt.snapshot();
+  using kind = history_event::kind;
+  std::vector<kind> actions;
+  for (const history_event& event : taken.events) actions.push_back(event.action);
+  ASSERT_GE(actions.size(), 7u);
+  EXPECT_EQ(std::vector<kind>(actions.begin(), actions.begin() + 6),
+            (std::vector<kind>{kind::segment_map, kind::segment_map, kind::alloc, kind::alloc, kind::free_requested, kind::free_completed}));
+  // Then the refused request: pages mapped for it, given back with the cached one, and the OOM.
+  EXPECT_EQ(actions.back(), kind::oom);
+  EXPECT_EQ(std::count(actions.begin(), actions.end(), kind::segment_map) - 2,
+            std::count(actions.begin(), actions.end(), kind::segment_unmap) - 1)
+      << "every page mapped for the refused request is unmapped again, and so is the cached one";
+  EXPECT_EQ(taken.events[2].address, first);
+  EXPECT_EQ(taken.events[2].stream, 5u) << "the caller's stream, not the arena's key";
+  EXPECT_EQ(taken.events.back().size, 20 * mib);
+  EXPECT_EQ(taken.events.back().device_free, 8 * mib - gpu.used_bytes()) << "as the driver said after the failure";
+  ASSERT_EQ(taken.segments.size(), 1u) << "the page the live block uses";
+  EXPECT_EQ(taken.segments[0].size, 2 * mib);
+  ASSERT_EQ(taken.segments[0].blocks.size(), 1u);
+  EXPECT_EQ(taken.segments[0].blocks[0].address, second);
+  EXPECT_EQ(taken.segments[0].blocks[0].size, 1024u);
+  EXPECT_EQ(taken.segments[0].blocks[0].requested, 1000u);
+
+  const std::uint64_t before = taken.events.size();
+  for (int i = 0; i < 40; ++i) {
+    std::uint64_t address = 0;
+    ASSERT_EQ(rt.allocate(512, 5, address), runtime_errc::ok);
+    ASSERT_EQ(rt.free(address), runtime_errc::ok);
+  }
+  taken = rt.snapshot();
+  EXPECT_EQ(taken.events.size(), 64u) << "a ring of 64";
+  EXPECT_EQ(taken.events_dropped, before + 1u + 120u - 64u)
+      << "three events a round, and one page mapped for the first (best fit puts it in the freed 3 MiB, whose page went back)";
+  EXPECT_EQ(taken.events.back().action, kind::free_completed) << "the newest last";
+}
+
 TEST(runtime, a_discarded_tag_comes_back_filled_with_zeros_never_with_stale_or_fresh_page_bytes) {
   fake_device gpu(device_of(64));
   runtime rt(gpu, small_chunks());
