@@ -15,6 +15,8 @@ OUT_DIR/NAME.json as soon as it finishes, so a run cut short still reports what 
 - pool:       the MemPool route: torch's stats stay, the pool's tag pauses and resumes
 - stress:     threads on their own streams allocating, writing and checking under rlmem
 - monitor:    the step monitor under install(): rlmem's figures and tags in its log
+- history:    install(history=N), a training step, dump_snapshot(): rlmem inspect's peaks of the
+              dump against the runtime's own counters
 - kv_growth:  a KV cache grown token by token three ways (torch.cat as DynamicCache does, a
               worst-case preallocation, rlmem's GrowableBuffer): peak reserved and time per token
 - frag:       the fragmentation workload (the fixture's model, varying sequence lengths) under
@@ -377,6 +379,22 @@ def check_kv_growth(strategy: str) -> dict:
     return result
 
 
+def check_history(out_dir: str) -> dict:
+    import rlmem
+    import rlmem.runtime as rt
+
+    rt.install(history=1_000_000)
+    step = tiny_training_step(False)  # rlmem is installed already: the step runs on it
+    path = Path(out_dir) / "runtime_history.pickle"
+    rt.dump_snapshot(path)
+    own = rt.memory_stats()
+    summary = rlmem.inspect(str(path))["summary"]
+    return {"events": summary["events"], "snapshot_bytes": path.stat().st_size, "losses": step["losses"],
+            "inspect_peak_allocated": summary["peak_allocated_bytes"], "runtime_peak_allocated": own["allocated_bytes.all.peak"],
+            "inspect_final_reserved": summary["final_reserved_bytes"], "runtime_reserved": own["reserved_bytes.all.current"],
+            "inspect_peak_reserved": summary["peak_reserved_bytes"], "runtime_peak_reserved": own["reserved_bytes.all.peak"]}
+
+
 def check_frag(allocator: str, capacity: str = "0") -> dict:
     """The fragmentation workload under `allocator` (native, expandable, rlmem), capped at
     `capacity` bytes (0: none)."""
@@ -431,7 +449,7 @@ def check_frag(allocator: str, capacity: str = "0") -> dict:
 
 CHECKS = {"kv_growth": check_kv_growth, "oom": check_oom, "loss_native": check_loss_native, "loss_rlmem": check_loss_rlmem,
           "pause_10gb": check_pause_10gb, "discard": check_discard, "pool": check_pool, "stress": check_stress,
-          "monitor": check_monitor, "frag": check_frag}
+          "monitor": check_monitor, "history": check_history, "frag": check_frag}
 
 
 # -- the driver -----------------------------------------------------------------------------------
@@ -488,7 +506,7 @@ def main() -> int:
         write(out, "loss_bits", {"native": native, "rlmem": mine,
                                  "identical": native.get("losses") == mine.get("losses")
                                  and native.get("parameter_sum") == mine.get("parameter_sum")})
-    for name, args in (("discard", ()), ("pool", ()), ("stress", ()), ("monitor", (str(out),))):
+    for name, args in (("discard", ()), ("pool", ()), ("stress", ()), ("monitor", (str(out),)), ("history", (str(out),))):
         if wanted(name):
             write(out, name, run_child(name, *args))
     if wanted("pause_10gb"):
