@@ -385,7 +385,7 @@ def check_history(out_dir: str) -> dict:
 
     rt.install(history=1_000_000)
     step = tiny_training_step(False)  # rlmem is installed already: the step runs on it
-    path = Path(out_dir) / "runtime_history.pickle"
+    path = Path(out_dir) / "runtime_history.pickle"  # left out of what comes back: large
     rt.dump_snapshot(path)
     own = rt.memory_stats()
     summary = rlmem.inspect(str(path))["summary"]
