@@ -151,6 +151,9 @@ class rlmem_policy final : public allocator_policy {
   void unmap_page(std::uint64_t address);
   bool release_cached_pages();
   bool room_for_a_page() const noexcept;
+  /// Contiguous runs of the pages in `range` for which `wanted(page)` holds.
+  template <typename Wanted>
+  std::vector<address_run> runs_of_pages(address_run range, Wanted wanted) const;
   model_block* new_block(std::uint64_t ptr, std::uint64_t size, std::uint64_t stream);
 
   device& gpu_;

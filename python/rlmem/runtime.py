@@ -71,6 +71,17 @@ def _call(name: str, *args: Any) -> None:
     _check(lib, status, error)
 
 
+def _document(name: str, device: Optional[int]) -> dict:
+    """The JSON document a runtime call returns, as Python objects."""
+    lib, _ = _lib.load()
+    document = ctypes.c_void_p()
+    error = ctypes.c_void_p()
+    status = getattr(lib, name)(_device(device), ctypes.byref(document), ctypes.byref(error))
+    text = _lib.take_string(lib, document)
+    _check(lib, status, error)
+    return json.loads(text)
+
+
 def _options(capacity: Optional[int], release_free_pages: bool, copy_chunk_bytes: Optional[int],
              keep_host_buffers: bool = False, history: int = 0) -> _lib.RuntimeOptions:
     lib, _ = _lib.load()
@@ -206,13 +217,7 @@ def statistics(device: Optional[int] = None) -> dict:
     "resumes", "failed_allocations", "last_pause": {"copied_bytes", "seconds"},
     "last_resume"}], "totals": {"allocated_bytes", "allocations", "reserved_bytes",
     "alloc_retries", "ooms", "host_buffer_bytes"}}``."""
-    lib, _ = _lib.load()
-    document = ctypes.c_void_p()
-    error = ctypes.c_void_p()
-    status = lib.rlmem_runtime_statistics_json(_device(device), ctypes.byref(document), ctypes.byref(error))
-    text = _lib.take_string(lib, document)
-    _check(lib, status, error)
-    return json.loads(text)
+    return _document("rlmem_runtime_statistics_json", device)
 
 
 def memory_stats(device: Optional[int] = None) -> dict[str, int]:
@@ -249,13 +254,7 @@ def snapshot(device: Optional[int] = None) -> dict:
     """The runtime's state and kept history as ``torch.cuda.memory._snapshot()`` shapes it: each
     mapped run of pages an expandable segment with its live blocks, each event a trace entry
     (no stack frames: rlmem does not walk Python's stack). Needs ``install(history=N)``."""
-    lib, _ = _lib.load()
-    document = ctypes.c_void_p()
-    error = ctypes.c_void_p()
-    status = lib.rlmem_runtime_snapshot_json(_device(device), ctypes.byref(document), ctypes.byref(error))
-    text = _lib.take_string(lib, document)
-    _check(lib, status, error)
-    taken = json.loads(text)
+    taken = _document("rlmem_runtime_snapshot_json", device)
     for segment in taken["segments"]:
         segment["segment_pool_id"] = tuple(segment["segment_pool_id"])
     return taken

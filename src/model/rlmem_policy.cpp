@@ -345,10 +345,11 @@ std::uint64_t rlmem_policy::arena_mapped_bytes(std::uint64_t stream) const {
   return found == arenas_.end() ? 0 : found->second.mapped_pages * page_bytes_;
 }
 
-std::vector<address_run> rlmem_policy::mapped_runs(address_run range) const {
+template <typename Wanted>
+std::vector<address_run> rlmem_policy::runs_of_pages(address_run range, Wanted wanted) const {
   std::vector<address_run> runs;
   for (auto at = pages_.lower_bound(range.address); at != pages_.end() && at->first < range.address + range.bytes; ++at) {
-    if (at->second.handle == 0) continue;
+    if (!wanted(at->second)) continue;
     if (!runs.empty() && runs.back().address + runs.back().bytes == at->first) {
       runs.back().bytes += page_bytes_;
     } else {
@@ -358,17 +359,12 @@ std::vector<address_run> rlmem_policy::mapped_runs(address_run range) const {
   return runs;
 }
 
+std::vector<address_run> rlmem_policy::mapped_runs(address_run range) const {
+  return runs_of_pages(range, [](const page& held) { return held.handle != 0; });
+}
+
 std::vector<address_run> rlmem_policy::used_runs(address_run range) const {
-  std::vector<address_run> runs;
-  for (auto at = pages_.lower_bound(range.address); at != pages_.end() && at->first < range.address + range.bytes; ++at) {
-    if (at->second.users == 0) continue;
-    if (!runs.empty() && runs.back().address + runs.back().bytes == at->first) {
-      runs.back().bytes += page_bytes_;
-    } else {
-      runs.push_back({at->first, page_bytes_});
-    }
-  }
-  return runs;
+  return runs_of_pages(range, [](const page& held) { return held.users > 0; });
 }
 
 bool rlmem_policy::release_range(address_run range, bool fenced) {
