@@ -202,7 +202,6 @@ class runtime {
     std::vector<std::uint64_t> arena_keys;  // one per stream the tag allocated on
     std::vector<backup_chunk> backup;       // pieces of slabs, in the order copied
     std::vector<void*> slabs;
-    keep_contents kept = keep_contents::discard;
   };
   struct live_block {
     model_block* block = nullptr;

@@ -293,7 +293,6 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
     }
     // Each piece's pages are released once its copy is done, while the next piece copies.
     tag->stats.paused = true;
-    tag->kept = keep;
     std::uint64_t previous_mark = 0;
     address_run previous_range;
     bool pending = false;
@@ -333,12 +332,10 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
     if (policy_.arena_range(key, range) && !policy_.release_range(range, true)) {
       // Pages released so far stay released; the tag counts as paused so resume maps them again.
       tag->stats.paused = true;
-      tag->kept = keep;
       return device_fault("pause");
     }
   }
   tag->stats.paused = true;
-  tag->kept = keep;
   ++tag->stats.pauses;
   refresh_mapped(*tag);
   tag->stats.last_pause_copied_bytes = copied;
