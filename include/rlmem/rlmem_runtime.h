@@ -95,9 +95,10 @@ RLMEM_API int rlmem_runtime_snapshot_json(int ordinal, char** json_out, char** e
 
 /** torch.cuda.memory.CUDAPluggableAllocator's entry points for change_current_allocator (the
  *  runtime of `device` opened on first use). A request that cannot be served throws a C++
- *  exception (std::bad_alloc's kind, its what() the one-line reason): a null would be handed to
- *  the program as a tensor (torch 2.11 checks nothing), and torch turns the exception into a
- *  Python error at the call. */
+ *  exception whose what() is the one-line reason: a null would be handed to the program as a
+ *  tensor (torch 2.11 checks nothing). It is torch's c10::OutOfMemoryError when the process has
+ *  it (looked up at run time; torch raises torch.OutOfMemoryError for it), else std::bad_alloc's
+ *  kind. */
 RLMEM_API void* rlmem_torch_malloc(size_t size, int device, void* stream);
 RLMEM_API void rlmem_torch_free(void* pointer, size_t size, int device, void* stream);
 

@@ -29,6 +29,7 @@ import ctypes
 import json
 import threading
 import types
+import weakref
 from typing import Any, Iterator, Optional
 
 from . import _lib
@@ -136,9 +137,10 @@ def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
     ``history``: keep the last this many allocator events for :func:`dump_snapshot` (torch's
     ``_record_memory_history`` raises under this route); 0 keeps none.
 
-    A request the device cannot serve raises at the call: librlmem throws ``std::bad_alloc``
-    with the reason, which torch turns into a Python exception (torch 2.11: ``RuntimeError``
-    whose message starts "CUDA out of memory (rlmem runtime)"), never a null tensor.
+    A request the device cannot serve raises ``torch.OutOfMemoryError`` at the call, its message
+    starting "CUDA out of memory (rlmem runtime)", never a null tensor: librlmem throws torch's
+    own ``c10::OutOfMemoryError``, found in the process at run time (with a torch whose c10 lacks
+    it, a ``RuntimeError`` with the same message).
     """
     global _installed
     import torch
@@ -300,7 +302,8 @@ class GrowableBuffer:
     ``view(shape, dtype)`` gives a tensor over the buffer's start, without a copy, through
     ``__cuda_array_interface__``; after :meth:`grow`, take a new view at the new size (old views
     stay valid: the memory under them does not move). The buffer belongs to the region's tag
-    when made, so it pauses and resumes with it. Keep the buffer referenced while views live.
+    when made, so it pauses and resumes with it. Each view holds the buffer, so its memory is
+    released (:meth:`release`) once neither the buffer nor any view is referenced.
     """
 
     def __init__(self, max_bytes: int, device: Optional[int] = None):
@@ -313,11 +316,13 @@ class GrowableBuffer:
         self.address = address.value
         self.max_bytes = int(max_bytes)
         self.nbytes = 0
-        self._released = False
+        self._release = weakref.finalize(self, _release_growable, self.device, self.address)
+        # Not at interpreter exit: the process's CUDA context may be gone by then.
+        self._release.atexit = False
 
     def grow(self, nbytes: int) -> int:
         """Makes the first ``nbytes`` usable; returns the bytes usable now (whole pages)."""
-        if self._released:
+        if not self._release.alive:
             raise RuntimeStateError("this GrowableBuffer was released")
         grown = ctypes.c_uint64()
         _call("rlmem_runtime_grow", self.device, self.address, int(nbytes), ctypes.byref(grown))
@@ -341,16 +346,26 @@ class GrowableBuffer:
                    torch.int16: "<i2", torch.int32: "<i4", torch.int64: "<i8"}.get(dtype)
         if typestr is None:
             raise InvalidArgumentError(f"views of {dtype} are not supported")
+        # torch keeps the object it took the interface from for as long as the tensor lives; the
+        # object holds the buffer, so the buffer outlives every view.
         memory = types.SimpleNamespace(__cuda_array_interface__={
-            "shape": shape, "typestr": typestr, "data": (self.address, False), "version": 3, "strides": None})
+            "shape": shape, "typestr": typestr, "data": (self.address, False), "version": 3, "strides": None},
+            owner=self)
         tensor = torch.as_tensor(memory, device=f"cuda:{self.device}")
         return tensor.view(torch.bfloat16) if dtype == torch.bfloat16 else tensor
 
     def release(self) -> None:
-        """Unmaps the buffer and frees its addresses (after a device synchronize); views die."""
-        if not self._released:
+        """Unmaps the buffer and frees its addresses now (after a device synchronize); views
+        taken before must not be used after."""
+        if self._release.alive:
+            self._release.detach()
             _call("rlmem_runtime_growable_release", self.device, self.address)
-            self._released = True
+
+
+def _release_growable(device: int, address: int) -> None:
+    # A buffer no one references any more; its runtime may have been closed first (tests).
+    lib, _ = _lib.load()
+    lib.rlmem_runtime_growable_release(device, ctypes.c_uint64(address), None)
 
 
 def _open_fake(device: int, total_bytes: int, granularity: int = 2 << 20, **options: Any) -> None:

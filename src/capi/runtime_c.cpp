@@ -7,6 +7,8 @@
 #include <rlmem/rlmem_runtime.h>
 #include <rlmem/runtime.hpp>
 
+#include "torch_out_of_memory.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -121,16 +123,6 @@ int with_runtime(int ordinal, char** error_out, Call call) noexcept {
 nlohmann::json counter_json(const rlmem::counter& value) {
   return {{"current", value.current}, {"peak", value.peak}, {"total", value.total}};
 }
-
-// What torch receives when a request cannot be served: std::bad_alloc's kind, with the reason.
-class out_of_device_memory : public std::bad_alloc {
- public:
-  explicit out_of_device_memory(std::string message) : message_(std::move(message)) {}
-  const char* what() const noexcept override { return message_.c_str(); }
-
- private:
-  std::string message_;
-};
 
 // The allocation behind both torch entry points: the address, or nullptr with the reason.
 void* torch_allocate(std::size_t size, int device, void* stream, std::string& why) noexcept {
@@ -407,7 +399,7 @@ int rlmem_runtime_snapshot_json(int ordinal, char** json_out, char** error_out) 
 void* rlmem_torch_malloc(size_t size, int device, void* stream) {
   std::string why;
   void* address = torch_allocate(size, device, stream, why);
-  if (address == nullptr && size > 0) throw out_of_device_memory("CUDA out of memory (rlmem runtime): " + why);
+  if (address == nullptr && size > 0) rlmem::capi::throw_out_of_memory("CUDA out of memory (rlmem runtime): " + why);
   return address;
 }
 

@@ -4,6 +4,7 @@ figures. (The CUDA route, install() and pool(), runs on the GPU machine: tools/r
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -135,6 +136,18 @@ def test_a_growable_buffer_grows_in_place_and_keeps_its_bytes(fake):
     buffer.release()
     with pytest.raises(rlmem.RuntimeStateError, match="released"):
         buffer.grow(MiB)
+
+
+def test_a_growable_buffer_no_one_references_gives_its_memory_back(fake):
+    with runtime.region("kv", device=fake):
+        buffer = runtime.GrowableBuffer(32 * MiB, device=fake)
+    buffer.grow(6 * MiB)
+    kv = lambda: {tag["name"]: tag for tag in runtime.statistics(fake)["tags"]}["kv"]  # noqa: E731
+    assert kv()["allocated_bytes"]["current"] == 6 * MiB
+    del buffer
+    gc.collect()
+    assert kv()["allocated_bytes"]["current"] == 0, "the dropped buffer's pages were not released"
+    assert kv()["mapped_bytes"]["current"] == 0
 
 
 def test_the_runtimes_history_dumps_as_a_snapshot_that_rlmem_inspect_reads(tmp_path):

@@ -379,6 +379,97 @@ def check_kv_growth(strategy: str) -> dict:
     return result
 
 
+def check_generate(strategy: str, rows: str = "16", new_tokens: str = "2048", max_tokens: str = "8192") -> dict:
+    """A transformers generate of a Qwen2.5-1.5B-architecture model (weights random: no download
+    here; bf16, 16 rows, a 128-token prompt, 2,048 new tokens, greedy, eos off) with its KV cache
+    as `strategy`: dynamic (transformers' DynamicCache, grown by torch.cat), static (StaticCache
+    for the worst case, 8,192 tokens), growable (rlmem.kv_cache.GrowableCache, 8,192 tokens of
+    addresses). Peak device memory beyond the weights, time per token, and the tokens' digest."""
+    import hashlib
+
+    import torch
+
+    begun = time.perf_counter()
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    rows, prompt, new_tokens, max_tokens = int(rows), 128, int(new_tokens), int(max_tokens)
+    torch.manual_seed(0)
+    config = Qwen2Config(hidden_size=1536, num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
+                         intermediate_size=8960, vocab_size=151936, tie_word_embeddings=True,
+                         max_position_embeddings=32768, rope_theta=1000000.0)
+    with torch.device("cuda"):  # random weights made on the GPU: seconds, not a minute on the CPU
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).eval()
+    print(f"model built in {time.perf_counter() - begun:.1f} s", file=sys.stderr, flush=True)
+    input_ids = torch.randint(0, config.vocab_size, (rows, prompt), generator=torch.Generator().manual_seed(1)).cuda()
+    # disable_compile: transformers compiles the forward for a static cache by default, which
+    # would time compilation, not the cache.
+    kwargs = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False, eos_token_id=None,
+                  pad_token_id=0, disable_compile=True)
+    cache = None
+    if strategy == "static":
+        kwargs.update(cache_implementation="static", cache_config={"max_cache_len": max_tokens})
+    elif strategy == "growable":
+        from rlmem.kv_cache import GrowableCache
+
+        cache = GrowableCache(max_tokens=max_tokens, tag="kv")
+        kwargs["past_key_values"] = cache
+    with torch.no_grad():
+        model.generate(input_ids[:, :8], max_new_tokens=4, do_sample=False, pad_token_id=0)  # warm-up kernels
+    torch.cuda.synchronize()
+    weights = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    with torch.no_grad():
+        output = model.generate(input_ids, **kwargs)
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    print(f"generated in {seconds:.1f} s", file=sys.stderr, flush=True)
+    per_layer_token = rows * config.num_key_value_heads * (config.hidden_size // config.num_attention_heads) * 2 * 2
+    result = {"strategy": strategy, "new_tokens": int(output.shape[1] - prompt),
+              "kv_needed_bytes": per_layer_token * config.num_hidden_layers * (prompt + new_tokens - 1),
+              "weights_bytes": weights, "torch_peak_reserved": torch.cuda.max_memory_reserved(),
+              "torch_peak_allocated": torch.cuda.max_memory_allocated(),
+              "ms_per_token": seconds / new_tokens * 1e3,
+              "tokens_digest": hashlib.sha256(output.cpu().numpy().tobytes()).hexdigest()[:16]}
+    rlmem_peak = 0
+    if cache is not None:
+        import rlmem.runtime as rt
+
+        rlmem_peak = {tag["name"]: tag for tag in rt.statistics()["tags"]}["kv"]["mapped_bytes"]["peak"]
+        cache.release()
+        after = {tag["name"]: tag for tag in rt.statistics()["tags"]}["kv"]["mapped_bytes"]["current"]
+        result["rlmem_mapped_after_release"] = after
+    result["rlmem_mapped_peak"] = rlmem_peak
+    result["peak_beyond_weights"] = result["torch_peak_reserved"] + rlmem_peak - weights
+    return result
+
+
+def check_growable_lifetime() -> dict:
+    """A GrowableBuffer dropped while a view lives keeps its memory until the view goes."""
+    import gc
+
+    import torch
+    import rlmem.runtime as rt
+
+    def mapped() -> int:
+        tags = {tag["name"]: tag for tag in rt.statistics()["tags"]}
+        return tags["life"]["mapped_bytes"]["current"] if "life" in tags else 0
+
+    with rt.region("life"):
+        buffer = rt.GrowableBuffer(64 * MiB)
+    buffer.grow(8 * MiB)
+    view = buffer.view((8 * MiB // 4,), torch.float32)
+    view.fill_(3.0)
+    del buffer
+    gc.collect()
+    kept = mapped()
+    intact = float(view.sum()) == 3.0 * (8 * MiB // 4)
+    del view
+    gc.collect()
+    torch.cuda.synchronize()
+    return {"mapped_while_view_lives": kept, "view_intact": intact, "mapped_after_view_dropped": mapped()}
+
+
 def check_history(out_dir: str) -> dict:
     import rlmem
     import rlmem.runtime as rt
@@ -449,7 +540,8 @@ def check_frag(allocator: str, capacity: str = "0") -> dict:
 
 CHECKS = {"kv_growth": check_kv_growth, "oom": check_oom, "loss_native": check_loss_native, "loss_rlmem": check_loss_rlmem,
           "pause_10gb": check_pause_10gb, "discard": check_discard, "pool": check_pool, "stress": check_stress,
-          "monitor": check_monitor, "history": check_history, "frag": check_frag}
+          "monitor": check_monitor, "history": check_history, "frag": check_frag, "generate": check_generate,
+          "growable_lifetime": check_growable_lifetime}
 
 
 # -- the driver -----------------------------------------------------------------------------------
@@ -514,6 +606,11 @@ def main() -> int:
         write(out, "pause_10gb_keep", run_child("pause_10gb", "10", "1", timeout=300))
     if wanted("kv_growth"):
         write(out, "kv_growth", {strategy: run_child("kv_growth", strategy) for strategy in ("cat", "prealloc", "growable")})
+    if wanted("generate"):
+        write(out, "generate", {strategy: run_child("generate", strategy, timeout=180)
+                                for strategy in ("dynamic", "static", "growable")})
+    if wanted("growable_lifetime"):
+        write(out, "growable_lifetime", run_child("growable_lifetime"))
     if wanted("frag"):
         frag_sweep(out, options.demand)
     return 0
