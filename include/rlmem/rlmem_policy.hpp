@@ -35,6 +35,12 @@ struct rlmem_policy_options {
   /// Keep every map and unmap in segment_events() (replay reads them); a long-running runtime
   /// turns this off so its memory does not grow with time.
   bool keep_segment_events = true;
+  /// restore_range() maps the pages it restores in runs of up to this many bytes (rounded down to
+  /// the page), one physical allocation and one mapping each: on an H100 that costs 25 times
+  /// less per byte than page by page, which is what lets a resume keep up with its copies. Such
+  /// a run goes back to the device only as a whole: once no block uses any of its pages (or
+  /// when its tag pauses again). The page size (the granularity) restores page by page.
+  std::uint64_t restore_run_bytes = std::uint64_t{64} << 20;
 };
 
 /// Told of every page mapped (true) or unmapped (false), with the key of its arena.
@@ -91,9 +97,10 @@ class rlmem_policy final : public allocator_policy {
   /// says the caller has (and nothing ran on the range since). False when the device failed
   /// (fault() says how); pages released so far stay released.
   bool release_range(address_run range, bool fenced = false);
-  /// Maps new pages, contents unspecified, under every paused page in `range`; the runs mapped,
-  /// in address order. False when memory ran short (nothing in the range changed) or the device
-  /// failed.
+  /// Maps new memory, contents unspecified, under every paused page in `range`, in runs of up
+  /// to restore_run_bytes; the runs mapped, in address order. False when memory ran short
+  /// (nothing in the range changed) or the device failed. release_range() gives a restored run
+  /// back when the range reaches its end.
   bool restore_range(address_run range, std::vector<address_run>& restored);
   // Growable buffers: an arena of their own whose pages are mapped from its base up, never
   // shared, so the buffer's data never moves while it grows.
@@ -137,6 +144,12 @@ class rlmem_policy final : public allocator_policy {
     physical_handle handle = 0;  // 0 while paused
     std::uint32_t users = 0;
     arena* owner = nullptr;
+    std::uint64_t run = 0;  // the start of the restored run it is mapped in; 0 when mapped alone
+  };
+  /// Pages restore_range() mapped as one allocation and one mapping.
+  struct restored_run {
+    physical_handle handle = 0;
+    std::uint64_t bytes = 0;
   };
 
   arena* arena_of(std::uint64_t stream);
@@ -144,13 +157,21 @@ class rlmem_policy final : public allocator_policy {
   void give_back(arena& where, std::uint64_t address, std::uint64_t size);
   bool map_pages(arena& owner, std::uint64_t address, std::uint64_t size);
   bool map_page(arena& owner, std::uint64_t address);
-  /// create + map + set_access of one page; the handle, or 0 with fault_ set unless out of memory.
-  physical_handle new_page_memory(std::uint64_t address);
+  /// create + map + set_access of `bytes` at `address`, as one allocation; the handle, or 0
+  /// with fault_ set unless out of memory.
+  physical_handle new_memory(std::uint64_t address, std::uint64_t bytes);
   void record(bool alloc, std::uint64_t address, const arena& owner);
   void leave_pages(std::uint64_t address, std::uint64_t size);
   void unmap_page(std::uint64_t address);
+  /// Maps [address, address + bytes) of paused pages as one run; false with nothing changed.
+  bool map_restored_run(std::uint64_t address, std::uint64_t bytes);
+  /// Unmaps a restored run: its unused pages are forgotten, the others paused. Pre: fenced.
+  bool unmap_restored_run(std::uint64_t start);
+  bool restored_run_unused(std::uint64_t start) const;
+  /// Gives a page no block uses back: alone, or with its run once the whole run is unused.
+  void release_unused_page(std::uint64_t address);
   bool release_cached_pages();
-  bool room_for_a_page() const noexcept;
+  bool room_for(std::uint64_t pages) const noexcept;
   /// Contiguous runs of the pages in `range` for which `wanted(page)` holds.
   template <typename Wanted>
   std::vector<address_run> runs_of_pages(address_run range, Wanted wanted) const;
@@ -167,6 +188,7 @@ class rlmem_policy final : public allocator_policy {
   std::uint64_t mapped_pages_ = 0;
   std::uint64_t paused_pages_ = 0;
   std::set<std::uint64_t> cached_;                     // mapped pages no block uses
+  std::map<std::uint64_t, restored_run> restored_runs_;  // by start address
   std::deque<model_block> storage_;
   std::vector<model_block*> recycled_;
   std::vector<model_segment_event> events_;

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
-// c10::OutOfMemoryError built from outside libc10. Torch declares it as
+// c10::OutOfMemoryError built from outside torch. Torch declares it as
 //   class OutOfMemoryError : public Error { using Error::Error; };
 // so its object is a c10::Error whose vtable is OutOfMemoryError's. libc10 exports Error's
-// constructor from (SourceLocation, std::string) and OutOfMemoryError's typeinfo and vtable
-// (weak symbols, default visibility). The exception is made the way a throw expression makes
-// it: the C++ runtime's exception storage, Error's constructor run in it, the vtable pointer set
-// to OutOfMemoryError's, then thrown with OutOfMemoryError's typeinfo, so `catch
-// (c10::OutOfMemoryError&)` in torch's bindings matches, as do `catch (c10::Error&)` and `catch
-// (std::exception&)`. Every symbol is looked up by its mangled name, which encodes the
-// constructor's parameter types and the std::string ABI: a torch built differently has none of
-// them and the fallback is taken.
+// constructor from (SourceLocation, std::string); libc10_cuda, which throws the type, exports its
+// vtable (a weak symbol of default visibility), and the vtable names its typeinfo. The exception
+// is made the way a throw expression makes it: the C++ runtime's exception storage, Error's
+// constructor run in it, the vtable pointer set to OutOfMemoryError's, then thrown with
+// OutOfMemoryError's typeinfo, so `catch (c10::OutOfMemoryError&)` in torch's bindings matches, as
+// do `catch (c10::Error&)` and `catch (std::exception&)`. The constructor is looked up by its
+// mangled name, which encodes its parameter types and the std::string ABI, and the vtable's
+// typeinfo is checked by name: a torch built otherwise finds nothing and the fallback is taken.
 #include "torch_out_of_memory.hpp"
 
 #include <cxxabi.h>
@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <exception>
 #include <new>
+#include <string_view>
 #include <typeinfo>
 
 namespace rlmem::capi {
@@ -33,8 +34,8 @@ struct source_location {
 using error_constructor = void (*)(void* self, source_location where, std::string message);
 
 constexpr const char* kConstructor = "_ZN3c105ErrorC1ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE";
-constexpr const char* kTypeinfo = "_ZTIN3c1016OutOfMemoryErrorE";
 constexpr const char* kVtable = "_ZTVN3c1016OutOfMemoryErrorE";
+constexpr const char* kTypeName = "N3c1016OutOfMemoryErrorE";  // what its typeinfo's name() is
 // Larger than c10::Error (a vtable pointer, three strings, a vector, a shared_ptr, a lazy value
 // and a pointer: under 200 bytes); the runtime's storage has no other use for the excess.
 constexpr std::size_t kObjectBytes = 512;
@@ -47,25 +48,29 @@ struct c10_symbols {
 
 void* find(const char* name) {
   if (void* found = dlsym(RTLD_DEFAULT, name)) return found;
-  // Torch's extension is loaded with RTLD_LOCAL, so libc10 may not be in the global scope: ask
-  // it directly, without loading it if it is not there.
-  void* library = dlopen("libc10.so", RTLD_NOW | RTLD_NOLOAD);
-  if (library == nullptr) return nullptr;
-  void* found = dlsym(library, name);
-  dlclose(library);  // RTLD_NOLOAD took a reference; the library stays loaded
-  return found;
+  // Torch's extension is loaded with RTLD_LOCAL, so its libraries need not be in the global
+  // scope: ask each directly, without loading one that is not there.
+  for (const char* library_name : {"libc10.so", "libc10_cuda.so"}) {
+    void* library = dlopen(library_name, RTLD_NOW | RTLD_NOLOAD);
+    if (library == nullptr) continue;
+    void* found = dlsym(library, name);
+    dlclose(library);  // RTLD_NOLOAD took a reference; the library stays loaded
+    if (found != nullptr) return found;
+  }
+  return nullptr;
 }
 
 c10_symbols look_up() {
   c10_symbols symbols;
-  auto construct = find(kConstructor);
-  auto type = find(kTypeinfo);
+  void* construct = find(kConstructor);
   auto vtable = static_cast<void**>(find(kVtable));
-  // An Itanium vtable starts with the offset to top (0 here) and the typeinfo; the object points
-  // just past them. Anything else is not the layout this code knows.
-  if (construct == nullptr || type == nullptr || vtable == nullptr || vtable[0] != nullptr || vtable[1] != type) return symbols;
+  // An Itanium vtable starts with the offset to top (0 for a class with one base line) and the
+  // typeinfo; an object points just past them. Anything else is not the layout this code knows.
+  if (construct == nullptr || vtable == nullptr || vtable[0] != nullptr || vtable[1] == nullptr) return symbols;
+  auto type = static_cast<std::type_info*>(vtable[1]);
+  if (std::string_view(type->name()) != kTypeName) return symbols;
   symbols.construct = reinterpret_cast<error_constructor>(construct);
-  symbols.type = static_cast<std::type_info*>(type);
+  symbols.type = type;
   symbols.vtable_address_point = vtable + 2;
   return symbols;
 }

@@ -26,9 +26,13 @@ rlmem_policy::~rlmem_policy() {
   // Everything back to the device, pages first (a reservation is freed with nothing mapped).
   if (mapped_pages_ > 0) gpu_.synchronize();
   for (const auto& [address, held] : pages_) {
-    if (held.handle == 0) continue;
+    if (held.handle == 0 || held.run != 0) continue;
     gpu_.unmap(address, page_bytes_);
     gpu_.release(held.handle);
+  }
+  for (const auto& [start, run] : restored_runs_) {
+    gpu_.unmap(start, run.bytes);
+    gpu_.release(run.handle);
   }
   for (const auto& [stream, space] : arenas_) gpu_.free_reservation(space.base, space.size);
 }
@@ -92,10 +96,10 @@ void rlmem_policy::give_back(arena& where, std::uint64_t address, std::uint64_t 
   where.free_by_size.emplace(size, address);
 }
 
-bool rlmem_policy::room_for_a_page() const noexcept {
-  std::uint64_t mapped = mapped_pages_ * page_bytes_;
-  if (options_.capacity_bytes > 0 && mapped + page_bytes_ > options_.capacity_bytes) return false;
-  if (device_bytes_ > 0 && mapped + page_bytes_ > device_bytes_) return false;
+bool rlmem_policy::room_for(std::uint64_t pages) const noexcept {
+  std::uint64_t after = (mapped_pages_ + pages) * page_bytes_;
+  if (options_.capacity_bytes > 0 && after > options_.capacity_bytes) return false;
+  if (device_bytes_ > 0 && after > device_bytes_) return false;
   return true;
 }
 
@@ -104,27 +108,27 @@ void rlmem_policy::record(bool alloc, std::uint64_t address, const arena& owner)
   if (observer_) observer_(alloc, address, page_bytes_, owner.key);
 }
 
-physical_handle rlmem_policy::new_page_memory(std::uint64_t address) {
+physical_handle rlmem_policy::new_memory(std::uint64_t address, std::uint64_t bytes) {
   physical_handle handle = 0;
-  device_errc code = gpu_.create(page_bytes_, handle);
+  device_errc code = gpu_.create(bytes, handle);
   if (code == device_errc::ok) {
-    code = gpu_.map(address, page_bytes_, handle);
+    code = gpu_.map(address, bytes, handle);
     if (code == device_errc::ok) {
-      code = gpu_.set_access(address, page_bytes_);
-      if (code != device_errc::ok) gpu_.unmap(address, page_bytes_);
+      code = gpu_.set_access(address, bytes);
+      if (code != device_errc::ok) gpu_.unmap(address, bytes);
     }
     if (code != device_errc::ok) gpu_.release(handle);
   }
   if (code != device_errc::ok) {
-    if (code != device_errc::out_of_memory) fault_ = "mapping a page: " + std::string(device_error_name(code));
+    if (code != device_errc::out_of_memory) fault_ = "mapping memory: " + std::string(device_error_name(code));
     return 0;
   }
   return handle;
 }
 
 bool rlmem_policy::map_page(arena& owner, std::uint64_t address) {
-  if (!room_for_a_page()) return false;
-  physical_handle handle = new_page_memory(address);
+  if (!room_for(1)) return false;
+  physical_handle handle = new_memory(address, page_bytes_);
   if (handle == 0) return false;
   pages_.emplace(address, page{handle, 1, &owner});
   ++mapped_pages_;
@@ -182,20 +186,95 @@ void rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size) {
     if (found->second.handle == 0) {
       --paused_pages_;
       pages_.erase(found);
-    } else if (options_.release_free_pages) {
+      continue;
+    }
+    cached_.insert(at);
+    std::uint64_t run = found->second.run;
+    if (options_.release_free_pages && (run == 0 || restored_run_unused(run))) {
       gpu_.synchronize();
-      unmap_page(at);
-    } else {
-      cached_.insert(at);
+      release_unused_page(at);
     }
   }
+}
+
+void rlmem_policy::release_unused_page(std::uint64_t address) {
+  std::uint64_t run = pages_.at(address).run;
+  if (run != 0) {
+    unmap_restored_run(run);
+    return;
+  }
+  cached_.erase(address);
+  unmap_page(address);
 }
 
 bool rlmem_policy::release_cached_pages() {
   if (cached_.empty()) return false;
   gpu_.synchronize();
-  for (std::uint64_t address : cached_) unmap_page(address);
-  cached_.clear();
+  bool released = false;
+  for (auto at = cached_.begin(); at != cached_.end();) {
+    std::uint64_t address = *at;
+    std::uint64_t run = pages_.at(address).run;
+    if (run != 0 && !restored_run_unused(run)) {
+      ++at;  // other pages of its run are in use: the run stays mapped
+      continue;
+    }
+    release_unused_page(address);
+    released = true;
+    at = cached_.upper_bound(address);
+  }
+  return released;
+}
+
+bool rlmem_policy::restored_run_unused(std::uint64_t start) const {
+  const restored_run& run = restored_runs_.at(start);
+  for (auto at = pages_.find(start); at != pages_.end() && at->first < start + run.bytes; ++at) {
+    if (at->second.users > 0) return false;
+  }
+  return true;
+}
+
+bool rlmem_policy::map_restored_run(std::uint64_t address, std::uint64_t bytes) {
+  physical_handle handle = new_memory(address, bytes);
+  if (handle == 0) return false;
+  bool alone = bytes == page_bytes_;  // a run of one page is an ordinary page
+  if (!alone) restored_runs_.emplace(address, restored_run{handle, bytes});
+  for (std::uint64_t at = address; at < address + bytes; at += page_bytes_) {
+    page& held = pages_.at(at);
+    held.handle = handle;
+    held.run = alone ? 0 : address;
+    --paused_pages_;
+    ++mapped_pages_;
+    ++held.owner->mapped_pages;
+    record(true, at, *held.owner);
+  }
+  return true;
+}
+
+bool rlmem_policy::unmap_restored_run(std::uint64_t start) {
+  auto found = restored_runs_.find(start);
+  restored_run run = found->second;
+  device_errc code = gpu_.unmap(start, run.bytes);
+  if (code == device_errc::ok) code = gpu_.release(run.handle);
+  if (code != device_errc::ok) {
+    fault_ = "releasing restored memory: " + std::string(device_error_name(code));
+    return false;
+  }
+  restored_runs_.erase(found);
+  for (std::uint64_t address = start; address < start + run.bytes; address += page_bytes_) {
+    auto at = pages_.find(address);
+    page& held = at->second;
+    --mapped_pages_;
+    --held.owner->mapped_pages;
+    record(false, address, *held.owner);
+    if (held.users == 0) {
+      cached_.erase(address);
+      pages_.erase(at);
+    } else {
+      held.handle = 0;
+      held.run = 0;
+      ++paused_pages_;
+    }
+  }
   return true;
 }
 
@@ -321,6 +400,12 @@ void rlmem_policy::release_growable(std::uint64_t key) {
   if (buffer.mapped_pages > 0) gpu_.synchronize();
   for (auto at = pages_.lower_bound(buffer.base); at != pages_.end() && at->first < buffer.base + buffer.size;) {
     std::uint64_t address = at->first;
+    if (at->second.run != 0) {
+      // Its pages come back paused (the buffer uses them) and are dropped as such below.
+      unmap_restored_run(at->second.run);
+      at = pages_.lower_bound(address);
+      continue;
+    }
     ++at;
     if (pages_.at(address).handle != 0) {
       unmap_page(address);
@@ -376,6 +461,18 @@ bool rlmem_policy::release_range(address_run range, bool fenced) {
       continue;
     }
     std::uint64_t address = at->first;
+    if (held.run != 0) {
+      // A restored run goes as a whole once the range reaches its end; the pages of it after
+      // `range` are released with a later range (a pause releases each piece once it is copied).
+      std::uint64_t run_end = held.run + restored_runs_.at(held.run).bytes;
+      if (run_end > range.address + range.bytes) {
+        ++at;
+        continue;
+      }
+      if (!unmap_restored_run(held.run)) return false;
+      at = pages_.lower_bound(run_end);
+      continue;
+    }
     device_errc code = gpu_.unmap(address, page_bytes_);
     if (code == device_errc::ok) code = gpu_.release(held.handle);
     if (code != device_errc::ok) {
@@ -399,11 +496,15 @@ bool rlmem_policy::release_range(address_run range, bool fenced) {
 
 bool rlmem_policy::restore_range(address_run range, std::vector<address_run>& restored) {
   restored.clear();
-  std::vector<std::uint64_t> mapped_here;
+  std::vector<std::uint64_t> mapped_here;  // the start of each run this call mapped
   auto undo = [&] {
-    for (std::uint64_t address : mapped_here) {
-      page& held = pages_.at(address);
-      gpu_.unmap(address, page_bytes_);
+    for (std::uint64_t start : mapped_here) {
+      page& held = pages_.at(start);
+      if (held.run != 0) {
+        unmap_restored_run(start);  // its pages are in use: paused again
+        continue;
+      }
+      gpu_.unmap(start, page_bytes_);
       gpu_.release(held.handle);
       held.handle = 0;
       --mapped_pages_;
@@ -413,27 +514,37 @@ bool rlmem_policy::restore_range(address_run range, std::vector<address_run>& re
     restored.clear();
     return false;
   };
-  for (auto at = pages_.lower_bound(range.address); at != pages_.end() && at->first < range.address + range.bytes; ++at) {
-    page& held = at->second;
-    if (held.handle != 0) continue;
+  std::uint64_t most = std::max(page_bytes_, options_.restore_run_bytes / page_bytes_ * page_bytes_);
+  std::uint64_t range_end = range.address + range.bytes;
+  for (auto at = pages_.lower_bound(range.address); at != pages_.end() && at->first < range_end;) {
+    if (at->second.handle != 0) {
+      ++at;
+      continue;
+    }
+    // The paused pages from here that are contiguous, of one arena (one reservation), at most `most`.
+    std::uint64_t start = at->first;
+    const arena* owner = at->second.owner;
+    std::uint64_t bytes = 0;
+    while (at != pages_.end() && at->first == start + bytes && at->first < range_end && at->second.handle == 0 &&
+           at->second.owner == owner && bytes < most) {
+      bytes += page_bytes_;
+      ++at;
+    }
     // Short of memory, the cached pages of every arena go back once, as for an allocation.
-    auto mapped = [&] { return room_for_a_page() ? new_page_memory(at->first) : physical_handle{0}; };
-    held.handle = mapped();
-    if (held.handle == 0 && fault_.empty() && release_cached_pages()) {
+    auto mapped = [&] { return room_for(bytes / page_bytes_) && map_restored_run(start, bytes); };
+    bool ok = mapped();
+    if (!ok && fault_.empty() && release_cached_pages()) {
       ++retries_;
-      held.handle = mapped();
+      ok = mapped();
     }
-    if (held.handle == 0) return undo();
-    mapped_here.push_back(at->first);
-    --paused_pages_;
-    ++mapped_pages_;
-    ++held.owner->mapped_pages;
-    record(true, at->first, *held.owner);
-    if (!restored.empty() && restored.back().address + restored.back().bytes == at->first) {
-      restored.back().bytes += page_bytes_;
+    if (!ok) return undo();
+    mapped_here.push_back(start);
+    if (!restored.empty() && restored.back().address + restored.back().bytes == start) {
+      restored.back().bytes += bytes;
     } else {
-      restored.push_back({at->first, page_bytes_});
+      restored.push_back({start, bytes});
     }
+    at = pages_.lower_bound(start + bytes);
   }
   return true;
 }

@@ -126,5 +126,106 @@ TEST(rlmem_policy, a_device_that_runs_out_fails_the_request_and_changes_nothing)
   EXPECT_TRUE(policy.fault().empty()) << "running out is the program's, not a fault: " << policy.fault();
 }
 
+// Restored runs (a resume): paused pages come back as a few large mappings, each given back only
+// as a whole. Twelve MiB and four MiB blocks over eight pages, restored in runs of 8 MiB.
+struct restored_fixture {
+  fake_device gpu{two_mib_pages()};
+  rlmem_policy policy;
+  model_block* twelve = nullptr;
+  model_block* four = nullptr;
+  explicit restored_fixture(bool release_free_pages)
+      : policy(gpu, [&] {
+          rlmem_policy_options options;
+          options.release_free_pages = release_free_pages;
+          options.restore_run_bytes = 8 * mib;
+          return options;
+        }()) {
+    twelve = policy.allocate(12 * mib, stream);
+    four = policy.allocate(4 * mib, stream);
+  }
+  address_run all() const { return {twelve->ptr, 16 * mib}; }
+  std::size_t count(device_op op, std::size_t from) const {
+    std::size_t calls = 0;
+    for (std::size_t at = from; at < gpu.log().size(); ++at) calls += gpu.log()[at].op == op ? 1 : 0;
+    return calls;
+  }
+};
+
+TEST(rlmem_policy, a_restore_maps_paused_pages_in_runs_of_one_allocation_each) {
+  restored_fixture f(false);
+  ASSERT_TRUE(f.twelve && f.four);
+  ASSERT_TRUE(f.policy.release_range(f.all()));
+  EXPECT_EQ(f.gpu.used_bytes(), 0u);
+  EXPECT_EQ(f.policy.paused_bytes(), 16 * mib);
+  std::size_t before = f.gpu.log().size();
+  std::vector<address_run> restored;
+  ASSERT_TRUE(f.policy.restore_range(f.all(), restored));
+  EXPECT_EQ(restored, (std::vector<address_run>{f.all()}));
+  EXPECT_EQ(f.count(device_op::create, before), 2u) << "16 MiB in runs of 8 MiB, not 8 pages";
+  EXPECT_EQ(f.count(device_op::set_access, before), 2u);
+  EXPECT_EQ(f.policy.reserved_bytes(), static_cast<std::int64_t>(16 * mib));
+  EXPECT_EQ(f.gpu.used_bytes(), 16 * mib);
+  EXPECT_EQ(f.policy.segments(), 1u) << "one contiguous mapped range";
+  EXPECT_TRUE(f.policy.fault().empty()) << f.policy.fault();
+}
+
+TEST(rlmem_policy, released_free_pages_give_a_restored_run_back_once_none_of_it_is_used) {
+  restored_fixture f(true);
+  std::vector<address_run> restored;
+  ASSERT_TRUE(f.policy.release_range(f.all()) && f.policy.restore_range(f.all(), restored));
+  f.policy.free_completed(f.twelve);
+  EXPECT_EQ(f.policy.reserved_bytes(), static_cast<std::int64_t>(8 * mib))
+      << "the first run is unused and goes; the second holds the four MiB block's pages";
+  EXPECT_EQ(f.gpu.used_bytes(), 8 * mib);
+  f.policy.free_completed(f.four);
+  EXPECT_EQ(f.policy.reserved_bytes(), 0);
+  EXPECT_EQ(f.gpu.used_bytes(), 0u);
+  EXPECT_EQ(f.gpu.live_handles(), 0u);
+  EXPECT_TRUE(f.policy.fault().empty()) << f.policy.fault();
+}
+
+TEST(rlmem_policy, empty_cache_gives_back_the_restored_runs_no_block_uses) {
+  restored_fixture f(false);
+  std::vector<address_run> restored;
+  ASSERT_TRUE(f.policy.release_range(f.all()) && f.policy.restore_range(f.all(), restored));
+  f.policy.free_completed(f.twelve);
+  EXPECT_EQ(f.policy.reserved_bytes(), static_cast<std::int64_t>(16 * mib)) << "freed pages stay cached";
+  f.policy.empty_cache();
+  EXPECT_EQ(f.policy.reserved_bytes(), static_cast<std::int64_t>(8 * mib)) << "a run in part in use stays whole";
+  model_block* again = f.policy.allocate(4 * mib, stream);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->ptr, f.twelve->ptr) << "best fit at the base, on fresh pages";
+  EXPECT_TRUE(f.policy.fault().empty()) << f.policy.fault();
+}
+
+TEST(rlmem_policy, a_pause_releases_a_restored_run_when_its_range_reaches_the_runs_end) {
+  restored_fixture f(false);
+  std::vector<address_run> restored;
+  ASSERT_TRUE(f.policy.release_range(f.all()) && f.policy.restore_range(f.all(), restored));
+  ASSERT_TRUE(f.policy.release_range({f.twelve->ptr, 12 * mib}));
+  EXPECT_EQ(f.policy.reserved_bytes(), static_cast<std::int64_t>(8 * mib))
+      << "the second run reaches past the range: it waits for the range that covers its end";
+  ASSERT_TRUE(f.policy.release_range({f.twelve->ptr + 12 * mib, 4 * mib}));
+  EXPECT_EQ(f.policy.reserved_bytes(), 0);
+  EXPECT_EQ(f.policy.paused_bytes(), 16 * mib);
+  EXPECT_EQ(f.gpu.used_bytes(), 0u);
+  ASSERT_TRUE(f.policy.restore_range(f.all(), restored)) << "and it comes back again";
+  EXPECT_EQ(f.policy.reserved_bytes(), static_cast<std::int64_t>(16 * mib));
+  EXPECT_TRUE(f.policy.fault().empty()) << f.policy.fault();
+}
+
+TEST(rlmem_policy, a_restore_short_of_memory_leaves_every_page_paused) {
+  restored_fixture f(false);
+  std::vector<address_run> restored;
+  ASSERT_TRUE(f.policy.release_range(f.all()));
+  model_block* other = f.policy.allocate(52 * mib, stream + 1);  // 12 MiB left of 64
+  ASSERT_NE(other, nullptr);
+  EXPECT_FALSE(f.policy.restore_range(f.all(), restored)) << "the first run fits, the second does not";
+  EXPECT_TRUE(restored.empty());
+  EXPECT_EQ(f.policy.paused_bytes(), 16 * mib);
+  EXPECT_EQ(f.gpu.used_bytes(), 52 * mib) << "the run mapped before the failure went back";
+  EXPECT_TRUE(f.policy.fault().empty()) << f.policy.fault();
+}
+
 }  // namespace
 }  // namespace rlmem
