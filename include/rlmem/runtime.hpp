@@ -167,6 +167,10 @@ class runtime {
   runtime_errc empty_cache();
   /// Frees the pinned slabs kept for reuse (keep_host_buffers).
   void release_host_buffers();
+  /// Pins slabs now until `bytes` of them (whole slabs) wait for the next pause, so that pinning,
+  /// 25 times slower than the copies, is paid here and not inside it (with keep_host_buffers,
+  /// for every pause). out_of_memory when the host cannot pin that much: what was pinned stays.
+  runtime_errc reserve_host_buffers(std::uint64_t bytes);
 
   /// A growable buffer in the current tag: `max_bytes` of address space reserved at once, no
   /// memory yet; its data never moves while it grows (a KV cache that grows with the sequence).

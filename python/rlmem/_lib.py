@@ -141,6 +141,7 @@ def _declare_runtime(lib: ctypes.CDLL) -> None:
         "rlmem_runtime_resume": [ctypes.c_int, ctypes.c_char_p, error],
         "rlmem_runtime_empty_cache": [ctypes.c_int, error],
         "rlmem_runtime_release_host_buffers": [ctypes.c_int, error],
+        "rlmem_runtime_reserve_host_buffers": [ctypes.c_int, u64, error],
         "rlmem_runtime_reset_peaks": [ctypes.c_int, error],
         "rlmem_runtime_growable_reserve": [ctypes.c_int, u64, ctypes.POINTER(u64), error],
         "rlmem_runtime_grow": [ctypes.c_int, u64, u64, ctypes.POINTER(u64), error],

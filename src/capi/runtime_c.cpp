@@ -278,6 +278,10 @@ int rlmem_runtime_release_host_buffers(int ordinal, char** error_out) {
   });
 }
 
+int rlmem_runtime_reserve_host_buffers(int ordinal, uint64_t bytes, char** error_out) {
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.reserve_host_buffers(bytes); });
+}
+
 int rlmem_runtime_reset_peaks(int ordinal, char** error_out) {
   return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
     rt.reset_peaks();

@@ -249,6 +249,21 @@ void runtime::release_host_buffers() {
   spare_slabs_.clear();
 }
 
+runtime_errc runtime::reserve_host_buffers(std::uint64_t bytes) {
+  std::lock_guard hold(lock_);
+  std::uint64_t slabs = bytes / options_.copy_chunk_bytes + (bytes % options_.copy_chunk_bytes != 0 ? 1 : 0);
+  while (spare_slabs_.size() < slabs) {
+    void* slab = nullptr;
+    if (gpu_.host_allocate(options_.copy_chunk_bytes, slab) != device_errc::ok) {
+      return fail(runtime_errc::out_of_memory, "pinning " + mib(bytes) + " of host memory: " + mib(spare_slabs_.size() * options_.copy_chunk_bytes) +
+                                                   " pinned before the host refused");
+    }
+    spare_slabs_.push_back(slab);
+    totals_.host_buffer_bytes += options_.copy_chunk_bytes;
+  }
+  return runtime_errc::ok;
+}
+
 runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
   std::lock_guard hold(lock_);
   tag_state* tag = find_tag(name);

@@ -138,6 +138,15 @@ def test_a_growable_buffer_grows_in_place_and_keeps_its_bytes(fake):
         buffer.grow(MiB)
 
 
+def test_host_buffers_reserved_ahead_are_pinned_in_whole_slabs_and_released_on_request(fake):
+    runtime.reserve_host_buffers(6 * MiB, device=fake)
+    assert runtime.statistics(fake)["totals"]["host_buffer_bytes"] == 8 * MiB, "two slabs of 4 MiB"
+    runtime.release_host_buffers(device=fake)
+    assert runtime.statistics(fake)["totals"]["host_buffer_bytes"] == 0
+    with pytest.raises(rlmem.InvalidArgumentError):
+        runtime.reserve_host_buffers(-1, device=fake)
+
+
 def test_a_growable_buffer_no_one_references_gives_its_memory_back(fake):
     with runtime.region("kv", device=fake):
         buffer = runtime.GrowableBuffer(32 * MiB, device=fake)

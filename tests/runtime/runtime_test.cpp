@@ -122,6 +122,26 @@ TEST(runtime, kept_host_buffers_serve_the_next_pause_without_pinning_again_until
   EXPECT_EQ(rt.totals().host_buffer_bytes, 0u);
 }
 
+TEST(runtime, host_buffers_reserved_ahead_serve_the_first_pause_without_pinning) {
+  fake_device gpu(device_of(64));
+  runtime_options options = small_chunks();
+  options.keep_host_buffers = true;
+  runtime rt(gpu, options);
+  std::uint64_t weights = filled(rt, "train", 10 * mib, 1);
+  ASSERT_EQ(rt.reserve_host_buffers(10 * mib), runtime_errc::ok);
+  EXPECT_EQ(gpu.host_buffers(), 3u) << "10 MiB in whole slabs of 4 MiB";
+  EXPECT_EQ(rt.totals().host_buffer_bytes, 12 * mib);
+  std::size_t before = gpu.log().size();
+  ASSERT_EQ(rt.pause("train", keep_contents::host), runtime_errc::ok);
+  ASSERT_EQ(rt.resume("train"), runtime_errc::ok);
+  auto pinned = std::count_if(gpu.log().begin() + static_cast<std::ptrdiff_t>(before), gpu.log().end(),
+                              [](const device_call& call) { return call.op == device_op::host_allocate; });
+  EXPECT_EQ(pinned, 0) << "the pause took the reserved slabs";
+  EXPECT_TRUE(holds(rt, weights, 10 * mib, 1));
+  ASSERT_EQ(rt.reserve_host_buffers(4 * mib), runtime_errc::ok);
+  EXPECT_EQ(gpu.host_buffers(), 3u) << "enough are waiting already";
+}
+
 TEST(runtime, a_runtime_destroyed_while_a_tag_is_paused_gives_every_host_and_device_byte_back) {
   fake_device gpu(device_of(64));
   {

@@ -143,14 +143,20 @@ def check_pause_10gb(gib: str = "10", keep_buffers: str = "0") -> dict:
     import torch
     import rlmem.runtime as rt
 
-    rt.install(keep_host_buffers=keep_buffers == "1")
+    # keep_buffers: 0 the default, 1 keep_host_buffers, 2 that and the slabs pinned ahead.
+    rt.install(keep_host_buffers=keep_buffers in ("1", "2"))
     size = int(gib) * GiB
+    result: dict = {"bytes": size}
+    if keep_buffers == "2":
+        torch.zeros(1, device="cuda")
+        start = time.perf_counter()
+        rt.reserve_host_buffers(size)
+        result["reserve_host_buffers_seconds"] = time.perf_counter() - start
     with rt.region("train"):
         weights = torch.empty(size // 8, dtype=torch.int64, device="cuda")
     weights.copy_(torch.arange(size // 8, device="cuda", dtype=torch.int64) * 2654435761 % 1000003)
     torch.cuda.synchronize()
     checksum = int(weights.sum()) ^ int((weights[::7] * 31).sum())
-    result: dict = {"bytes": size}
 
     # Plain pinned copies of the same bytes, the bandwidth to compare with (pinning not timed).
     pinned = torch.empty(size, dtype=torch.uint8, pin_memory=True)
@@ -381,10 +387,11 @@ def check_kv_growth(strategy: str) -> dict:
 
 def check_generate(strategy: str, rows: str = "16", new_tokens: str = "2048", max_tokens: str = "8192") -> dict:
     """A transformers generate of a Qwen2.5-1.5B-architecture model (weights random: no download
-    here; bf16, 16 rows, a 128-token prompt, 2,048 new tokens, greedy, eos off) with its KV cache
-    as `strategy`: dynamic (transformers' DynamicCache, grown by torch.cat), static (StaticCache
-    for the worst case, 8,192 tokens), growable (rlmem.kv_cache.GrowableCache, 8,192 tokens of
-    addresses). Peak device memory beyond the weights, time per token, and the tokens' digest."""
+    here; bf16, `rows` rows, a 128-token prompt, `new_tokens` new tokens, greedy, eos off) with
+    its KV cache as `strategy`: dynamic (transformers' DynamicCache, grown by torch.cat), static
+    (StaticCache for the worst case, `max_tokens`), growable (rlmem.kv_cache.GrowableCache,
+    `max_tokens` of addresses). Peak device memory beyond the weights, time per token, and a
+    digest of the tokens (greedy: equal digests, equal outputs)."""
     import hashlib
 
     import torch
@@ -604,10 +611,11 @@ def main() -> int:
     if wanted("pause_10gb"):
         write(out, "pause_10gb", run_child("pause_10gb", "10", "0", timeout=300))
         write(out, "pause_10gb_keep", run_child("pause_10gb", "10", "1", timeout=300))
+        write(out, "pause_10gb_reserved", run_child("pause_10gb", "10", "2", timeout=300))
     if wanted("kv_growth"):
         write(out, "kv_growth", {strategy: run_child("kv_growth", strategy) for strategy in ("cat", "prealloc", "growable")})
     if wanted("generate"):
-        write(out, "generate", {strategy: run_child("generate", strategy, timeout=180)
+        write(out, "generate", {strategy: run_child("generate", strategy, "32", "1024", "4096", timeout=220)
                                 for strategy in ("dynamic", "static", "growable")})
     if wanted("growable_lifetime"):
         write(out, "growable_lifetime", run_child("growable_lifetime"))
