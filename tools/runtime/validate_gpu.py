@@ -414,7 +414,9 @@ def check_generate(strategy: str, rows: str = "16", new_tokens: str = "2048", ma
                   pad_token_id=0, disable_compile=True)
     cache = None
     if strategy == "static":
-        kwargs.update(cache_implementation="static", cache_config={"max_cache_len": max_tokens})
+        from transformers import StaticCache
+
+        kwargs["past_key_values"] = StaticCache(config=config, max_cache_len=max_tokens)
     elif strategy == "growable":
         from rlmem.kv_cache import GrowableCache
 
@@ -449,6 +451,40 @@ def check_generate(strategy: str, rows: str = "16", new_tokens: str = "2048", ma
     result["rlmem_mapped_peak"] = rlmem_peak
     result["peak_beyond_weights"] = result["torch_peak_reserved"] + rlmem_peak - weights
     return result
+
+
+def check_generate_agreement(rows: str = "32", new_tokens: str = "64") -> dict:
+    """The same greedy generate with DynamicCache and with GrowableCache in one process: where the
+    tokens first differ, and how far apart the logits are until then (the attention reads K and V
+    through a token-major view instead of contiguous tensors, so kernels may round differently)."""
+    import torch
+    from transformers import AutoModelForCausalLM, DynamicCache, Qwen2Config
+
+    from rlmem.kv_cache import GrowableCache
+
+    torch.manual_seed(0)
+    config = Qwen2Config(hidden_size=1536, num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
+                         intermediate_size=8960, vocab_size=151936, tie_word_embeddings=True,
+                         max_position_embeddings=32768, rope_theta=1000000.0)
+    with torch.device("cuda"):
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).eval()
+    input_ids = torch.randint(0, config.vocab_size, (int(rows), 128), generator=torch.Generator().manual_seed(1)).cuda()
+    runs = {}
+    for name, cache in (("dynamic", DynamicCache()), ("growable", GrowableCache(max_tokens=4096))):
+        with torch.no_grad():
+            out = model.generate(input_ids, past_key_values=cache, max_new_tokens=int(new_tokens), min_new_tokens=int(new_tokens),
+                                 do_sample=False, eos_token_id=None, pad_token_id=0, disable_compile=True,
+                                 return_dict_in_generate=True, output_logits=True)
+        runs[name] = (out.sequences[:, 128:].cpu(), torch.stack(out.logits).float().cpu())
+    (tokens_a, logits_a), (tokens_b, logits_b) = runs["dynamic"], runs["growable"]
+    differing = (tokens_a != tokens_b).any(dim=0).nonzero()
+    first = int(differing[0]) if len(differing) else int(new_tokens)
+    upto = max(first, 1)
+    return {"rows": int(rows), "new_tokens": int(new_tokens), "first_differing_step": first,
+            "identical_tokens": first == int(new_tokens),
+            "max_abs_logit_diff_before": float((logits_a[:upto] - logits_b[:upto]).abs().max()),
+            "max_abs_logit_first_step": float((logits_a[0] - logits_b[0]).abs().max()),
+            "logit_scale": float(logits_a[0].abs().max())}
 
 
 def check_growable_lifetime() -> dict:
@@ -548,7 +584,7 @@ def check_frag(allocator: str, capacity: str = "0") -> dict:
 CHECKS = {"kv_growth": check_kv_growth, "oom": check_oom, "loss_native": check_loss_native, "loss_rlmem": check_loss_rlmem,
           "pause_10gb": check_pause_10gb, "discard": check_discard, "pool": check_pool, "stress": check_stress,
           "monitor": check_monitor, "history": check_history, "frag": check_frag, "generate": check_generate,
-          "growable_lifetime": check_growable_lifetime}
+          "growable_lifetime": check_growable_lifetime, "generate_agreement": check_generate_agreement}
 
 
 # -- the driver -----------------------------------------------------------------------------------
@@ -617,6 +653,8 @@ def main() -> int:
     if wanted("generate"):
         write(out, "generate", {strategy: run_child("generate", strategy, "32", "1024", "4096", timeout=220)
                                 for strategy in ("dynamic", "static", "growable")})
+    if wanted("generate_agreement"):
+        write(out, "generate_agreement", run_child("generate_agreement", timeout=200))
     if wanted("growable_lifetime"):
         write(out, "growable_lifetime", run_child("growable_lifetime"))
     if wanted("frag"):
