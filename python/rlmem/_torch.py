@@ -53,8 +53,25 @@ def _history_function(cuda):
     return function
 
 
+def _installed_runtime():
+    """rlmem.runtime when it is the process's allocator: torch's history calls raise then, and the
+    history is rlmem's own (install(history=N))."""
+    import sys
+
+    runtime = sys.modules.get("rlmem.runtime")
+    return runtime if runtime is not None and runtime.installed() else None
+
+
 def history_enabled(cuda) -> Optional[bool]:
-    """Whether the allocator is recording history now; None where torch cannot tell (1.13)."""
+    """Whether the allocator is recording history now; None where torch cannot tell (1.13).
+    Under rlmem.runtime.install() it is rlmem's history, kept from install() on: True, or an
+    error saying how to turn it on."""
+    runtime = _installed_runtime()
+    if runtime is not None:
+        if runtime.history_entries() == 0:
+            raise RlmemError("under rlmem.runtime.install() the allocation history is rlmem's: "
+                             "install(history=N) to record the last N events")
+        return True
     # torch 2.11's probe reads the allocator's state, which does not exist before CUDA is
     # initialised: calling it then is a segmentation fault. Nothing records before that.
     is_initialized = getattr(cuda, "is_initialized", None)
@@ -100,6 +117,10 @@ def stop_history(cuda) -> None:
 
 def dump_snapshot_to(cuda, path: str) -> None:
     """Writes the allocator's snapshot to ``path`` (not atomically: see record._atomic_dump)."""
+    runtime = _installed_runtime()
+    if runtime is not None:
+        runtime.dump_snapshot(path)
+        return
     memory = getattr(cuda, "memory", None)
     dump = getattr(memory, "_dump_snapshot", None)
     if dump is not None:

@@ -116,6 +116,9 @@ class record:
     microseconds each); a dump pickles the whole trace (seconds for a million entries). See
     docs/monitor.md for numbers measured on a GRPO loop.
 
+    Under ``rlmem.runtime.install()`` torch's history calls raise: the snapshots are then rlmem's
+    own history (``install(history=N)``, which it asks for), written the same way.
+
     ``cuda``: the ``torch.cuda``-like module to use; tests pass a stand-in.
     """
 

@@ -38,6 +38,7 @@ from .errors import InvalidArgumentError, RuntimeStateError, error_for_status
 __all__ = [
     "install",
     "installed",
+    "history_entries",
     "region",
     "pause",
     "resume",
@@ -55,6 +56,7 @@ __all__ = [
 
 _state_lock = threading.Lock()
 _installed = False
+_history_entries = 0
 _pools: dict[tuple[str, int], Any] = {}
 _pool_allocator: Any = None
 
@@ -143,7 +145,7 @@ def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
     own ``c10::OutOfMemoryError``, found in the process at run time (with a torch whose c10 lacks
     it, a ``RuntimeError`` with the same message).
     """
-    global _installed
+    global _installed, _history_entries
     import torch
 
     with _state_lock:
@@ -159,11 +161,18 @@ def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
                 f"rlmem.runtime.install() must run before the first CUDA allocation of the process ({error})"
             ) from None
         _installed = True
+        _history_entries = int(history)
 
 
 def installed() -> bool:
     """Whether :func:`install` made rlmem the process's allocator."""
     return _installed
+
+
+def history_entries() -> int:
+    """How many allocator events :func:`install` keeps for :func:`dump_snapshot` (0: none).
+    :class:`rlmem.record` writes those snapshots under this route."""
+    return _history_entries
 
 
 @contextlib.contextmanager

@@ -193,3 +193,35 @@ def test_the_runtimes_history_dumps_as_a_snapshot_that_rlmem_inspect_reads(tmp_p
     replay = json.loads(replayed.stdout)
     assert replay["completed"] and replay["peak_allocated_bytes"] == blocks, replay
     assert weights and kept
+
+
+def test_record_writes_the_runtimes_history_when_rlmem_is_the_processs_allocator(tmp_path, monkeypatch):
+    from fakes import FakeCuda
+
+    runtime._open_fake(DEVICE, 64 * MiB, 2 * MiB, history=1000)
+    try:
+        # install() itself needs CUDA; these are what it sets.
+        monkeypatch.setattr(runtime, "_installed", True)
+        monkeypatch.setattr(runtime, "_history_entries", 1000)
+        monkeypatch.setattr(runtime, "_device", lambda device: DEVICE if device is None else int(device))
+        with rlmem.record(tmp_path / "run.pickle", cuda=FakeCuda(), mark_steps=False) as recorder:
+            first = runtime._allocate(DEVICE, 6 * MiB)
+            runtime._allocate(DEVICE, 3 * MiB)
+            runtime._free(DEVICE, first)
+        own = runtime.memory_stats(DEVICE)
+        summary = rlmem.inspect(str(tmp_path / "run.pickle"), device=DEVICE)["summary"]
+    finally:
+        runtime._close(DEVICE)
+    assert recorder.paths == [str(tmp_path / "run.pickle")]
+    assert summary["peak_allocated_bytes"] == own["allocated_bytes.all.peak"] == 9 * MiB
+    assert summary["final_allocated_bytes"] == 3 * MiB
+
+
+def test_record_under_the_runtime_without_history_says_how_to_turn_it_on(tmp_path, monkeypatch):
+    from fakes import FakeCuda
+
+    monkeypatch.setattr(runtime, "_installed", True)
+    monkeypatch.setattr(runtime, "_history_entries", 0)
+    with pytest.raises(rlmem.RlmemError, match=r"install\(history=N\)"):
+        with rlmem.record(tmp_path / "run.pickle", cuda=FakeCuda()):
+            pass
