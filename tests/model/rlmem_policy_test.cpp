@@ -144,6 +144,11 @@ struct restored_fixture {
     four = policy.allocate(4 * mib, stream);
   }
   address_run all() const { return {twelve->ptr, 16 * mib}; }
+  /// Both blocks paused and restored, as a pause and a resume of their tag do.
+  bool paused_and_restored() {
+    std::vector<address_run> restored;
+    return policy.release_range(all()) && policy.restore_range(all(), restored);
+  }
   std::size_t count(device_op op, std::size_t from) const {
     std::size_t calls = 0;
     for (std::size_t at = from; at < gpu.log().size(); ++at) calls += gpu.log()[at].op == op ? 1 : 0;
@@ -171,8 +176,7 @@ TEST(rlmem_policy, a_restore_maps_paused_pages_in_runs_of_one_allocation_each) {
 
 TEST(rlmem_policy, released_free_pages_give_a_restored_run_back_once_none_of_it_is_used) {
   restored_fixture f(true);
-  std::vector<address_run> restored;
-  ASSERT_TRUE(f.policy.release_range(f.all()) && f.policy.restore_range(f.all(), restored));
+  ASSERT_TRUE(f.paused_and_restored());
   f.policy.free_completed(f.twelve);
   EXPECT_EQ(f.policy.reserved_bytes(), static_cast<std::int64_t>(8 * mib))
       << "the first run is unused and goes; the second holds the four MiB block's pages";
@@ -186,8 +190,7 @@ TEST(rlmem_policy, released_free_pages_give_a_restored_run_back_once_none_of_it_
 
 TEST(rlmem_policy, empty_cache_gives_back_the_restored_runs_no_block_uses) {
   restored_fixture f(false);
-  std::vector<address_run> restored;
-  ASSERT_TRUE(f.policy.release_range(f.all()) && f.policy.restore_range(f.all(), restored));
+  ASSERT_TRUE(f.paused_and_restored());
   f.policy.free_completed(f.twelve);
   EXPECT_EQ(f.policy.reserved_bytes(), static_cast<std::int64_t>(16 * mib)) << "freed pages stay cached";
   f.policy.empty_cache();
@@ -200,8 +203,7 @@ TEST(rlmem_policy, empty_cache_gives_back_the_restored_runs_no_block_uses) {
 
 TEST(rlmem_policy, a_pause_releases_a_restored_run_when_its_range_reaches_the_runs_end) {
   restored_fixture f(false);
-  std::vector<address_run> restored;
-  ASSERT_TRUE(f.policy.release_range(f.all()) && f.policy.restore_range(f.all(), restored));
+  ASSERT_TRUE(f.paused_and_restored());
   ASSERT_TRUE(f.policy.release_range({f.twelve->ptr, 12 * mib}));
   EXPECT_EQ(f.policy.reserved_bytes(), static_cast<std::int64_t>(8 * mib))
       << "the second run reaches past the range: it waits for the range that covers its end";
@@ -209,6 +211,7 @@ TEST(rlmem_policy, a_pause_releases_a_restored_run_when_its_range_reaches_the_ru
   EXPECT_EQ(f.policy.reserved_bytes(), 0);
   EXPECT_EQ(f.policy.paused_bytes(), 16 * mib);
   EXPECT_EQ(f.gpu.used_bytes(), 0u);
+  std::vector<address_run> restored;
   ASSERT_TRUE(f.policy.restore_range(f.all(), restored)) << "and it comes back again";
   EXPECT_EQ(f.policy.reserved_bytes(), static_cast<std::int64_t>(16 * mib));
   EXPECT_TRUE(f.policy.fault().empty()) << f.policy.fault();

@@ -97,15 +97,23 @@ TEST(runtime, pause_to_host_returns_the_memory_and_resume_restores_every_byte_at
   EXPECT_EQ(resumed.resumes, 1u);
 }
 
-TEST(runtime, kept_host_buffers_serve_the_next_pause_without_pinning_again_until_released) {
-  fake_device gpu(device_of(64));
+runtime_options keeping_host_buffers() {
   runtime_options options = small_chunks();
   options.keep_host_buffers = true;
-  runtime rt(gpu, options);
+  return options;
+}
+
+// Host slabs pinned since the `from`th call of the device's log.
+std::ptrdiff_t pinned_since(const fake_device& gpu, std::size_t from = 0) {
+  return std::count_if(gpu.log().begin() + static_cast<std::ptrdiff_t>(from), gpu.log().end(),
+                       [](const device_call& call) { return call.op == device_op::host_allocate; });
+}
+
+TEST(runtime, kept_host_buffers_serve_the_next_pause_without_pinning_again_until_released) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, keeping_host_buffers());
   std::uint64_t weights = filled(rt, "train", 10 * mib, 1);
-  auto pinned = [&] {
-    return std::count_if(gpu.log().begin(), gpu.log().end(), [](const device_call& call) { return call.op == device_op::host_allocate; });
-  };
+  auto pinned = [&] { return pinned_since(gpu); };
   ASSERT_EQ(rt.pause("train", keep_contents::host), runtime_errc::ok);
   ASSERT_EQ(rt.resume("train"), runtime_errc::ok);
   EXPECT_EQ(pinned(), 3) << "10 MiB in slabs of 4 MiB";
@@ -124,9 +132,7 @@ TEST(runtime, kept_host_buffers_serve_the_next_pause_without_pinning_again_until
 
 TEST(runtime, host_buffers_reserved_ahead_serve_the_first_pause_without_pinning) {
   fake_device gpu(device_of(64));
-  runtime_options options = small_chunks();
-  options.keep_host_buffers = true;
-  runtime rt(gpu, options);
+  runtime rt(gpu, keeping_host_buffers());
   std::uint64_t weights = filled(rt, "train", 10 * mib, 1);
   ASSERT_EQ(rt.reserve_host_buffers(10 * mib), runtime_errc::ok);
   EXPECT_EQ(gpu.host_buffers(), 3u) << "10 MiB in whole slabs of 4 MiB";
@@ -134,9 +140,7 @@ TEST(runtime, host_buffers_reserved_ahead_serve_the_first_pause_without_pinning)
   std::size_t before = gpu.log().size();
   ASSERT_EQ(rt.pause("train", keep_contents::host), runtime_errc::ok);
   ASSERT_EQ(rt.resume("train"), runtime_errc::ok);
-  auto pinned = std::count_if(gpu.log().begin() + static_cast<std::ptrdiff_t>(before), gpu.log().end(),
-                              [](const device_call& call) { return call.op == device_op::host_allocate; });
-  EXPECT_EQ(pinned, 0) << "the pause took the reserved slabs";
+  EXPECT_EQ(pinned_since(gpu, before), 0) << "the pause took the reserved slabs";
   EXPECT_TRUE(holds(rt, weights, 10 * mib, 1));
   ASSERT_EQ(rt.reserve_host_buffers(4 * mib), runtime_errc::ok);
   EXPECT_EQ(gpu.host_buffers(), 3u) << "enough are waiting already";
