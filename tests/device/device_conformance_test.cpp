@@ -42,7 +42,7 @@ class device_conformance : public ::testing::Test {
   // A reservation of `pages` granules; released by the test.
   std::uint64_t reserve(std::uint64_t pages) {
     std::uint64_t address = 0;
-    EXPECT_EQ(device_->reserve(pages * granularity_, address), device_errc::ok);
+    EXPECT_EQ(device_->reserve(pages * granularity_, 0, address), device_errc::ok);
     return address;
   }
 
@@ -174,8 +174,8 @@ TYPED_TEST(device_conformance, broken_preconditions_are_refused) {
   const std::uint64_t page = this->granularity_;
   std::uint64_t address = 0;
   physical_handle handle = 0;
-  EXPECT_EQ(gpu.reserve(0, address), device_errc::invalid_argument);
-  EXPECT_EQ(gpu.reserve(page + 1, address), device_errc::invalid_argument);
+  EXPECT_EQ(gpu.reserve(0, 0, address), device_errc::invalid_argument);
+  EXPECT_EQ(gpu.reserve(page + 1, 0, address), device_errc::invalid_argument);
   EXPECT_EQ(gpu.create(0, handle), device_errc::invalid_argument);
   EXPECT_EQ(gpu.create(page / 2, handle), device_errc::invalid_argument);
 

@@ -25,7 +25,7 @@ fake_device_options small_device() {
 std::uint64_t one_page_mapped(fake_device& gpu, std::uint64_t reserved_mib) {
   std::uint64_t base = 0;
   physical_handle handle = 0;
-  EXPECT_EQ(gpu.reserve(reserved_mib * mib, base), device_errc::ok);
+  EXPECT_EQ(gpu.reserve(reserved_mib * mib, 0, base), device_errc::ok);
   EXPECT_EQ(gpu.create(2 * mib, handle), device_errc::ok);
   EXPECT_EQ(gpu.map(base, 2 * mib, handle), device_errc::ok);
   return base;
@@ -44,7 +44,7 @@ TEST(fake_device, physical_memory_is_bounded_by_its_capacity_and_comes_back_on_r
   EXPECT_EQ(total_bytes, 8 * mib);
 
   std::uint64_t base = 0;
-  ASSERT_EQ(gpu.reserve(6 * mib, base), device_errc::ok);
+  ASSERT_EQ(gpu.reserve(6 * mib, 0, base), device_errc::ok);
   ASSERT_EQ(gpu.map(base, 6 * mib, a), device_errc::ok);
   ASSERT_EQ(gpu.release(a), device_errc::ok);
   EXPECT_EQ(gpu.used_bytes(), 6 * mib) << "released but mapped: the memory is still held";
@@ -60,12 +60,12 @@ TEST(fake_device, addresses_are_deterministic_and_never_reused) {
   std::uint64_t first = 0;
   std::uint64_t second = 0;
   std::uint64_t third = 0;
-  ASSERT_EQ(gpu.reserve(4 * mib, first), device_errc::ok);
-  ASSERT_EQ(gpu.reserve(2 * mib, second), device_errc::ok);
+  ASSERT_EQ(gpu.reserve(4 * mib, 0, first), device_errc::ok);
+  ASSERT_EQ(gpu.reserve(2 * mib, 0, second), device_errc::ok);
   EXPECT_EQ(first, 0x10000000u);
   EXPECT_EQ(second, 0x10000000u + 4 * mib);
   ASSERT_EQ(gpu.free_reservation(first, 4 * mib), device_errc::ok);
-  ASSERT_EQ(gpu.reserve(4 * mib, third), device_errc::ok);
+  ASSERT_EQ(gpu.reserve(4 * mib, 0, third), device_errc::ok);
   EXPECT_EQ(third, second + 2 * mib) << "a freed range is not handed out again";
   EXPECT_EQ(gpu.free_reservation(first, 4 * mib), device_errc::invalid_argument) << "freed twice";
   EXPECT_EQ(gpu.free_reservation(third, 2 * mib), device_errc::invalid_argument) << "not the reserved size";
@@ -78,7 +78,7 @@ TEST(fake_device, the_nth_call_fails_with_out_of_memory_and_changes_nothing) {
   fake_device gpu(options);
   std::uint64_t base = 0;
   physical_handle handle = 0;
-  ASSERT_EQ(gpu.reserve(2 * mib, base), device_errc::ok);                  // call 1
+  ASSERT_EQ(gpu.reserve(2 * mib, 0, base), device_errc::ok);                  // call 1
   ASSERT_EQ(gpu.create(2 * mib, handle), device_errc::ok);                 // call 2
   EXPECT_EQ(gpu.map(base, 2 * mib, handle), device_errc::out_of_memory);  // call 3
   EXPECT_EQ(gpu.mapped_bytes(), 0u);
@@ -121,7 +121,7 @@ TEST(fake_device, a_handle_maps_once_and_only_at_its_size_inside_a_reservation) 
   fake_device gpu(small_device());
   std::uint64_t base = 0;
   physical_handle handle = 0;
-  ASSERT_EQ(gpu.reserve(4 * mib, base), device_errc::ok);
+  ASSERT_EQ(gpu.reserve(4 * mib, 0, base), device_errc::ok);
   ASSERT_EQ(gpu.create(2 * mib, handle), device_errc::ok);
   EXPECT_EQ(gpu.map(base, 4 * mib, handle), device_errc::invalid_argument) << "not the handle's size";
   EXPECT_EQ(gpu.map(base + 4 * mib, 2 * mib, handle), device_errc::invalid_argument) << "outside the reservation";
