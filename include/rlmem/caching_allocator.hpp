@@ -56,7 +56,8 @@ struct recorded_addresses {
 class caching_allocator_model final : public allocator_policy {
  public:
   /// `capacity_bytes` 0 means no limit. Pre: `gpu` outlives the model and is used by nothing
-  /// else; every segment and page size is a multiple of its granularity (2 MiB does).
+  /// else. Every size the model asks for is a multiple of 2 MiB, as the device's granularity
+  /// should be; a trace-start segment off that grid (a crafted dump) takes whole granules.
   caching_allocator_model(device& gpu, const allocator_settings& settings, std::uint64_t capacity_bytes,
                           recorded_addresses recorded = {});
   caching_allocator_model(const caching_allocator_model&) = delete;
@@ -66,8 +67,8 @@ class caching_allocator_model final : public allocator_policy {
 
   /// A segment that existed before the trace, with its live blocks (address, size, in use and
   /// allocated flags); the gaps become free blocks. Returns the live blocks' model blocks. Its
-  /// memory is taken from the device at `address` (page by page when expandable); where the
-  /// device cannot place it there, fault() says so.
+  /// memory is taken from the device, asked for at `address` (page by page when expandable);
+  /// where the device cannot hold it, fault() says so.
   std::vector<model_block*> add_existing_segment(std::uint64_t address, std::uint64_t size, std::uint64_t stream,
                                                  const std::vector<model_block>& live, bool small_pool, bool expandable) override;
   /// After the existing segments: joins the mapped runs of expandable segments into their
@@ -109,11 +110,13 @@ class caching_allocator_model final : public allocator_policy {
   using pool = std::pmr::set<model_block*, by_stream_size_address>;
   using unmapped_pool = std::pmr::set<model_block*, by_stream_address>;
 
-  /// A reservation of `size` (at `requested` when the device has it free; only there when
-  /// `exact`) with physical memory mapped into it and access set: cudaMalloc, or one page of an
-  /// expandable segment. False when the device refused; nothing changed then.
-  bool take_memory(std::uint64_t size, std::uint64_t requested, bool exact, std::uint64_t& address);
-  /// The memory take_memory mapped at `address` back to the device (the caller fenced it).
+  /// A reservation of `size` (asked for at `requested`) with physical memory mapped into it and
+  /// access set: cudaMalloc, or one page of an expandable segment. `address` is where the model
+  /// places it: `requested` when `at_requested` (the model's own layout: an expandable page, the
+  /// trace-start memory), else where the device put it. False when the device refused; nothing
+  /// changed then.
+  bool take_memory(std::uint64_t size, std::uint64_t requested, bool at_requested, std::uint64_t& address);
+  /// The memory take_memory placed at `address` back to the device (the caller fenced it).
   void give_back_memory(std::uint64_t address);
   /// Records a device failure other than running out of memory.
   void device_failed(const char* call, device_errc code);
@@ -142,13 +145,17 @@ class caching_allocator_model final : public allocator_policy {
   void release_segment(model_block* block);
 
   device& gpu_;
+  std::uint64_t granularity_;
   allocator_settings settings_;
   std::uint64_t capacity_;
   std::uint64_t free_lookups_[2] = {0, 0};  // get_free_blocks_call_count of the large [0] and small [1] pool
   // What the device holds for the model: each cudaMalloc'd segment and each page of an
-  // expandable segment, by address. Invariant: the sizes sum to reserved_bytes_.
+  // expandable segment, by the model's address. The device's address is the same unless that
+  // range was taken (a crafted dump: a segment at address 0, or overlapping another). Invariant:
+  // the device bytes sum to reserved_bytes_ when every trace-start segment is on the grid.
   struct device_memory {
-    std::uint64_t size = 0;
+    std::uint64_t address = 0;  // on the device
+    std::uint64_t bytes = 0;
     physical_handle handle = 0;
   };
   std::map<std::uint64_t, device_memory> memory_;

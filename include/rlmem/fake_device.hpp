@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// A device in host memory: deterministic addresses, a capacity, every precondition checked, a
-// failure injected at the Nth call, a log of every call, and optionally host-backed pages so that
-// what a policy copies in and out can be checked on a CPU.
+// A device in host memory: deterministic addresses (or the ones asked for), a capacity, every
+// precondition checked, a failure injected at the Nth call, a log of every call, and optionally
+// host-backed pages so that what a policy copies in and out can be checked on a CPU. Replay's
+// simulated device: without host pages or log, it keeps one entry per live reservation,
+// mapping and handle.
 
 #include <rlmem/device.hpp>
 

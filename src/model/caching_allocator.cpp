@@ -24,7 +24,7 @@ std::uint64_t round_up(std::uint64_t value, std::uint64_t step) { return (value 
 
 caching_allocator_model::caching_allocator_model(device& gpu, const allocator_settings& settings, std::uint64_t capacity_bytes,
                                                  recorded_addresses recorded)
-    : gpu_(gpu), settings_(settings), capacity_(capacity_bytes), recorded_(std::move(recorded)) {}
+    : gpu_(gpu), granularity_(gpu.config().granularity), settings_(settings), capacity_(capacity_bytes), recorded_(std::move(recorded)) {}
 
 caching_allocator_model::~caching_allocator_model() {
   if (!memory_.empty()) gpu_.synchronize();
@@ -37,42 +37,49 @@ void caching_allocator_model::device_failed(const char* call, device_errc code) 
 
 // cudaMalloc, or ExpandableSegment::map's cuMemCreate + cuMemMap + cuMemSetAccess of one page
 // (its reservation is the model's; the device reserves the page alone, at its address).
-bool caching_allocator_model::take_memory(std::uint64_t size, std::uint64_t requested, bool exact, std::uint64_t& address) {
+bool caching_allocator_model::take_memory(std::uint64_t size, std::uint64_t requested, bool at_requested, std::uint64_t& address) {
+  // A size off the grid (a crafted dump's trace-start segment) takes whole granules.
+  std::uint64_t bytes = round_up(size, granularity_);
+  if (bytes < size) bytes = size;  // no granule holds it: the device refuses it
   std::uint64_t reserved = 0;
-  if (device_errc code = gpu_.reserve(size, requested, reserved); code != device_errc::ok) {
+  if (device_errc code = gpu_.reserve(bytes, requested, reserved); code != device_errc::ok) {
     device_failed("reserve", code);
     return false;
   }
-  if (exact && reserved != requested) {  // the address is taken: this memory cannot go where the model needs it
-    gpu_.free_reservation(reserved, size);
-    return false;
-  }
   physical_handle handle = 0;
-  device_errc code = gpu_.create(size, handle);
+  device_errc code = gpu_.create(bytes, handle);
   if (code == device_errc::ok) {
-    code = gpu_.map(reserved, size, handle);
+    code = gpu_.map(reserved, bytes, handle);
     if (code == device_errc::ok) {
-      code = gpu_.set_access(reserved, size);
-      if (code != device_errc::ok) gpu_.unmap(reserved, size);
+      code = gpu_.set_access(reserved, bytes);
+      if (code != device_errc::ok) gpu_.unmap(reserved, bytes);
     }
     if (code != device_errc::ok) gpu_.release(handle);
   }
   if (code != device_errc::ok) {
-    gpu_.free_reservation(reserved, size);
+    gpu_.free_reservation(reserved, bytes);
     device_failed("mapping memory", code);
     return false;
   }
-  memory_.emplace(reserved, device_memory{size, handle});
-  address = reserved;
+  std::uint64_t placed = at_requested ? requested : reserved;
+  if (!memory_.emplace(placed, device_memory{reserved, bytes, handle}).second) {  // a crafted dump's overlapping segments
+    gpu_.unmap(reserved, bytes);
+    gpu_.release(handle);
+    gpu_.free_reservation(reserved, bytes);
+    if (fault_.empty()) fault_ = "two segments or pages at one address";
+    return false;
+  }
+  address = placed;
   return true;
 }
 
 void caching_allocator_model::give_back_memory(std::uint64_t address) {
   auto found = memory_.find(address);
   if (found == memory_.end()) return;  // trace-start memory the device could not hold (a fault)
-  gpu_.unmap(address, found->second.size);
-  gpu_.release(found->second.handle);
-  gpu_.free_reservation(address, found->second.size);
+  const device_memory& held = found->second;
+  gpu_.unmap(held.address, held.bytes);
+  gpu_.release(held.handle);
+  gpu_.free_reservation(held.address, held.bytes);
   memory_.erase(found);
 }
 
@@ -172,7 +179,7 @@ std::vector<model_block*> caching_allocator_model::add_existing_segment(std::uin
   for (std::uint64_t offset = 0; offset < size; offset += chunk) {
     std::uint64_t placed = 0;
     if (!take_memory(std::min(chunk, size - offset), address + offset, true, placed)) {
-      if (fault_.empty()) fault_ = "the device cannot hold the memory at trace start at its recorded address";
+      if (fault_.empty()) fault_ = "the device cannot hold the memory at trace start";
       break;
     }
   }

@@ -142,6 +142,28 @@ TEST(caching_allocator, segments_and_pages_are_the_devices_memory_at_the_recorde
   EXPECT_EQ(static_cast<std::uint64_t>(expandable.reserved_bytes()), pages_gpu.mapped_bytes());
 }
 
+// A crafted dump's segment at address 0 and off the 2 MiB grid: the model keeps the recorded
+// address, the device holds whole granules where it can, and all of it goes back.
+TEST(caching_allocator, a_trace_start_segment_the_device_cannot_place_as_recorded_keeps_its_address) {
+  fake_device gpu;
+  caching_allocator_model model(gpu, allocator_settings{}, 0);
+  model_block live;
+  live.ptr = 0;
+  live.size = 273 * mib;
+  live.allocated = true;
+  std::vector<model_block*> made = model.add_existing_segment(0, 275 * mib, 0, {live}, false, false);
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0]->ptr, 0u);
+  EXPECT_EQ(model.fault(), "");
+  EXPECT_EQ(model.reserved_bytes(), static_cast<std::int64_t>(275 * mib));
+  EXPECT_EQ(gpu.mapped_bytes(), 276 * mib) << "whole granules";
+  model.free_completed(made[0]);
+  model.empty_cache();
+  EXPECT_EQ(model.reserved_bytes(), 0);
+  EXPECT_EQ(gpu.used_bytes(), 0u);
+  EXPECT_EQ(gpu.reservations(), 0u);
+}
+
 // cudaMalloc failing (the device fails the Nth call) is an OOM to the model: the slow path frees
 // the cache and tries again (num_alloc_retries), and when that fails too the request is refused
 // with no trace of the failed call: nothing reserved on the device, no segment event.
