@@ -89,8 +89,9 @@ class caching_allocator_model final : public allocator_policy {
   std::uint64_t segments() const noexcept override;
   std::uint64_t alloc_retries() const noexcept override { return retries_; }
   const std::vector<model_segment_event>& segment_events() const noexcept override { return events_; }
-  /// A device call failed for a reason other than memory, or the device could not place the
-  /// trace-start memory at its recorded address. Empty while all is well.
+  /// A device call failed for a reason other than memory, the device could not hold the
+  /// trace-start memory, or two segments or pages fell at one address (a crafted dump). Empty
+  /// while all is well.
   const std::string& fault() const noexcept override { return fault_; }
 
  private:
