@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // The seam between a driver (replay; inspect's OOM judgement to come) and an allocator policy
-// running over a simulated device. caching_allocator_model (PyTorch's native allocator, with or
-// without expandable segments) implements it; the rlmem runtime's policy will be the second.
+// running over a device (device.hpp; replay's is the fake). caching_allocator_model (PyTorch's
+// native allocator, with or without expandable segments) and rlmem_policy implement it.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace rlmem {
@@ -36,8 +37,6 @@ class allocator_policy {
   virtual void free_completed(model_block* block) = 0;
   /// torch.cuda.empty_cache().
   virtual void empty_cache() = 0;
-  /// The device's own memory, as far as the trace tells it; 0 for none.
-  virtual void set_device_bytes(std::uint64_t bytes) = 0;
 
   /// Bytes handed out and not yet freed by the user (torch's allocated_bytes).
   virtual std::int64_t allocated_bytes() const noexcept = 0;
@@ -50,6 +49,10 @@ class allocator_policy {
   virtual std::uint64_t alloc_retries() const noexcept = 0;
   /// Every segment allocation, map, free and unmap so far, in order.
   virtual const std::vector<model_segment_event>& segment_events() const noexcept = 0;
+  /// A device call failed for a reason other than memory (a broken precondition, or memory that
+  /// could not go where it must): what the policy's results cannot be trusted after. Empty while
+  /// all is well.
+  virtual const std::string& fault() const noexcept = 0;
 };
 
 }  // namespace rlmem

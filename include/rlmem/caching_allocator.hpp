@@ -5,19 +5,23 @@
 // the low end, merging on free, and the malloc slow path (release of oversize blocks, then of
 // every cached segment, counted as a retry). Segments are cudaMalloc'd, or with expandable
 // segments, pages (2 MiB small, 20 MiB large) mapped into a reserved range as needed and
-// unmapped by empty_cache. Memory comes from a simulated device with a capacity
-// (set_per_process_memory_fraction). Part of the model layer: replay drives it over a recorded
-// trace, and it follows the size rules of allocator_rules.hpp.
+// unmapped by empty_cache. Memory comes from a device (the device seam; replay's is the fake):
+// each segment and each page is a reservation with physical memory mapped into it, so the
+// device's memory bounds it (cudaMalloc or cuMemCreate failing) and a failure the device injects
+// is an OOM here. A capacity (set_per_process_memory_fraction) is the allocator's own rule, as in
+// torch. Part of the model layer: replay drives it over a recorded trace, and it follows the size
+// rules of allocator_rules.hpp.
 
 #include <rlmem/allocator_policy.hpp>
 #include <rlmem/allocator_settings.hpp>
+#include <rlmem/device.hpp>
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <map>
 #include <memory_resource>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace rlmem {
@@ -37,18 +41,34 @@ struct model_block {
   std::uint64_t gc_clock = 0;  ///< the pool's lookup count when the block became free (gc_count_base)
 };
 
-/// PyTorch's native caching allocator over a simulated device.
+/// Where a replay asks the device to place new memory: the recording's addresses, in order.
+struct recorded_addresses {
+  /// The recording's segment_alloc events (address and size, `alloc` unused) in trace order: a
+  /// new cudaMalloc'd segment of the next one's size asks for its address, and takes it when the
+  /// device has it free; any other goes where the device puts it.
+  std::vector<model_segment_event> segments;
+  /// The recording's segment_map addresses in order, so that new expandable reservations start
+  /// where the recording's did.
+  std::vector<std::uint64_t> maps;
+};
+
+/// PyTorch's native caching allocator over a device.
 class caching_allocator_model final : public allocator_policy {
  public:
-  /// `capacity_bytes` 0 means no limit. `address_for(size)` names the address of a new
-  /// segment; `recorded_maps` lists the recording's segment_map addresses in order, so that new
-  /// expandable reservations start where the recording's did.
-  caching_allocator_model(const allocator_settings& settings, std::uint64_t capacity_bytes,
-                          std::function<std::uint64_t(std::uint64_t)> address_for,
-                          std::vector<std::uint64_t> recorded_maps = {});
+  /// `capacity_bytes` 0 means no limit. Pre: `gpu` outlives the model and is used by nothing
+  /// else. Every size the model asks for is a multiple of 2 MiB, as the device's granularity
+  /// should be; a trace-start segment off that grid (a crafted dump) takes whole granules.
+  caching_allocator_model(device& gpu, const allocator_settings& settings, std::uint64_t capacity_bytes,
+                          recorded_addresses recorded = {});
+  caching_allocator_model(const caching_allocator_model&) = delete;
+  caching_allocator_model& operator=(const caching_allocator_model&) = delete;
+  /// Gives every segment and page back to the device.
+  ~caching_allocator_model() override;
 
   /// A segment that existed before the trace, with its live blocks (address, size, in use and
-  /// allocated flags); the gaps become free blocks. Returns the live blocks' model blocks.
+  /// allocated flags); the gaps become free blocks. Returns the live blocks' model blocks. Its
+  /// memory is taken from the device, asked for at `address` (page by page when expandable);
+  /// where the device cannot hold it, fault() says so.
   std::vector<model_block*> add_existing_segment(std::uint64_t address, std::uint64_t size, std::uint64_t stream,
                                                  const std::vector<model_block>& live, bool small_pool, bool expandable) override;
   /// After the existing segments: joins the mapped runs of expandable segments into their
@@ -63,15 +83,16 @@ class caching_allocator_model final : public allocator_policy {
   void free_completed(model_block* block) override;
   /// torch.cuda.empty_cache(): every whole free segment goes back to the device.
   void empty_cache() override;
-  /// The device's own limit, as far as the trace tells it (a recorded oom's device_free):
-  /// cudaMalloc and page mapping fail beyond it, with or without a capacity.
-  void set_device_bytes(std::uint64_t bytes) override { device_bytes_ = bytes; }
 
   std::int64_t allocated_bytes() const noexcept override { return allocated_bytes_; }
   std::int64_t reserved_bytes() const noexcept override { return reserved_bytes_; }
   std::uint64_t segments() const noexcept override;
   std::uint64_t alloc_retries() const noexcept override { return retries_; }
   const std::vector<model_segment_event>& segment_events() const noexcept override { return events_; }
+  /// A device call failed for a reason other than memory, the device could not hold the
+  /// trace-start memory, or two segments or pages fell at one address (a crafted dump). Empty
+  /// while all is well.
+  const std::string& fault() const noexcept override { return fault_; }
 
  private:
   struct by_stream_size_address {
@@ -90,6 +111,16 @@ class caching_allocator_model final : public allocator_policy {
   using pool = std::pmr::set<model_block*, by_stream_size_address>;
   using unmapped_pool = std::pmr::set<model_block*, by_stream_address>;
 
+  /// A reservation of `size` (asked for at `requested`) with physical memory mapped into it and
+  /// access set: cudaMalloc, or one page of an expandable segment. `address` is where the model
+  /// places it: `requested` when `at_requested` (the model's own layout: an expandable page, the
+  /// trace-start memory), else where the device put it. False when the device refused; nothing
+  /// changed then.
+  bool take_memory(std::uint64_t size, std::uint64_t requested, bool at_requested, std::uint64_t& address);
+  /// The memory take_memory placed at `address` back to the device (the caller fenced it).
+  void give_back_memory(std::uint64_t address);
+  /// Records a device failure other than running out of memory.
+  void device_failed(const char* call, device_errc code);
   model_block* new_block(const model_block& value);
   void delete_block(model_block* block);
   void absorb(model_block* block, model_block* neighbour);
@@ -114,11 +145,21 @@ class caching_allocator_model final : public allocator_policy {
   bool release_cached_segments();
   void release_segment(model_block* block);
 
+  device& gpu_;
+  std::uint64_t granularity_;
   allocator_settings settings_;
   std::uint64_t capacity_;
-  std::uint64_t device_bytes_ = 0;  // 0: the device never runs out
   std::uint64_t free_lookups_[2] = {0, 0};  // get_free_blocks_call_count of the large [0] and small [1] pool
-  std::function<std::uint64_t(std::uint64_t)> address_for_;
+  // What the device holds for the model: each cudaMalloc'd segment and each page of an
+  // expandable segment, by the model's address. The device's address is the same unless that
+  // range was taken (a crafted dump: a segment at address 0, or overlapping another). Invariant:
+  // the device bytes sum to reserved_bytes_ when every trace-start segment is on the grid.
+  struct device_memory {
+    std::uint64_t address = 0;  // on the device
+    std::uint64_t bytes = 0;
+    physical_handle handle = 0;
+  };
+  std::map<std::uint64_t, device_memory> memory_;
   std::deque<model_block> storage_;
   std::vector<model_block*> recycled_;
   std::pmr::unsynchronized_pool_resource nodes_;
@@ -127,7 +168,9 @@ class caching_allocator_model final : public allocator_policy {
   unmapped_pool small_unmapped_{&nodes_};
   unmapped_pool large_unmapped_{&nodes_};
   // An expandable segment's reserved address range, by its start, so that a recorded map address
-  // is checked in log time (a scan of every reservation per address was quadratic).
+  // is checked in log time (a scan of every reservation per address was quadratic). The range is
+  // the model's: its end is known only when the recording's next reservation is met (and may be
+  // cut there), so the device reserves each page where it is mapped, not the range at once.
   struct reservation {
     std::uint64_t end = 0;
     std::uint64_t stream = 0;
@@ -135,14 +178,16 @@ class caching_allocator_model final : public allocator_policy {
   };
   std::map<std::uint64_t, reservation> reservations_;
   std::vector<model_block*> existing_runs_;  // first blocks of expandable runs, until closed
-  std::vector<std::uint64_t> recorded_maps_;
+  recorded_addresses recorded_;
+  std::uint64_t segments_placed_ = 0;  // recorded segments whose address a new segment took
   std::uint64_t maps_made_ = 0;
-  std::uint64_t synthetic_base_ = std::uint64_t{1} << 57;
+  std::uint64_t synthetic_base_ = std::uint64_t{1} << 57;  // reservations the recording did not make, above any real address
   std::int64_t allocated_bytes_ = 0;
   std::int64_t reserved_bytes_ = 0;
   std::uint64_t segments_ = 0;
   std::uint64_t retries_ = 0;
   std::vector<model_segment_event> events_;
+  std::string fault_;
 };
 
 }  // namespace rlmem

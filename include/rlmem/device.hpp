@@ -45,8 +45,12 @@ class device {
   virtual const device_config& config() const noexcept = 0;
 
   /// Reserves `size` bytes of address space with no memory behind them; `address` is aligned to
-  /// the granularity. Pre: size > 0, a multiple of the granularity.
-  virtual device_errc reserve(std::uint64_t size, std::uint64_t& address) noexcept = 0;
+  /// the granularity. A nonzero `requested` is a hint, as the driver takes one: the reservation
+  /// starts there when that range is aligned, inside the device's address space and overlaps no
+  /// reservation; otherwise it goes where it would have gone without one, so a caller that needs
+  /// the address it asked for compares `address` with it. Pre: size > 0, a multiple of the
+  /// granularity.
+  virtual device_errc reserve(std::uint64_t size, std::uint64_t requested, std::uint64_t& address) noexcept = 0;
   /// Gives a reservation back. Pre: [address, address + size) is exactly one reservation and
   /// nothing in it is mapped.
   virtual device_errc free_reservation(std::uint64_t address, std::uint64_t size) noexcept = 0;

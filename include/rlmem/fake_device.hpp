@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// A device in host memory: deterministic addresses, a capacity, every precondition checked, a
-// failure injected at the Nth call, a log of every call, and optionally host-backed pages so that
-// what a policy copies in and out can be checked on a CPU.
+// A device in host memory: deterministic addresses (or the ones asked for), a capacity, every
+// precondition checked, a failure injected at the Nth call, a log of every call, and optionally
+// host-backed pages so that what a policy copies in and out can be checked on a CPU. Replay's
+// simulated device: without host pages or log, it keeps one entry per live reservation,
+// mapping and handle.
 
 #include <rlmem/device.hpp>
 
@@ -19,9 +21,12 @@ namespace rlmem {
 struct fake_device_options {
   std::uint64_t total_bytes = std::uint64_t{80} << 30;
   std::uint64_t granularity = std::uint64_t{2} << 20;
-  /// Addresses are handed out upward from here, never reused: a run gives the same addresses
-  /// every time.
+  /// Addresses are handed out upward from here, never reused, and past reservations made at a
+  /// requested address: a run gives the same addresses every time. A requested address is
+  /// honoured anywhere the range is aligned, does not wrap and overlaps no reservation (replay
+  /// asks for the recording's addresses, which may lie anywhere).
   std::uint64_t address_base = std::uint64_t{0x7f00} << 32;
+  /// Reservations without a requested address fail with out_of_memory past address_base + this.
   std::uint64_t address_space_bytes = std::uint64_t{1} << 46;
   /// The Nth primitive call (counting from 1, memory_info and config excepted) fails with
   /// out_of_memory and changes nothing; 0 for never.
@@ -59,7 +64,7 @@ class fake_device final : public device {
   explicit fake_device(fake_device_options options = {});
 
   const device_config& config() const noexcept override { return config_; }
-  device_errc reserve(std::uint64_t size, std::uint64_t& address) noexcept override;
+  device_errc reserve(std::uint64_t size, std::uint64_t requested, std::uint64_t& address) noexcept override;
   device_errc free_reservation(std::uint64_t address, std::uint64_t size) noexcept override;
   device_errc create(std::uint64_t size, physical_handle& handle) noexcept override;
   device_errc release(physical_handle handle) noexcept override;
@@ -83,6 +88,10 @@ class fake_device final : public device {
 
   /// Physical bytes held: handles not yet both released and unmapped.
   std::uint64_t used_bytes() const noexcept { return used_bytes_; }
+  /// Another process took or gave back memory: from now on `free_bytes` more can be created
+  /// (the total becomes used_bytes() + free_bytes, at most 2^64 - 1). What a recorded oom's
+  /// device_free tells replay.
+  void set_free_bytes(std::uint64_t free_bytes) noexcept;
   std::uint64_t mapped_bytes() const noexcept { return mapped_bytes_; }
   std::size_t reservations() const noexcept { return reservations_.size(); }
   std::size_t live_handles() const noexcept { return handles_.size(); }
@@ -112,6 +121,8 @@ class fake_device final : public device {
   /// Counts the call and says whether it is the one to fail.
   bool injected_failure() noexcept;
   device_errc logged(device_op op, std::uint64_t address, std::uint64_t size, physical_handle handle, device_errc result) noexcept;
+  /// Whether [address, address + size) does not wrap and overlaps no reservation.
+  bool unreserved(std::uint64_t address, std::uint64_t size) const;
   /// The reservation holding all of [address, address + size), or end().
   std::map<std::uint64_t, std::uint64_t>::const_iterator reservation_holding(std::uint64_t address, std::uint64_t size) const;
   /// Calls `each(mapping start, mapping&)` over mappings covering [address, address + size) in

@@ -70,7 +70,6 @@ class rlmem_policy final : public allocator_policy {
   void free_requested(model_block* block) override;
   void free_completed(model_block* block) override;
   void empty_cache() override { release_cached_pages(); }
-  void set_device_bytes(std::uint64_t bytes) override { device_bytes_ = bytes; }
 
   std::int64_t allocated_bytes() const noexcept override { return allocated_bytes_; }
   std::int64_t reserved_bytes() const noexcept override { return static_cast<std::int64_t>(mapped_pages_ * page_bytes_); }
@@ -126,7 +125,7 @@ class rlmem_policy final : public allocator_policy {
 
   /// A device call failed for a reason other than memory (a broken precondition): the policy's
   /// bug, never the program's. Empty while all is well.
-  const std::string& fault() const noexcept { return fault_; }
+  const std::string& fault() const noexcept override { return fault_; }
   /// The caller has reported the fault.
   void clear_fault() noexcept { fault_.clear(); }
 
@@ -180,7 +179,6 @@ class rlmem_policy final : public allocator_policy {
   device& gpu_;
   rlmem_policy_options options_;
   std::uint64_t page_bytes_;
-  std::uint64_t device_bytes_ = 0;
   std::int64_t allocated_bytes_ = 0;
   std::uint64_t retries_ = 0;
   std::unordered_map<std::uint64_t, arena> arenas_;   // by stream

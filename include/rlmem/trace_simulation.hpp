@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// One pass of a snapshot's trace through the caching allocator model: the model starts from the
-// state the recording had at trace start (the live set's blocks in their segments), new segments
-// take the addresses the recording got, and every alloc, free, empty_cache() and oom of the trace
+// One pass of a snapshot's trace through an allocator policy (the caching allocator model, or
+// the rlmem policy) over the fake device: the model starts from the state the recording had at
+// trace start (the live set's blocks in their segments), new segments ask the device for the
+// addresses the recording got, and every alloc, free, empty_cache() and oom of the trace
 // is fed to it in order. The caller says what to watch: replay compares the segment events with
 // the recording's and searches capacities; inspect judges OOMs under other settings. Part of the
 // model layer, so both can call it.
@@ -11,6 +12,7 @@
 #include <rlmem/allocator_settings.hpp>
 #include <rlmem/rlmem_policy.hpp>
 #include <rlmem/caching_allocator.hpp>
+#include <rlmem/fake_device.hpp>
 #include <rlmem/snapshot.hpp>
 
 #include <cstddef>
@@ -49,6 +51,8 @@ struct simulation_step {
   /// Trace events applied so far: 0 is the state at trace start, n the state after event n - 1.
   std::size_t events_applied = 0;
   const allocator_policy& model;
+  /// The device the model runs on: what it holds is what the model reserved.
+  const fake_device& device;
   /// The block the event's alloc got; nullptr for other events and at trace start.
   const model_block* allocated = nullptr;
   /// The segment allocations, maps, frees and unmaps this event made (none at trace start).
@@ -98,6 +102,13 @@ struct recorded_limit {
   /// less one byte, as the collector's releases start at a share of the limit.
   std::uint64_t replay_bytes() const noexcept { return garbage_collection ? high_bytes - 1 : low_bytes; }
 };
+
+/// The fake device a simulation runs on: 1 TiB, more than any card, until a recorded oom tells
+/// how much the recording's had free; 2 MiB granularity, which every segment size and page of
+/// PyTorch's allocator is a multiple of (allocator_rules.hpp); addresses the recording did not
+/// give start at 2^56, above any a GPU hands out. No host pages and no log: its memory follows
+/// the trace's live segments and pages, not the simulated GPU.
+fake_device_options simulated_device_options();
 
 /// The limit `device`'s trace proves it ran under, none when it shows no refusal or its bracket
 /// is empty (the trace contradicts a single limit). O(events).

@@ -63,11 +63,14 @@ class cuda_device final : public device {
 
   const device_config& config() const noexcept override { return config_; }
 
-  device_errc reserve(std::uint64_t size, std::uint64_t& address) noexcept override {
+  device_errc reserve(std::uint64_t size, std::uint64_t requested, std::uint64_t& address) noexcept override {
     if (!sized(size)) return device_errc::invalid_argument;
     if (device_errc bound = bind(); bound != device_errc::ok) return bound;
     cu::device_pointer reserved = 0;
-    device_errc result = errc_of(driver_.address_reserve(&reserved, size, config_.granularity, 0, 0));
+    // cuMemAddressReserve takes the requested address as a hint: where that range is taken it
+    // reserves elsewhere, as the seam says. A misaligned one is no hint at all.
+    cu::device_pointer hint = aligned(requested) ? requested : 0;
+    device_errc result = errc_of(driver_.address_reserve(&reserved, size, config_.granularity, hint, 0));
     if (result == device_errc::ok) address = reserved;
     return result;
   }

@@ -5,6 +5,7 @@
 #include <rlmem/fake_device.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <new>
@@ -59,18 +60,39 @@ device_errc fake_device::logged(device_op op, std::uint64_t address, std::uint64
   return result;
 }
 
-device_errc fake_device::reserve(std::uint64_t size, std::uint64_t& address) noexcept {
+bool fake_device::unreserved(std::uint64_t address, std::uint64_t size) const {
+  if (address + size < address) return false;  // wraps
+  auto after = reservations_.lower_bound(address);
+  if (after != reservations_.end() && after->first - address < size) return false;
+  if (after == reservations_.begin()) return true;
+  auto before = std::prev(after);
+  return address - before->first >= before->second;
+}
+
+device_errc fake_device::reserve(std::uint64_t size, std::uint64_t requested, std::uint64_t& address) noexcept {
   if (injected_failure()) return logged(device_op::reserve, 0, size, 0, device_errc::out_of_memory);
   if (!sized(size)) return logged(device_op::reserve, 0, size, 0, device_errc::invalid_argument);
-  std::uint64_t end = options_.address_base + options_.address_space_bytes;
-  if (size > end - next_address_) return logged(device_op::reserve, 0, size, 0, device_errc::out_of_memory);
+  std::uint64_t start = requested;
+  bool at_requested = requested != 0 && aligned(requested) && unreserved(requested, size);
+  if (!at_requested) {
+    // Upward from the last address handed out, past reservations made at requested addresses.
+    std::uint64_t space_end = options_.address_base + options_.address_space_bytes;
+    start = next_address_;
+    for (;;) {
+      if (start > space_end || size > space_end - start) return logged(device_op::reserve, 0, size, 0, device_errc::out_of_memory);
+      if (unreserved(start, size)) break;
+      auto blocking = reservations_.upper_bound(start);  // the first to start above `start` ...
+      if (blocking != reservations_.begin() && start - std::prev(blocking)->first < std::prev(blocking)->second) --blocking;  // ... or the one holding it
+      start = blocking->first + blocking->second;
+    }
+  }
   try {
-    reservations_.emplace(next_address_, size);
+    reservations_.emplace(start, size);
   } catch (const std::bad_alloc&) {
     return logged(device_op::reserve, 0, size, 0, device_errc::out_of_memory);
   }
-  address = next_address_;
-  next_address_ += size;
+  address = start;
+  if (!at_requested) next_address_ = start + size;
   return logged(device_op::reserve, address, size, 0, device_errc::ok);
 }
 
@@ -192,6 +214,10 @@ device_errc fake_device::unmap(std::uint64_t address, std::uint64_t size) noexce
   state->second.mapped = false;
   drop_if_gone(state);
   return logged(device_op::unmap, address, size, handle, device_errc::ok);
+}
+
+void fake_device::set_free_bytes(std::uint64_t free_bytes) noexcept {
+  config_.total_bytes = free_bytes > UINT64_MAX - used_bytes_ ? UINT64_MAX : used_bytes_ + free_bytes;
 }
 
 device_errc fake_device::memory_info(std::uint64_t& free_bytes, std::uint64_t& total_bytes) noexcept {

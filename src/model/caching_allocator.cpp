@@ -22,10 +22,66 @@ constexpr std::uint64_t largest_reservation_bytes = std::uint64_t{141} * 1125 / 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t step) { return (value + step - 1) / step * step; }
 }  // namespace
 
-caching_allocator_model::caching_allocator_model(const allocator_settings& settings, std::uint64_t capacity_bytes,
-                                                 std::function<std::uint64_t(std::uint64_t)> address_for,
-                                                 std::vector<std::uint64_t> recorded_maps)
-    : settings_(settings), capacity_(capacity_bytes), address_for_(std::move(address_for)), recorded_maps_(std::move(recorded_maps)) {}
+caching_allocator_model::caching_allocator_model(device& gpu, const allocator_settings& settings, std::uint64_t capacity_bytes,
+                                                 recorded_addresses recorded)
+    : gpu_(gpu), granularity_(gpu.config().granularity), settings_(settings), capacity_(capacity_bytes), recorded_(std::move(recorded)) {}
+
+caching_allocator_model::~caching_allocator_model() {
+  if (!memory_.empty()) gpu_.synchronize();
+  while (!memory_.empty()) give_back_memory(memory_.begin()->first);
+}
+
+void caching_allocator_model::device_failed(const char* call, device_errc code) {
+  if (code != device_errc::out_of_memory && fault_.empty()) fault_ = std::string(call) + ": " + std::string(device_error_name(code));
+}
+
+// cudaMalloc, or ExpandableSegment::map's cuMemCreate + cuMemMap + cuMemSetAccess of one page
+// (its reservation is the model's; the device reserves the page alone, at its address).
+bool caching_allocator_model::take_memory(std::uint64_t size, std::uint64_t requested, bool at_requested, std::uint64_t& address) {
+  // A size off the grid (a crafted dump's trace-start segment) takes whole granules.
+  std::uint64_t bytes = round_up(size, granularity_);
+  if (bytes < size) bytes = size;  // no granule holds it: the device refuses it
+  std::uint64_t reserved = 0;
+  if (device_errc code = gpu_.reserve(bytes, requested, reserved); code != device_errc::ok) {
+    device_failed("reserve", code);
+    return false;
+  }
+  physical_handle handle = 0;
+  device_errc code = gpu_.create(bytes, handle);
+  if (code == device_errc::ok) {
+    code = gpu_.map(reserved, bytes, handle);
+    if (code == device_errc::ok) {
+      code = gpu_.set_access(reserved, bytes);
+      if (code != device_errc::ok) gpu_.unmap(reserved, bytes);
+    }
+    if (code != device_errc::ok) gpu_.release(handle);
+  }
+  if (code != device_errc::ok) {
+    gpu_.free_reservation(reserved, bytes);
+    device_failed("mapping memory", code);
+    return false;
+  }
+  std::uint64_t placed = at_requested ? requested : reserved;
+  if (!memory_.emplace(placed, device_memory{reserved, bytes, handle}).second) {  // a crafted dump's overlapping segments
+    gpu_.unmap(reserved, bytes);
+    gpu_.release(handle);
+    gpu_.free_reservation(reserved, bytes);
+    if (fault_.empty()) fault_ = "two segments or pages at one address";
+    return false;
+  }
+  address = placed;
+  return true;
+}
+
+void caching_allocator_model::give_back_memory(std::uint64_t address) {
+  auto found = memory_.find(address);
+  if (found == memory_.end()) return;  // trace-start memory the device could not hold (a fault)
+  const device_memory& held = found->second;
+  gpu_.unmap(held.address, held.bytes);
+  gpu_.release(held.handle);
+  gpu_.free_reservation(held.address, held.bytes);
+  memory_.erase(found);
+}
 
 // Expandable segments map pages of a small or a large segment's size.
 std::uint64_t caching_allocator_model::page_of(bool small) const { return small ? small_segment_bytes : large_segment_bytes; }
@@ -118,6 +174,15 @@ std::vector<model_block*> caching_allocator_model::add_existing_segment(std::uin
   }
   if (address + size > cursor) append(cursor, address + size - cursor, false, false);
   if (previous == nullptr) return made;  // an empty range holds nothing
+  // Its memory, where the recording had it: an expandable run page by page, as it was mapped.
+  std::uint64_t chunk = expandable ? page_of(small) : size;
+  for (std::uint64_t offset = 0; offset < size; offset += chunk) {
+    std::uint64_t placed = 0;
+    if (!take_memory(std::min(chunk, size - offset), address + offset, true, placed)) {
+      if (fault_.empty()) fault_ = "the device cannot hold the memory at trace start";
+      break;
+    }
+  }
   reserved_bytes_ = saturating_add(reserved_bytes_, signed_bytes(size));  // a hostile dump's segments may sum past int64
   if (expandable) {
     model_block* head = previous;
@@ -226,7 +291,8 @@ bool caching_allocator_model::cut_reservation_at(std::uint64_t address) {
 // A new reservation starts where the recording's did when the model maps as the recording did:
 // the model's next map is the recording's next one.
 std::uint64_t caching_allocator_model::new_reservation_base() {
-  if (maps_made_ < recorded_maps_.size() && cut_reservation_at(recorded_maps_[maps_made_])) return recorded_maps_[maps_made_];
+  const std::vector<std::uint64_t>& maps = recorded_.maps;
+  if (maps_made_ < maps.size() && cut_reservation_at(maps[maps_made_])) return maps[maps_made_];
   std::uint64_t address = synthetic_base_;
   synthetic_base_ += largest_reservation_bytes;
   return address;
@@ -252,11 +318,20 @@ model_block* caching_allocator_model::find_expandable_block(std::uint64_t size, 
   return whole;
 }
 
-// map_block: map the pages that cover [ptr, ptr + size) of an unmapped block.
+// map_block: map the pages that cover [ptr, ptr + size) of an unmapped block, each its own
+// memory (ExpandableSegment::map); when the device refuses one, those mapped here go back
+// (cuMemCreate OOM) and nothing changed.
 bool caching_allocator_model::map_block(model_block* block, std::uint64_t size) {
-  std::uint64_t bytes = std::min(round_up(size, page_of(block->small_pool)), block->size);
-  if (device_bytes_ > 0 && static_cast<std::uint64_t>(reserved_bytes_) + bytes > device_bytes_) return false;  // cuMemCreate OOM
+  std::uint64_t page = page_of(block->small_pool);
+  std::uint64_t bytes = std::min(round_up(size, page), block->size);
   if (bytes > static_cast<std::uint64_t>(INT64_MAX - reserved_bytes_)) return false;  // past any device: the count would overflow
+  for (std::uint64_t offset = 0; offset < bytes; offset += page) {
+    std::uint64_t placed = 0;
+    if (!take_memory(std::min(page, bytes - offset), block->ptr + offset, true, placed)) {
+      for (std::uint64_t mapped = 0; mapped < offset; mapped += page) give_back_memory(block->ptr + mapped);  // never used: no fence
+      return false;
+    }
+  }
   unmapped_of(block->small_pool).erase(block);
   if (bytes < block->size) {
     model_block* tail = new_block({block->ptr + bytes, block->size - bytes, block->stream, block->small_pool, false, false, false, true, block, block->next});
@@ -287,15 +362,19 @@ model_block* caching_allocator_model::expandable_block(std::uint64_t size, std::
   return block;
 }
 
-// alloc_block: a new segment from the device, unless the capacity forbids it.
+// alloc_block: a new segment from the device (cudaMalloc), unless the capacity forbids it. It
+// asks for the recording's next segment address when the sizes agree.
 model_block* caching_allocator_model::new_segment(std::uint64_t size, std::uint64_t alloc_size, std::uint64_t stream,
                                                   bool small, bool retry) {
   if (retry) ++retries_;
   if (capacity_ > 0 && static_cast<std::uint64_t>(reserved_bytes_) + alloc_size > capacity_) return nullptr;
   if (settings_.expandable_segments) return expandable_block(size, stream, small);
-  if (device_bytes_ > 0 && static_cast<std::uint64_t>(reserved_bytes_) + alloc_size > device_bytes_) return nullptr;  // cudaMalloc OOM
   if (alloc_size > static_cast<std::uint64_t>(INT64_MAX - reserved_bytes_)) return nullptr;  // past any device: the count would overflow
-  std::uint64_t address = address_for_(alloc_size);
+  const std::vector<model_segment_event>& recorded = recorded_.segments;
+  bool as_recorded = segments_placed_ < recorded.size() && recorded[segments_placed_].size == alloc_size;
+  std::uint64_t address = 0;
+  if (!take_memory(alloc_size, as_recorded ? recorded[segments_placed_].address : 0, false, address)) return nullptr;  // cudaMalloc OOM
+  if (as_recorded) ++segments_placed_;
   reserved_bytes_ += static_cast<std::int64_t>(alloc_size);
   ++segments_;
   events_.push_back({true, address, alloc_size});
@@ -303,6 +382,8 @@ model_block* caching_allocator_model::new_segment(std::uint64_t size, std::uint6
 }
 
 void caching_allocator_model::release_segment(model_block* block) {  // release_block
+  gpu_.synchronize();  // cudaFree waits for the device
+  give_back_memory(block->ptr);
   pool_of(block->small_pool).erase(block);
   reserved_bytes_ -= static_cast<std::int64_t>(block->size);
   --segments_;
@@ -317,6 +398,11 @@ void caching_allocator_model::unmap_block(model_block* block) {
   std::uint64_t begin = origin + round_up(block->ptr - origin, page);
   std::uint64_t end = origin + (block->ptr + block->size - origin) / page * page;
   if (end <= begin) return;
+  gpu_.synchronize();  // unmapHandles synchronizes the stream first
+  for (auto mapped = memory_.lower_bound(begin); mapped != memory_.end() && mapped->first < end;) {
+    std::uint64_t address = mapped++->first;
+    give_back_memory(address);
+  }
   pool& free = pool_of(block->small_pool);
   free.erase(block);
   if (begin > block->ptr) {  // the part before the first whole page stays mapped and free

@@ -41,7 +41,7 @@ rlmem_policy::arena* rlmem_policy::arena_of(std::uint64_t stream) {
   auto found = arenas_.find(stream);
   if (found != arenas_.end()) return &found->second;
   arena made;
-  if (device_errc code = gpu_.reserve(options_.reservation_bytes, made.base); code != device_errc::ok) {
+  if (device_errc code = gpu_.reserve(options_.reservation_bytes, 0, made.base); code != device_errc::ok) {
     if (code != device_errc::out_of_memory) fault_ = "reserve: " + std::string(device_error_name(code));
     return nullptr;
   }
@@ -96,11 +96,9 @@ void rlmem_policy::give_back(arena& where, std::uint64_t address, std::uint64_t 
   where.free_by_size.emplace(size, address);
 }
 
+// Under the capacity (set_per_process_memory_fraction); the device's own memory is its to refuse.
 bool rlmem_policy::room_for(std::uint64_t pages) const noexcept {
-  std::uint64_t after = (mapped_pages_ + pages) * page_bytes_;
-  if (options_.capacity_bytes > 0 && after > options_.capacity_bytes) return false;
-  if (device_bytes_ > 0 && after > device_bytes_) return false;
-  return true;
+  return options_.capacity_bytes == 0 || (mapped_pages_ + pages) * page_bytes_ <= options_.capacity_bytes;
 }
 
 void rlmem_policy::record(bool alloc, std::uint64_t address, const arena& owner) {
@@ -356,7 +354,7 @@ std::uint64_t rlmem_policy::segments() const noexcept {
 bool rlmem_policy::reserve_growable(std::uint64_t key, std::uint64_t max_bytes, std::uint64_t& base) {
   arena made;
   made.size = round_up(std::max<std::uint64_t>(max_bytes, 1), page_bytes_);
-  if (device_errc code = gpu_.reserve(made.size, made.base); code != device_errc::ok) {
+  if (device_errc code = gpu_.reserve(made.size, 0, made.base); code != device_errc::ok) {
     if (code != device_errc::out_of_memory) fault_ = "reserve: " + std::string(device_error_name(code));
     return false;
   }

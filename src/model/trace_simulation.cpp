@@ -85,6 +85,15 @@ class dump_segment_pools {
 
 }  // namespace
 
+fake_device_options simulated_device_options() {
+  fake_device_options gpu;
+  gpu.total_bytes = std::uint64_t{1} << 40;
+  gpu.granularity = std::uint64_t{2} << 20;
+  gpu.address_base = std::uint64_t{1} << 56;
+  gpu.address_space_bytes = std::uint64_t{1} << 56;
+  return gpu;
+}
+
 std::optional<recorded_limit> infer_recorded_limit(const snapshot& snap, std::int64_t device) {
   const device_trace* trace = snap.trace_for(device);
   if (trace == nullptr) return std::nullopt;
@@ -161,37 +170,23 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
     return result;
   }
 
-  // New segments take the addresses the recording got, while the model asks for the same sizes.
-  std::vector<const trace_event*> recorded_segments;
-  std::vector<std::uint64_t> recorded_maps;
+  // New segments ask for the addresses the recording got, while the model asks for the same sizes.
+  recorded_addresses recorded_places;
   for (const trace_event& event : events) {
-    if (event.action == trace_action::segment_alloc) recorded_segments.push_back(&event);
-    if (event.action == trace_action::segment_map) recorded_maps.push_back(event.addr);
+    if (event.action == trace_action::segment_alloc) recorded_places.segments.push_back({true, event.addr, event.size});
+    if (event.action == trace_action::segment_map) recorded_places.maps.push_back(event.addr);
   }
-  std::size_t next_recorded = 0;
-  std::uint64_t synthetic_address = std::uint64_t{1} << 56;
-  auto address_for = [&](std::uint64_t size) {
-    if (next_recorded < recorded_segments.size() && recorded_segments[next_recorded]->size == size) {
-      return recorded_segments[next_recorded++]->addr;
-    }
-    std::uint64_t address = synthetic_address;
-    synthetic_address += size;
-    return address;
-  };
-  // The policy that decides: torch's native allocator, or the rlmem policy over a fake device
-  // (no host pages: the simulation's memory follows the trace, not the simulated GPU).
+  // The policy that decides, torch's native allocator or the rlmem policy, over the fake device:
+  // no host pages and no log, so the simulation's memory follows the trace, not the simulated GPU.
+  fake_device simulated_gpu(simulated_device_options());
   std::optional<caching_allocator_model> torch_allocator;
-  std::optional<fake_device> simulated_gpu;
   std::optional<rlmem_policy> rlmem_allocator;
   if (rlmem) {
-    fake_device_options gpu;
-    gpu.total_bytes = std::uint64_t{1} << 50;
-    simulated_gpu.emplace(gpu);
     rlmem_policy_options chosen = *options.rlmem;
     chosen.capacity_bytes = options.capacity_bytes;
-    rlmem_allocator.emplace(*simulated_gpu, chosen);
+    rlmem_allocator.emplace(simulated_gpu, chosen);
   } else {
-    torch_allocator.emplace(settings, options.capacity_bytes, address_for, std::move(recorded_maps));
+    torch_allocator.emplace(simulated_gpu, settings, options.capacity_bytes, std::move(recorded_places));
   }
   allocator_policy& model = rlmem ? static_cast<allocator_policy&>(*rlmem_allocator) : *torch_allocator;
 
@@ -257,6 +252,10 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
     return result;
   }
   model.close_existing_reservations();
+  if (!model.fault().empty()) {
+    result.unsupported = "the simulated device cannot hold the memory at trace start as the recording placed it (" + model.fault() + ")";
+    return result;
+  }
   // The maps that placed it are the trace-start state, not events of the trace.
   const std::size_t setup_segment_events = model.segment_events().size();
   if (repack && !start.mapped().empty()) {
@@ -266,7 +265,7 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
                            placed + "; the recording's cached free space at trace start (" +
                            format_bytes(static_cast<std::int64_t>(dropped_cache_bytes)) + ") is not carried over");
   }
-  if (observe) observe(simulation_step{0, model, nullptr, {}});
+  if (observe) observe(simulation_step{0, model, simulated_gpu, nullptr, {}});
   bool limited = options.capacity_bytes > 0;
 
   result.peak_allocated_bytes = model.allocated_bytes();
@@ -284,8 +283,8 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
       case trace_action::alloc:
       case trace_action::oom: {
         // A recorded oom is a request the recording could not serve: ask the model too, on a
-        // device no larger than what the recording had (its reserved bytes plus CUDA's free).
-        if (event.action == trace_action::oom) model.set_device_bytes(static_cast<std::uint64_t>(model.reserved_bytes()) + event.addr);
+        // device no larger than what the recording had (what it holds plus CUDA's free).
+        if (event.action == trace_action::oom) simulated_gpu.set_free_bytes(event.addr);
         model_block* block = model.allocate(event.size, snap.streams[snap.tag_of(event).stream]);
         if (block == nullptr) {
           bool recorded_oom = event.action == trace_action::oom;
@@ -324,10 +323,18 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
     ++result.events_applied;
     if (observe) {
       std::span<const model_segment_event> made(model.segment_events());
-      observe(simulation_step{result.events_applied, model, allocated, made.subspan(segment_events_before)});
+      observe(simulation_step{result.events_applied, model, simulated_gpu, allocated, made.subspan(segment_events_before)});
     }
     result.peak_allocated_bytes = std::max(result.peak_allocated_bytes, model.allocated_bytes());
     result.peak_reserved_bytes = std::max(result.peak_reserved_bytes, model.reserved_bytes());
+  }
+  if (!model.fault().empty()) {  // a device call the policy got wrong: nothing of the run can be trusted
+    trace_simulation refused;
+    refused.device = result.device;
+    refused.settings = result.settings;
+    refused.expandable_trace = result.expandable_trace;
+    refused.unsupported = "the simulated device refused a call (" + model.fault() + ")";
+    return refused;
   }
   result.segments = model.segments();
   result.alloc_retries = model.alloc_retries();

@@ -42,7 +42,7 @@ class device_conformance : public ::testing::Test {
   // A reservation of `pages` granules; released by the test.
   std::uint64_t reserve(std::uint64_t pages) {
     std::uint64_t address = 0;
-    EXPECT_EQ(device_->reserve(pages * granularity_, address), device_errc::ok);
+    EXPECT_EQ(device_->reserve(pages * granularity_, 0, address), device_errc::ok);
     return address;
   }
 
@@ -168,14 +168,44 @@ TYPED_TEST(device_conformance, async_copies_and_fills_on_the_copy_stream_round_t
   EXPECT_EQ(gpu.free_reservation(base, 2 * page), device_errc::ok);
 }
 
+// A reservation starts at the requested address where that range is free (replay places memory
+// where the recording had it, as cuMemAddressReserve's hint does); where a reservation holds
+// part of it, or the address is misaligned, the device places it elsewhere, overlapping nothing.
+TYPED_TEST(device_conformance, a_reservation_starts_at_the_requested_address_when_that_range_is_free) {
+  device& gpu = *this->device_;
+  const std::uint64_t page = this->granularity_;
+  std::uint64_t base = this->reserve(4);
+  ASSERT_EQ(gpu.free_reservation(base, 4 * page), device_errc::ok);
+  std::uint64_t at = 0;
+  ASSERT_EQ(gpu.reserve(2 * page, base + page, at), device_errc::ok);
+  EXPECT_EQ(at, base + page) << "a free range, asked for";
+  std::uint64_t elsewhere = 0;
+  ASSERT_EQ(gpu.reserve(2 * page, base, elsewhere), device_errc::ok);
+  EXPECT_TRUE(elsewhere + 2 * page <= at || elsewhere >= at + 2 * page) << "asked for a range that overlaps one reserved";
+  EXPECT_EQ(elsewhere % page, 0u);
+  std::uint64_t misaligned = 0;
+  ASSERT_EQ(gpu.reserve(page, base + page / 2, misaligned), device_errc::ok);
+  EXPECT_EQ(misaligned % page, 0u) << "a misaligned address is no request";
+  EXPECT_TRUE(misaligned + page <= at || misaligned >= at + 2 * page);
+  // The requested range is a reservation like any other.
+  physical_handle handle = this->create(1);
+  ASSERT_EQ(gpu.map(at + page, page, handle), device_errc::ok);
+  ASSERT_EQ(gpu.set_access(at + page, page), device_errc::ok);
+  EXPECT_EQ(gpu.unmap(at + page, page), device_errc::ok);
+  EXPECT_EQ(gpu.release(handle), device_errc::ok);
+  EXPECT_EQ(gpu.free_reservation(at, 2 * page), device_errc::ok);
+  EXPECT_EQ(gpu.free_reservation(elsewhere, 2 * page), device_errc::ok);
+  EXPECT_EQ(gpu.free_reservation(misaligned, page), device_errc::ok);
+}
+
 // Preconditions the seam states are refused with invalid_argument, and refusing changes nothing.
 TYPED_TEST(device_conformance, broken_preconditions_are_refused) {
   device& gpu = *this->device_;
   const std::uint64_t page = this->granularity_;
   std::uint64_t address = 0;
   physical_handle handle = 0;
-  EXPECT_EQ(gpu.reserve(0, address), device_errc::invalid_argument);
-  EXPECT_EQ(gpu.reserve(page + 1, address), device_errc::invalid_argument);
+  EXPECT_EQ(gpu.reserve(0, 0, address), device_errc::invalid_argument);
+  EXPECT_EQ(gpu.reserve(page + 1, 0, address), device_errc::invalid_argument);
   EXPECT_EQ(gpu.create(0, handle), device_errc::invalid_argument);
   EXPECT_EQ(gpu.create(page / 2, handle), device_errc::invalid_argument);
 

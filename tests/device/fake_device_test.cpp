@@ -25,7 +25,7 @@ fake_device_options small_device() {
 std::uint64_t one_page_mapped(fake_device& gpu, std::uint64_t reserved_mib) {
   std::uint64_t base = 0;
   physical_handle handle = 0;
-  EXPECT_EQ(gpu.reserve(reserved_mib * mib, base), device_errc::ok);
+  EXPECT_EQ(gpu.reserve(reserved_mib * mib, 0, base), device_errc::ok);
   EXPECT_EQ(gpu.create(2 * mib, handle), device_errc::ok);
   EXPECT_EQ(gpu.map(base, 2 * mib, handle), device_errc::ok);
   return base;
@@ -44,7 +44,7 @@ TEST(fake_device, physical_memory_is_bounded_by_its_capacity_and_comes_back_on_r
   EXPECT_EQ(total_bytes, 8 * mib);
 
   std::uint64_t base = 0;
-  ASSERT_EQ(gpu.reserve(6 * mib, base), device_errc::ok);
+  ASSERT_EQ(gpu.reserve(6 * mib, 0, base), device_errc::ok);
   ASSERT_EQ(gpu.map(base, 6 * mib, a), device_errc::ok);
   ASSERT_EQ(gpu.release(a), device_errc::ok);
   EXPECT_EQ(gpu.used_bytes(), 6 * mib) << "released but mapped: the memory is still held";
@@ -60,15 +60,65 @@ TEST(fake_device, addresses_are_deterministic_and_never_reused) {
   std::uint64_t first = 0;
   std::uint64_t second = 0;
   std::uint64_t third = 0;
-  ASSERT_EQ(gpu.reserve(4 * mib, first), device_errc::ok);
-  ASSERT_EQ(gpu.reserve(2 * mib, second), device_errc::ok);
+  ASSERT_EQ(gpu.reserve(4 * mib, 0, first), device_errc::ok);
+  ASSERT_EQ(gpu.reserve(2 * mib, 0, second), device_errc::ok);
   EXPECT_EQ(first, 0x10000000u);
   EXPECT_EQ(second, 0x10000000u + 4 * mib);
   ASSERT_EQ(gpu.free_reservation(first, 4 * mib), device_errc::ok);
-  ASSERT_EQ(gpu.reserve(4 * mib, third), device_errc::ok);
+  ASSERT_EQ(gpu.reserve(4 * mib, 0, third), device_errc::ok);
   EXPECT_EQ(third, second + 2 * mib) << "a freed range is not handed out again";
   EXPECT_EQ(gpu.free_reservation(first, 4 * mib), device_errc::invalid_argument) << "freed twice";
   EXPECT_EQ(gpu.free_reservation(third, 2 * mib), device_errc::invalid_argument) << "not the reserved size";
+}
+
+// A requested address is honoured anywhere (replay asks for recorded addresses, below the base
+// or above it); addresses handed out without one step past the reservations in their way, and
+// the address space bounds them alone.
+TEST(fake_device, requested_addresses_are_taken_anywhere_free_and_others_step_past_them) {
+  fake_device_options options = small_device();
+  options.address_space_bytes = 16 * mib;
+  fake_device gpu(options);
+  std::uint64_t low = 0;
+  ASSERT_EQ(gpu.reserve(2 * mib, 0x200000, low), device_errc::ok);
+  EXPECT_EQ(low, 0x200000u) << "below the base";
+  std::uint64_t in_the_way = 0;
+  ASSERT_EQ(gpu.reserve(4 * mib, 0x10000000 + 2 * mib, in_the_way), device_errc::ok);
+  EXPECT_EQ(in_the_way, 0x10000000u + 2 * mib);
+  std::uint64_t first = 0;
+  std::uint64_t second = 0;
+  ASSERT_EQ(gpu.reserve(2 * mib, 0, first), device_errc::ok);
+  EXPECT_EQ(first, 0x10000000u) << "fits below the requested one";
+  ASSERT_EQ(gpu.reserve(2 * mib, 0, second), device_errc::ok);
+  EXPECT_EQ(second, 0x10000000u + 6 * mib) << "steps past the requested one";
+  std::uint64_t taken = 0;
+  ASSERT_EQ(gpu.reserve(2 * mib, 0x10000000 + 3 * mib, taken), device_errc::ok);
+  EXPECT_EQ(taken, 0x10000000u + 8 * mib) << "misaligned: where it would have gone without one";
+  ASSERT_EQ(gpu.reserve(2 * mib, 0x10000000 + 4 * mib, taken), device_errc::ok);
+  EXPECT_EQ(taken, 0x10000000u + 10 * mib) << "overlapping a reservation: the same";
+  std::uint64_t far = 0;
+  ASSERT_EQ(gpu.reserve(2 * mib, std::uint64_t{1} << 60, far), device_errc::ok);
+  EXPECT_EQ(far, std::uint64_t{1} << 60) << "above the address space: requested addresses are not bounded by it";
+  std::uint64_t last = 0;
+  EXPECT_EQ(gpu.reserve(8 * mib, 0, last), device_errc::out_of_memory) << "12 MiB of 16 used";
+  EXPECT_EQ(gpu.reserve(4 * mib, 0, last), device_errc::ok);
+  EXPECT_EQ(gpu.reserve(4 * mib, UINT64_MAX - 2 * mib + 1, last), device_errc::out_of_memory) << "a requested range that wraps is no request";
+}
+
+// A recorded oom tells how much memory the device had free: the fake takes it as its own.
+TEST(fake_device, free_memory_can_be_set_as_another_process_would_change_it) {
+  fake_device gpu(small_device());
+  physical_handle a = 0;
+  physical_handle b = 0;
+  ASSERT_EQ(gpu.create(4 * mib, a), device_errc::ok);
+  gpu.set_free_bytes(2 * mib);
+  EXPECT_EQ(gpu.create(4 * mib, b), device_errc::out_of_memory) << "2 MiB free";
+  std::uint64_t free_bytes = 0;
+  std::uint64_t total_bytes = 0;
+  ASSERT_EQ(gpu.memory_info(free_bytes, total_bytes), device_errc::ok);
+  EXPECT_EQ(free_bytes, 2 * mib);
+  EXPECT_EQ(total_bytes, 6 * mib);
+  gpu.set_free_bytes(UINT64_MAX);
+  EXPECT_EQ(gpu.create(64 * mib, b), device_errc::ok) << "more than the device had: the total saturates";
 }
 
 TEST(fake_device, the_nth_call_fails_with_out_of_memory_and_changes_nothing) {
@@ -78,7 +128,7 @@ TEST(fake_device, the_nth_call_fails_with_out_of_memory_and_changes_nothing) {
   fake_device gpu(options);
   std::uint64_t base = 0;
   physical_handle handle = 0;
-  ASSERT_EQ(gpu.reserve(2 * mib, base), device_errc::ok);                  // call 1
+  ASSERT_EQ(gpu.reserve(2 * mib, 0, base), device_errc::ok);              // call 1
   ASSERT_EQ(gpu.create(2 * mib, handle), device_errc::ok);                 // call 2
   EXPECT_EQ(gpu.map(base, 2 * mib, handle), device_errc::out_of_memory);  // call 3
   EXPECT_EQ(gpu.mapped_bytes(), 0u);
@@ -121,7 +171,7 @@ TEST(fake_device, a_handle_maps_once_and_only_at_its_size_inside_a_reservation) 
   fake_device gpu(small_device());
   std::uint64_t base = 0;
   physical_handle handle = 0;
-  ASSERT_EQ(gpu.reserve(4 * mib, base), device_errc::ok);
+  ASSERT_EQ(gpu.reserve(4 * mib, 0, base), device_errc::ok);
   ASSERT_EQ(gpu.create(2 * mib, handle), device_errc::ok);
   EXPECT_EQ(gpu.map(base, 4 * mib, handle), device_errc::invalid_argument) << "not the handle's size";
   EXPECT_EQ(gpu.map(base + 4 * mib, 2 * mib, handle), device_errc::invalid_argument) << "outside the reservation";

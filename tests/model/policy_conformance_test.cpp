@@ -3,7 +3,8 @@
 // allocator, with expandable segments, and the rlmem policy caching or releasing free pages,
 // each driven through the allocator_policy seam by the same randomized workload. What any
 // allocator owes its program: blocks that do not overlap and hold the request, counters that
-// match the blocks, a refusal under a capacity that changes nothing, and memory back at the end.
+// match the blocks and the memory the device maps, a refusal under a capacity or by the device
+// that changes nothing, and memory back at the end.
 
 #include <rlmem/allocator_policy.hpp>
 #include <rlmem/caching_allocator.hpp>
@@ -23,29 +24,22 @@ namespace {
 
 constexpr std::uint64_t mib = std::uint64_t{1} << 20;
 
-// Addresses for the native model's new segments, never reused.
-struct segment_addresses {
-  std::uint64_t next = std::uint64_t{1} << 40;
-  std::uint64_t operator()(std::uint64_t size) {
-    std::uint64_t address = next;
-    next += (size + 2 * mib - 1) / (2 * mib) * (2 * mib);
-    return address;
-  }
-};
-
-// A policy and what it runs over, made with a capacity in bytes (0: none).
-// (torch's model keeps its own segment bookkeeping; only the rlmem policy runs over the device.)
+// A policy and the fake device it runs on, made with a capacity in bytes (0: none) and the
+// device's options (a failure to inject).
 struct native {
+  fake_device gpu;
   std::unique_ptr<allocator_policy> policy;
-  explicit native(std::uint64_t capacity) : policy(std::make_unique<caching_allocator_model>(allocator_settings{}, capacity, segment_addresses{})) {}
+  explicit native(std::uint64_t capacity, fake_device_options device = {})
+      : gpu(device), policy(std::make_unique<caching_allocator_model>(gpu, allocator_settings{}, capacity)) {}
 };
 
 struct expandable {
+  fake_device gpu;
   std::unique_ptr<allocator_policy> policy;
-  explicit expandable(std::uint64_t capacity) {
+  explicit expandable(std::uint64_t capacity, fake_device_options device = {}) : gpu(device) {
     allocator_settings settings;
     settings.expandable_segments = true;
-    policy = std::make_unique<caching_allocator_model>(settings, capacity, segment_addresses{});
+    policy = std::make_unique<caching_allocator_model>(gpu, settings, capacity);
   }
 };
 
@@ -53,7 +47,7 @@ template <bool release>
 struct rlmem_pages {
   fake_device gpu;
   std::unique_ptr<allocator_policy> policy;
-  explicit rlmem_pages(std::uint64_t capacity) {
+  explicit rlmem_pages(std::uint64_t capacity, fake_device_options device = {}) : gpu(device) {
     rlmem_policy_options options;
     options.capacity_bytes = capacity;
     options.release_free_pages = release;
@@ -109,11 +103,55 @@ TYPED_TEST(policy_conformance, live_blocks_never_overlap_and_the_counters_match_
     allocated += static_cast<std::int64_t>(block->size);
     ASSERT_EQ(policy.allocated_bytes(), allocated) << "step " << step;
     ASSERT_GE(policy.reserved_bytes(), policy.allocated_bytes()) << "step " << step;
+    ASSERT_EQ(static_cast<std::uint64_t>(policy.reserved_bytes()), made.gpu.mapped_bytes()) << "reserved is what the device maps, step " << step;
+    ASSERT_EQ(made.gpu.used_bytes(), made.gpu.mapped_bytes()) << "no memory held unmapped, step " << step;
   }
   for (auto& [address, block] : live) policy.free_completed(block);
   EXPECT_EQ(policy.allocated_bytes(), 0);
   policy.empty_cache();
   EXPECT_EQ(policy.reserved_bytes(), 0) << "everything back after empty_cache";
+  EXPECT_EQ(made.gpu.used_bytes(), 0u) << "and to the device";
+  EXPECT_EQ(policy.fault(), "");
+}
+
+// A device call that fails (the fake fails the Nth) is an out-of-memory to the policy, at every
+// call a run of requests makes: each request is served on a retry or refused, and a refusal
+// leaves nothing behind: what the policy reserves is what the device maps, allocated bytes are
+// the blocks served, and everything goes back at the end.
+TYPED_TEST(policy_conformance, a_failed_device_call_is_an_out_of_memory_that_leaves_nothing_behind) {
+  const std::vector<std::uint64_t> requests{30 * mib, 1 * mib, 500, 60 * mib, 3 * mib, 25 * mib, 700 * 1024};
+  // The calls the requests make when none fails: each of them fails once below (the releases at
+  // the end are not what this tests, and a driver's unmap does not run out of memory).
+  std::uint64_t calls = 0;
+  {
+    TypeParam clean(0);
+    for (std::uint64_t request : requests) ASSERT_NE(clean.policy->allocate(request, 1), nullptr);
+    calls = clean.gpu.calls();
+  }
+  ASSERT_GE(calls, 8u) << "the requests make too few device calls to test";
+  for (std::uint64_t call = 1; call <= calls; ++call) {
+    fake_device_options device;
+    device.fail_call = call;
+    TypeParam made(0, device);
+    allocator_policy& policy = *made.policy;
+    std::vector<model_block*> held;
+    std::int64_t allocated = 0;
+    for (std::uint64_t request : requests) {
+      model_block* block = policy.allocate(request, 1);
+      if (block != nullptr) {
+        held.push_back(block);
+        allocated += static_cast<std::int64_t>(block->size);
+      }
+      ASSERT_EQ(policy.allocated_bytes(), allocated) << "failing call " << call << ", request " << request;
+      ASSERT_EQ(static_cast<std::uint64_t>(policy.reserved_bytes()), made.gpu.mapped_bytes()) << "failing call " << call;
+      ASSERT_EQ(made.gpu.used_bytes(), made.gpu.mapped_bytes()) << "failing call " << call << ": memory created and not mapped";
+    }
+    EXPECT_EQ(policy.fault(), "") << "failing call " << call << ": an injected out_of_memory is no fault";
+    for (model_block* block : held) policy.free_completed(block);
+    policy.empty_cache();
+    EXPECT_EQ(made.gpu.used_bytes(), 0u) << "failing call " << call;
+    EXPECT_EQ(made.gpu.live_handles(), 0u) << "failing call " << call;
+  }
 }
 
 // Under a capacity a request that cannot be served is refused and changes nothing; once the

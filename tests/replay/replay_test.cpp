@@ -10,7 +10,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace rlmem {
 
@@ -349,6 +353,74 @@ TEST(replay, the_rlmem_policy_needs_no_more_than_one_percent_over_demand) {
   // Torch's allocator on the same trace needs more: natively, and with expandable segments.
   replay_options native;
   EXPECT_GT(min_capacity(snap, native), smallest + (std::uint64_t{256} << 20));
+}
+
+}  // namespace rlmem
+
+namespace rlmem {
+
+// Issue 14: replay's simulated device is the fake. At every event of real recordings, what the
+// policy reserved is what the fake device maps and holds (no memory created and left unmapped),
+// for torch's allocator with and without expandable segments, under a capacity with a recorded
+// oom (whose device_free becomes the fake's free memory), and for the rlmem policy.
+TEST(replay, the_policys_reserved_bytes_are_the_fake_devices_mapped_bytes_at_every_event) {
+  struct run {
+    const char* name;
+    std::optional<allocator_settings> settings;
+    std::uint64_t capacity_bytes;
+    std::optional<rlmem_policy_options> rlmem;
+  };
+  allocator_settings expandable;
+  expandable.expandable_segments = true;
+  const std::vector<run> runs{
+      {"frag_default.pickle.zst", std::nullopt, 0, std::nullopt},
+      {"frag_default.pickle.zst", expandable, 0, std::nullopt},  // packed into expandable segments
+      {"frag_expandable.pickle.zst", std::nullopt, 0, std::nullopt},
+      {"fidelity_prefetch_record_stream_expandable.pickle.zst", std::nullopt, 0, std::nullopt},
+      {"frag_default_oom.pickle.zst", std::nullopt, 2'805'590'497, std::nullopt},
+      {"tiny_oom_expandable_compile.pickle", std::nullopt, 0, std::nullopt},
+      {"grpo_clean.pickle.zst", std::nullopt, 0, rlmem_policy_options{}},
+  };
+  for (const run& each : runs) {
+    trace_simulation_options options;
+    options.settings = each.settings;
+    options.capacity_bytes = each.capacity_bytes;
+    options.rlmem = each.rlmem;
+    std::size_t steps = 0;
+    std::size_t mismatches = 0;
+    std::string first;
+    std::uint64_t largest = 0;
+    trace_simulation simulated = simulate_trace(fixture(each.name), options, [&](const simulation_step& step) {
+      ++steps;
+      auto reserved = static_cast<std::uint64_t>(step.model.reserved_bytes());
+      largest = std::max(largest, step.device.mapped_bytes());
+      if (reserved == step.device.mapped_bytes() && step.device.used_bytes() == reserved) return;
+      if (mismatches++ == 0) {
+        first = "after " + std::to_string(step.events_applied) + " events: reserved " + std::to_string(reserved) + ", mapped " +
+                std::to_string(step.device.mapped_bytes()) + ", held " + std::to_string(step.device.used_bytes());
+      }
+    });
+    ASSERT_EQ(simulated.unsupported, "") << each.name;
+    EXPECT_EQ(steps, simulated.events_applied + 1) << each.name;
+    EXPECT_EQ(mismatches, 0u) << each.name << ": " << first;
+    EXPECT_EQ(largest, static_cast<std::uint64_t>(simulated.peak_reserved_bytes)) << each.name;
+  }
+}
+
+// The smallest capacity is what it was before the fake device held replay's memory (the
+// figures of `rlmem replay --compare` on main before the change).
+TEST(replay, the_smallest_capacity_is_unchanged_on_the_fake_device) {
+  const snapshot& snap = fixture("frag_default.pickle.zst");
+  EXPECT_EQ(min_capacity(snap, {}), 2'936'012'800u);
+  replay_options expandable;
+  expandable.settings = settings_of(snap);
+  expandable.settings->expandable_segments = true;
+  EXPECT_EQ(min_capacity(snap, expandable), 2'699'034'624u);
+  replay_options rlmem;
+  rlmem.rlmem = rlmem_policy_options{};
+  EXPECT_EQ(min_capacity(snap, rlmem), 2'629'828'608u);
+  EXPECT_EQ(min_capacity(fixture("frag_expandable.pickle.zst"), {}), 2'678'063'104u);
+  EXPECT_EQ(min_capacity(fixture("fidelity_capacity_gc.pickle.zst"), {}), 4'009'754'624u);
 }
 
 }  // namespace rlmem
