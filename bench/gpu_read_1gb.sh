@@ -7,6 +7,9 @@ compressed=$1; before=$2; after=$3
 out=${OUT:-.}
 xz -dc "$compressed" > /tmp/big.pickle
 python3 -c 'import torch; print("torch", torch.__version__)'; nproc
+"$before" inspect --json /tmp/big.pickle > /tmp/before.json
+"$after" inspect --json /tmp/big.pickle > /tmp/after.json
+cmp /tmp/before.json /tmp/after.json && echo "inspect --json identical before and after"
 python3 bench/side_by_side.py /tmp/big.pickle --repeats 3 \
   --run "rlmem before=$before inspect --json {file}" \
   --run "rlmem now=$after inspect --json {file}" \

@@ -56,6 +56,13 @@ struct read_options {
   /// compressed or not) smaller than one block, or one for which no thread can be started, is
   /// read on the calling thread.
   std::size_t read_ahead_block_bytes = std::size_t{1} << 20;
+  /// For an input of at least this many (uncompressed, where known) bytes, a second thread
+  /// faults in the pages just ahead of the reader's two largest arrays (the trace entries and
+  /// the memo), so the parse does not stop for the kernel to map and zero them; at most 2 MiB
+  /// of each is resident before it is written. It only maps pages: the snapshot and every error
+  /// are the same either way. UINT64_MAX turns it off; on kernels older than Linux 5.14 it
+  /// does nothing.
+  std::uint64_t prefault_from_bytes = std::uint64_t{32} << 20;
 };
 
 /// Reads the snapshot in `path`. The format (pickle, gzip, zstd) is detected from the content.

@@ -3,6 +3,8 @@
 
 #include "pickle_machine.hpp"
 
+#include "page_prefaulter.hpp"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -127,21 +129,34 @@ class recent_stacks {
     slots_.fill({});
     arena_.clear();
   }
-  // Every 8 bytes of the run multiplied on their own and rotated by their position, then
-  // summed: no multiply waits for the one before. find() compares the whole run, so a weak
-  // hash costs a miss, never a wrong stack.
-  static std::uint64_t hash_of(std::span<const std::byte> run) {
-    std::uint64_t hash = run.size();
-    std::size_t i = 0;
-    for (; i + 8 <= run.size(); i += 8) {
-      std::uint64_t word;
-      std::memcpy(&word, run.data() + i, 8);
-      hash += std::rotl(word * 0x9e3779b97f4a7c15ULL, static_cast<int>(i & 63));
+  // The run of LONG_BINGET and BINGET at `at` (at most max_run_bytes of it) and its hash, in one
+  // pass: returns where the run ends. Each reference's index, tagged with its position, is
+  // multiplied on its own and the products summed, so no multiply waits for the one before
+  // (and the sum stays in a register: this is kept out of line from the shortcut's loop, where
+  // it was spilled to the stack). find() compares the whole run, so a weak hash costs a miss,
+  // never a wrong stack.
+  [[gnu::noinline]] static const std::byte* scan_run(const std::byte* at, const std::byte* end, std::uint64_t& hash) {
+    const std::byte* const start = at;
+    std::uint64_t sum = 0;
+    std::uint64_t position = 0;
+    constexpr std::uint64_t multiplier = 0x9e3779b97f4a7c15ULL;
+    while (static_cast<std::size_t>(at - start) < max_run_bytes) {
+      std::uint64_t index;
+      if (end - at >= 5 && *at == std::byte{LONG_BINGET}) {
+        index = load_le<std::uint32_t>(at + 1);
+        at += 5;
+      } else if (end - at >= 2 && *at == std::byte{BINGET}) {
+        index = std::to_integer<std::uint64_t>(at[1]) | (std::uint64_t{1} << 32);
+        at += 2;
+      } else {
+        break;
+      }
+      sum += (index + (position << 33)) * multiplier;
+      ++position;
     }
-    std::uint64_t tail = 0;
-    std::memcpy(&tail, run.data() + i, run.size() - i);
-    hash += std::rotl(tail * 0xff51afd7ed558ccdULL, static_cast<int>(i & 63));
-    return hash ^ (hash >> 29) ^ (hash >> 47);
+    sum += static_cast<std::uint64_t>(at - start) * 0xff51afd7ed558ccdULL;
+    hash = sum ^ (sum >> 29) ^ (sum >> 47);
+    return at;
   }
 
  private:
@@ -158,7 +173,7 @@ class recent_stacks {
 class machine {
  public:
   machine(input_window& input, const read_limits& limits, snapshot_builder& builder, error& failure,
-          std::uint64_t size_hint, bool trace_entry_shortcut)
+          std::uint64_t size_hint, bool trace_entry_shortcut, bool prefault)
       : in_(input), limits_(limits), builder_(builder), failure_(failure), stack_(limits.max_stack_values, until_poll_),
         shortcut_enabled_(trace_entry_shortcut) {
     // Torch's pickles memoize one value per 35 to 55 bytes; reserving avoids regrowth copies.
@@ -168,7 +183,16 @@ class machine {
     builder_.track_memo(memo_);
     builder_.set_budget(limits, input);
     builder_.poll_on_budget(&until_poll_);
+    if (prefault) {
+      try {
+        prefaulter_ = std::make_unique<page_prefaulter>();
+        publish_to_prefaulter();
+      } catch (...) {  // no memory for it: the parse takes its own page faults
+        prefaulter_.reset();
+      }
+    }
   }
+
   ~machine() { builder_.poll_on_budget(nullptr); }
   machine(const machine&) = delete;
   machine& operator=(const machine&) = delete;
@@ -184,6 +208,7 @@ class machine {
   // Every 2^16 opcodes, and at once when the stack or the builder's budget goes over its limit.
   bool poll(const std::function<void()>& on_progress) {
     until_poll_ = 1u << 16;
+    if (prefaulter_) publish_to_prefaulter();
     if (stack_.over_limit()) {
       return fail_here(errc::limit_stack_values, "more than " + std::to_string(limits_.max_stack_values) +
                                                      " values (read_limits::max_stack_values)");
@@ -389,9 +414,11 @@ class machine {
   static constexpr std::size_t max_shortcut_frames = 1000;  // the pickler's APPENDS batch
 
   shortcut read_trace_entry();
-  bool shortcut_memo(const std::byte*& at, const std::byte* end, std::uint32_t code, std::size_t& index);
-  bool shortcut_scalar(const std::byte*& at, const std::byte* end, value& out);
-  bool shortcut_frames(const std::byte*& at, const std::byte* end, std::size_t& list_memo);
+  // Each takes the cursor by value and returns it moved past what it read, or null to decline:
+  // a cursor passed by reference lived in memory, a store and a load per scalar.
+  const std::byte* shortcut_memo(const std::byte* at, const std::byte* end, std::uint32_t code, std::size_t& index);
+  const std::byte* shortcut_scalar(const std::byte* at, const std::byte* end, value& out);
+  const std::byte* shortcut_frames(const std::byte* at, const std::byte* end, std::size_t& list_memo);
 
   input_window& in_;
   const read_limits& limits_;
@@ -414,14 +441,30 @@ class machine {
   std::span<const std::byte> shortcut_run_;
   value shortcut_cached_stack_;
   std::uint64_t shortcut_run_hash_ = 0;
+  // Large inputs: page faults of the trace entries and the memo taken on a second core.
+  std::unique_ptr<page_prefaulter> prefaulter_;
+  std::uint32_t until_prefault_publish_ = 0;
+  void publish_to_prefaulter() {
+    until_prefault_publish_ = 256;
+    prefaulter_->publish(0, builder_.events_data(), builder_.events_size() * sizeof(trace_event),
+                         builder_.events_capacity() * sizeof(trace_event));
+    prefaulter_->publish(1, memo_.data(), memo_.size() * sizeof(std::uint32_t), memo_.capacity() * sizeof(std::uint32_t));
+  }
 };
+
+// An integer the value holds in line, as snapshot_builder::make_integer makes it, without the
+// call (the shortcut reads three or four per entry).
+[[gnu::always_inline]] inline value small_integer(std::int64_t number) {
+  static_assert(std::int64_t{INT32_MIN} >= value::inline_min && std::int64_t{INT32_MAX} <= value::inline_max);
+  return value::make(vkind::integer, static_cast<std::uint64_t>(number));
+}
 
 // The memo opcode storing the value just read, when one comes next: appends `code` under the
 // general path's rules (the next index, within the limit) and sets `index`; declines what the
 // general path would handle differently (an index out of order, the memo's growth to pay for).
-bool machine::shortcut_memo(const std::byte*& at, const std::byte* end, std::uint32_t code, std::size_t& index) {
+const std::byte* machine::shortcut_memo(const std::byte* at, const std::byte* end, std::uint32_t code, std::size_t& index) {
   index = SIZE_MAX;
-  if (at == end) return true;
+  if (at == end) return at;
   auto op = std::to_integer<unsigned char>(*at);
   std::uint64_t wanted = 0;
   std::size_t length = 1;
@@ -434,145 +477,132 @@ bool machine::shortcut_memo(const std::byte*& at, const std::byte* end, std::uin
     wanted = load_le<std::uint32_t>(at + 1);
     length = 5;
   } else {
-    return op != BINPUT && op != LONG_BINPUT;  // no memo opcode: nothing to store
+    return op != BINPUT && op != LONG_BINPUT ? at : nullptr;  // no memo opcode: nothing to store
   }
   if (wanted != memo_.size() || memo_.size() >= limits_.max_memo_entries || memo_.size() == memo_.capacity() ||
       code == memo_table::escaped) {
-    return false;
+    return nullptr;
   }
   index = memo_.size();
   memo_.append_code(code);
-  at += length;
-  return true;
+  return at + length;
 }
 
 // One key or scalar value: a memo reference to a scalar or a record the general path would
 // push as is, a small int, None, a bool, or a string (with its memo entry).
-[[gnu::always_inline]] inline bool machine::shortcut_scalar(const std::byte*& at, const std::byte* end, value& out) {
-  if (at == end) return false;
+[[gnu::always_inline]] inline const std::byte* machine::shortcut_scalar(const std::byte* at, const std::byte* end, value& out) {
+  if (at == end) return nullptr;
   auto left = static_cast<std::size_t>(end - at);
   switch (std::to_integer<unsigned char>(*at)) {
     case BINGET:
     case LONG_BINGET: {
       std::size_t width = *at == std::byte{BINGET} ? 1 : 4;
-      if (left <= width) return false;
+      if (left <= width) return nullptr;
       std::uint64_t index = width == 1 ? std::to_integer<std::uint64_t>(at[1]) : load_le<std::uint32_t>(at + 1);
-      if (index >= memo_.size()) return false;
+      if (index >= memo_.size()) return nullptr;
       std::uint32_t code = memo_.code(static_cast<std::size_t>(index));
       switch (memo_table::kind_of(code)) {
         case vkind::none: case vkind::boolean: case vkind::integer: case vkind::big_integer: case vkind::real:
         case vkind::string: case vkind::bytes: case vkind::empty_list: case vkind::frame: case vkind::stack:
           out = value::make(memo_table::kind_of(code), memo_table::payload_of(code));
-          at += 1 + width;
-          return true;
+          return at + 1 + width;
         default:
-          return false;  // containers, trace entries, escaped and pending entries
+          return nullptr;  // containers, trace entries, escaped and pending entries
       }
     }
     case BININT1:
-      if (left < 2) return false;
-      out = builder_.make_integer(std::to_integer<std::uint8_t>(at[1]));
-      at += 2;
-      return true;
+      if (left < 2) return nullptr;
+      out = small_integer(std::to_integer<std::uint8_t>(at[1]));
+      return at + 2;
     case BININT2:
-      if (left < 3) return false;
-      out = builder_.make_integer(load_le<std::uint16_t>(at + 1));
-      at += 3;
-      return true;
+      if (left < 3) return nullptr;
+      out = small_integer(load_le<std::uint16_t>(at + 1));
+      return at + 3;
     case BININT:
-      if (left < 5) return false;
-      out = builder_.make_integer(load_le<std::int32_t>(at + 1));
-      at += 5;
-      return true;
+      if (left < 5) return nullptr;
+      out = small_integer(load_le<std::int32_t>(at + 1));
+      return at + 5;
     case LONG1: {
-      if (left < 2) return false;
+      if (left < 2) return nullptr;
       std::size_t width = std::to_integer<std::size_t>(at[1]);
-      if (width == 0 || width > 8 || left < 2 + width) return false;
+      if (width == 0 || width > 8 || left < 2 + width) return nullptr;
       std::uint64_t raw = 0;
-      for (std::size_t i = 0; i < width; ++i) raw |= std::to_integer<std::uint64_t>(at[2 + i]) << (8 * i);
+      if (left >= 10) {  // one load, its bytes past the integer masked off
+        raw = load_le<std::uint64_t>(at + 2);
+        if (width < 8) raw &= (std::uint64_t{1} << (8 * width)) - 1;
+      } else {
+        for (std::size_t i = 0; i < width; ++i) raw |= std::to_integer<std::uint64_t>(at[2 + i]) << (8 * i);
+      }
       if (width < 8 && (std::to_integer<unsigned>(at[1 + width]) & 0x80) != 0) raw |= ~std::uint64_t{0} << (8 * width);
       auto number = static_cast<std::int64_t>(raw);
-      if (number < value::inline_min || number > value::inline_max) return false;  // wide ones take a table entry
-      out = builder_.make_integer(number);
-      at += 2 + width;
-      return true;
+      if (number < value::inline_min || number > value::inline_max) return nullptr;  // wide ones take a table entry
+      out = small_integer(number);
+      return at + 2 + width;
     }
-    case NONE: out = value::make(vkind::none, 0); ++at; return true;
-    case NEWTRUE: out = value::make(vkind::boolean, 1); ++at; return true;
-    case NEWFALSE: out = value::make(vkind::boolean, 0); ++at; return true;
+    case NONE: out = value::make(vkind::none, 0); return at + 1;
+    case NEWTRUE: out = value::make(vkind::boolean, 1); return at + 1;
+    case NEWFALSE: out = value::make(vkind::boolean, 0); return at + 1;
     case SHORT_BINUNICODE:
     case BINUNICODE: {
       std::size_t header = *at == std::byte{SHORT_BINUNICODE} ? 2 : 5;
-      if (left < header) return false;
+      if (left < header) return nullptr;
       std::size_t length = header == 2 ? std::to_integer<std::size_t>(at[1]) : load_le<std::uint32_t>(at + 1);
-      if (length > limits_.max_string_bytes || left - header < length) return false;
+      if (length > limits_.max_string_bytes || left - header < length) return nullptr;
       out = builder_.make_string({reinterpret_cast<const char*>(at + header), length}, false);
-      at += header + length;
       std::size_t index = 0;
-      return shortcut_memo(at, end, memo_table::code_for(out), index);
+      return shortcut_memo(at + header + length, end, memo_table::code_for(out), index);
     }
     default:
-      return false;
+      return nullptr;
   }
 }
 
 // An entry's frame list: EMPTY_LIST and its memo entry, then MARK, memoized frames and
 // APPENDS, or one frame and APPEND, or nothing (an empty list).
-bool machine::shortcut_frames(const std::byte*& at, const std::byte* end, std::size_t& list_memo) {
+const std::byte* machine::shortcut_frames(const std::byte* at, const std::byte* end, std::size_t& list_memo) {
   ++at;  // EMPTY_LIST
-  if (!shortcut_memo(at, end, memo_table::pending, list_memo)) return false;
+  if (!(at = shortcut_memo(at, end, memo_table::pending, list_memo))) return nullptr;
   shortcut_frame_count_ = 0;
   shortcut_run_ = {};
   shortcut_cached_stack_ = value::make(vkind::none, 0);
-  if (at == end) return false;
+  if (at == end) return nullptr;
   value frame;
   if (*at == std::byte{MARK}) {
     ++at;
     // A run of LONG_BINGET and BINGET and its APPENDS, as torch writes a list of memoized
     // frames: when recent_stacks knows the run, its stack is known without reading the frames.
-    const std::byte* run_end = at;
-    while (static_cast<std::size_t>(run_end - at) < recent_stacks::max_run_bytes) {
-      if (end - run_end >= 5 && *run_end == std::byte{LONG_BINGET}) {
-        run_end += 5;
-      } else if (end - run_end >= 2 && *run_end == std::byte{BINGET}) {
-        run_end += 2;
-      } else {
-        break;
-      }
-    }
+    std::uint64_t run_hash = 0;
+    const std::byte* run_end = recent_stacks::scan_run(at, end, run_hash);
     if (run_end != at && run_end != end && *run_end == std::byte{APPENDS}) {
       shortcut_run_ = {at, static_cast<std::size_t>(run_end - at)};
-      shortcut_run_hash_ = recent_stacks::hash_of(shortcut_run_);
+      shortcut_run_hash_ = run_hash;
       shortcut_cached_stack_ = stacks_seen_.find(shortcut_run_, shortcut_run_hash_);
-      if (shortcut_cached_stack_.kind() == vkind::stack) {
-        at = run_end + 1;
-        return true;
-      }
+      if (shortcut_cached_stack_.kind() == vkind::stack) return run_end + 1;
     }
     // Runs of LONG_BINGET to frames are most of a snapshot's bytes: read them in line.
     constexpr std::uint32_t frame_kind = std::uint32_t{static_cast<std::uint8_t>(vkind::frame)} << memo_table::payload_bits;
     while (end - at >= 5 && *at == std::byte{LONG_BINGET}) {
       std::uint32_t index = load_le<std::uint32_t>(at + 1);
-      if (index >= memo_.size() || shortcut_frame_count_ == max_shortcut_frames) return false;
+      if (index >= memo_.size() || shortcut_frame_count_ == max_shortcut_frames) return nullptr;
       std::uint32_t code = memo_.code(index);
-      if ((code & ~(memo_table::payload_limit - 1)) != frame_kind) return false;
+      if ((code & ~(memo_table::payload_limit - 1)) != frame_kind) return nullptr;
       shortcut_frames_[shortcut_frame_count_++] = value::make(vkind::frame, memo_table::payload_of(code));
       at += 5;
     }
     while (at != end && *at != std::byte{APPENDS}) {
-      if (shortcut_frame_count_ == max_shortcut_frames) return false;
-      if (!shortcut_scalar(at, end, frame) || frame.kind() != vkind::frame) return false;
+      if (shortcut_frame_count_ == max_shortcut_frames) return nullptr;
+      if (!(at = shortcut_scalar(at, end, frame)) || frame.kind() != vkind::frame) return nullptr;
       shortcut_frames_[shortcut_frame_count_++] = frame;
     }
-    if (at == end || shortcut_frame_count_ == 0) return false;
+    if (at == end || shortcut_frame_count_ == 0) return nullptr;
     ++at;
   } else if (*at == std::byte{BINGET} || *at == std::byte{LONG_BINGET}) {
-    if (!shortcut_scalar(at, end, frame) || frame.kind() != vkind::frame) return false;
-    if (at == end || *at != std::byte{APPEND}) return false;
+    if (!(at = shortcut_scalar(at, end, frame)) || frame.kind() != vkind::frame) return nullptr;
+    if (at == end || *at != std::byte{APPEND}) return nullptr;
     ++at;
     shortcut_frames_[shortcut_frame_count_++] = frame;
   }
-  return true;
+  return at;
 }
 
 // Called with the cursor right after an EMPTY_DICT.
@@ -591,7 +621,7 @@ machine::shortcut machine::read_trace_entry() {
   };
   std::size_t entry_memo = SIZE_MAX;
   std::size_t list_memo = SIZE_MAX;
-  if (!shortcut_memo(at, end, memo_table::pending, entry_memo)) return decline();
+  if (!(at = shortcut_memo(at, end, memo_table::pending, entry_memo))) return decline();
   if (at == end || *at != std::byte{MARK}) return decline();
   ++at;
   std::size_t count = 0;
@@ -599,11 +629,31 @@ machine::shortcut machine::read_trace_entry() {
   while (at != end && *at != std::byte{SETITEMS}) {
     if (count == max_shortcut_values) return decline();
     if (count % 2 == 1 && *at == std::byte{EMPTY_LIST} && frames_at == SIZE_MAX) {
-      if (!shortcut_frames(at, end, list_memo)) return decline();
+      if (!(at = shortcut_frames(at, end, list_memo))) return decline();
       frames_at = count++;
       continue;
     }
-    if (!shortcut_scalar(at, end, shortcut_values_[count])) return decline();
+    // Keys are memo references to strings: tested for first, without the scalar dispatch.
+    if (count % 2 == 0 && end - at > 4) {
+      std::uint64_t index = SIZE_MAX;
+      std::size_t length = 0;
+      if (*at == std::byte{LONG_BINGET}) {
+        index = load_le<std::uint32_t>(at + 1);
+        length = 5;
+      } else if (*at == std::byte{BINGET}) {
+        index = std::to_integer<std::uint64_t>(at[1]);
+        length = 2;
+      }
+      if (index < memo_.size()) {
+        std::uint32_t code = memo_.code(static_cast<std::size_t>(index));
+        if (memo_table::kind_of(code) == vkind::string) {
+          shortcut_values_[count++] = value::make(vkind::string, memo_table::payload_of(code));
+          at += length;
+          continue;
+        }
+      }
+    }
+    if (!(at = shortcut_scalar(at, end, shortcut_values_[count]))) return decline();
     ++count;
   }
   if (at == end || count % 2 != 0) return decline();
@@ -633,6 +683,7 @@ machine::shortcut machine::read_trace_entry() {
   if (entry_memo != SIZE_MAX) memo_.store(entry_memo, memo_table::code_for(entry), entry);
   in_.advance(static_cast<std::size_t>(at - start));
   stack_.push_back(entry);
+  if (prefaulter_ && --until_prefault_publish_ == 0) publish_to_prefaulter();
   return shortcut::taken;
 }
 
@@ -859,9 +910,9 @@ std::string_view opcode_name(unsigned char code) noexcept {
 
 bool run_pickle(input_window& input, const read_limits& limits, snapshot_builder& builder, value& root,
                 error& failure, const std::function<void()>& on_progress, std::uint64_t size_hint,
-                bool trace_entry_shortcut) {
+                bool trace_entry_shortcut, std::uint64_t prefault_from_bytes) {
   builder.reserve_for_input(size_hint);
-  machine vm(input, limits, builder, failure, size_hint, trace_entry_shortcut);
+  machine vm(input, limits, builder, failure, size_hint, trace_entry_shortcut, size_hint >= prefault_from_bytes);
   return vm.run(root, on_progress);
 }
 

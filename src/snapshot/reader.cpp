@@ -82,7 +82,7 @@ result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64
     if (options.progress) options.progress(window.raw_consumed(), raw_size);
   };
   if (!detail::run_pickle(window, options.limits, builder, root, failure, on_progress, size_hint,
-                         options.trace_entry_shortcut)) {
+                         options.trace_entry_shortcut, options.prefault_from_bytes)) {
     return failure;
   }
   snapshot made;

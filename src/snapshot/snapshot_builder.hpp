@@ -95,6 +95,10 @@ class snapshot_builder {
   /// dict of them had been sealed: for readers that skip the dict (the trace-entry shortcut).
   bool make_event(std::span<const value> pairs, value& sealed, error& failure);
   /// The record of a non-empty list holding only frames, as if it had been sealed.
+  /// The trace entries' storage so far and its capacity, for page_prefaulter.
+  const trace_event* events_data() const { return events_.data(); }
+  std::size_t events_size() const { return events_.size(); }
+  std::size_t events_capacity() const { return events_.capacity(); }
   value make_stack(std::span<const value> frames) { return value::make(vkind::stack, intern_stack(frames)); }
 
   /// Builds the snapshot from the consumed root value.

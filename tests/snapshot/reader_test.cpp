@@ -217,6 +217,27 @@ TEST(reader, the_trace_entry_shortcut_reads_every_bundled_snapshot_as_the_genera
 }
 
 
+TEST(reader, faulting_pages_in_ahead_on_a_second_thread_reads_every_bundled_snapshot_as_without) {
+  read_options without;
+  without.prefault_from_bytes = UINT64_MAX;
+  read_options with;
+  with.prefault_from_bytes = 0;  // every input, compressed ones too
+  int compared = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(testing::testdata("snapshots"))) {
+    if (entry.path().filename().string().find(".pickle") == std::string::npos) continue;
+    auto plain = read_snapshot_file(entry.path(), without);
+    auto prefaulted = read_snapshot_file(entry.path(), with);
+    ASSERT_EQ(prefaulted.ok(), plain.ok()) << entry.path();
+    if (!plain.ok()) {
+      EXPECT_EQ(describe(prefaulted.failure()), describe(plain.failure())) << entry.path();
+      continue;
+    }
+    EXPECT_EQ(first_difference(prefaulted.value(), plain.value()), "") << entry.path();
+    ++compared;
+  }
+  EXPECT_GE(compared, 10) << "expected the bundled snapshots in testdata/snapshots";
+}
+
 TEST(reader, reading_ahead_on_a_second_thread_reads_every_bundled_snapshot_as_reading_in_line) {
   read_options in_line;
   in_line.read_ahead_block_bytes = 0;
