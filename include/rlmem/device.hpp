@@ -24,8 +24,14 @@ enum class device_errc : int {
 /// "out_of_memory" etc.; "unknown" for a value outside the enum.
 std::string_view device_error_name(device_errc code) noexcept;
 
+class device;
 /// A physical allocation made by `create`; 0 is never a handle.
 using physical_handle = std::uint64_t;
+
+/// create + map + set_access of `bytes` at `address`, as one physical allocation: memory a
+/// policy can hand out. On failure whatever was done is undone and the first error returned.
+/// Pre: as map's (the range lies inside one reservation, none of it mapped).
+device_errc map_new_memory(device& gpu, std::uint64_t address, std::uint64_t bytes, physical_handle& handle) noexcept;
 
 /// Filled once when the device is opened.
 struct device_config {

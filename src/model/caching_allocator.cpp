@@ -47,16 +47,7 @@ bool caching_allocator_model::take_memory(std::uint64_t size, std::uint64_t requ
     return false;
   }
   physical_handle handle = 0;
-  device_errc code = gpu_.create(bytes, handle);
-  if (code == device_errc::ok) {
-    code = gpu_.map(reserved, bytes, handle);
-    if (code == device_errc::ok) {
-      code = gpu_.set_access(reserved, bytes);
-      if (code != device_errc::ok) gpu_.unmap(reserved, bytes);
-    }
-    if (code != device_errc::ok) gpu_.release(handle);
-  }
-  if (code != device_errc::ok) {
+  if (device_errc code = map_new_memory(gpu_, reserved, bytes, handle); code != device_errc::ok) {
     gpu_.free_reservation(reserved, bytes);
     device_failed("mapping memory", code);
     return false;

@@ -108,16 +108,7 @@ void rlmem_policy::record(bool alloc, std::uint64_t address, const arena& owner)
 
 physical_handle rlmem_policy::new_memory(std::uint64_t address, std::uint64_t bytes) {
   physical_handle handle = 0;
-  device_errc code = gpu_.create(bytes, handle);
-  if (code == device_errc::ok) {
-    code = gpu_.map(address, bytes, handle);
-    if (code == device_errc::ok) {
-      code = gpu_.set_access(address, bytes);
-      if (code != device_errc::ok) gpu_.unmap(address, bytes);
-    }
-    if (code != device_errc::ok) gpu_.release(handle);
-  }
-  if (code != device_errc::ok) {
+  if (device_errc code = map_new_memory(gpu_, address, bytes, handle); code != device_errc::ok) {
     if (code != device_errc::out_of_memory) fault_ = "mapping memory: " + std::string(device_error_name(code));
     return 0;
   }

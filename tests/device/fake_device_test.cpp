@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include <vector>
 
 namespace rlmem {
@@ -19,6 +21,14 @@ fake_device_options small_device() {
   options.granularity = 2 * mib;
   options.address_base = 0x10000000;
   return options;
+}
+
+// Free and total bytes as the fake reports them.
+std::pair<std::uint64_t, std::uint64_t> memory_of(fake_device& gpu) {
+  std::uint64_t free_bytes = 0;
+  std::uint64_t total_bytes = 0;
+  EXPECT_EQ(gpu.memory_info(free_bytes, total_bytes), device_errc::ok);
+  return {free_bytes, total_bytes};
 }
 
 // A reservation of `reserved_mib` with one 2 MiB handle mapped at its start; returns its address.
@@ -37,11 +47,7 @@ TEST(fake_device, physical_memory_is_bounded_by_its_capacity_and_comes_back_on_r
   physical_handle b = 0;
   ASSERT_EQ(gpu.create(6 * mib, a), device_errc::ok);
   EXPECT_EQ(gpu.create(4 * mib, b), device_errc::out_of_memory) << "6 + 4 MiB on an 8 MiB device";
-  std::uint64_t free_bytes = 0;
-  std::uint64_t total_bytes = 0;
-  ASSERT_EQ(gpu.memory_info(free_bytes, total_bytes), device_errc::ok);
-  EXPECT_EQ(free_bytes, 2 * mib);
-  EXPECT_EQ(total_bytes, 8 * mib);
+  EXPECT_EQ(memory_of(gpu), (std::pair{2 * mib, 8 * mib})) << "free and total";
 
   std::uint64_t base = 0;
   ASSERT_EQ(gpu.reserve(6 * mib, 0, base), device_errc::ok);
@@ -112,11 +118,7 @@ TEST(fake_device, free_memory_can_be_set_as_another_process_would_change_it) {
   ASSERT_EQ(gpu.create(4 * mib, a), device_errc::ok);
   gpu.set_free_bytes(2 * mib);
   EXPECT_EQ(gpu.create(4 * mib, b), device_errc::out_of_memory) << "2 MiB free";
-  std::uint64_t free_bytes = 0;
-  std::uint64_t total_bytes = 0;
-  ASSERT_EQ(gpu.memory_info(free_bytes, total_bytes), device_errc::ok);
-  EXPECT_EQ(free_bytes, 2 * mib);
-  EXPECT_EQ(total_bytes, 6 * mib);
+  EXPECT_EQ(memory_of(gpu), (std::pair{2 * mib, 6 * mib})) << "free and total";
   gpu.set_free_bytes(UINT64_MAX);
   EXPECT_EQ(gpu.create(64 * mib, b), device_errc::ok) << "more than the device had: the total saturates";
 }

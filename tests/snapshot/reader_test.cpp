@@ -197,45 +197,36 @@ std::string first_difference(const snapshot& a, const snapshot& b) {
 
 }  // namespace
 
-TEST(reader, the_trace_entry_shortcut_reads_every_bundled_snapshot_as_the_general_path_does) {
-  read_options general;
-  general.trace_entry_shortcut = false;
+// Every bundled snapshot read with `a` and with `b` gives the same result, or the same error.
+void reads_every_bundled_snapshot_alike(const read_options& a, const read_options& b) {
   int compared = 0;
   for (const auto& entry : std::filesystem::directory_iterator(testing::testdata("snapshots"))) {
     if (entry.path().filename().string().find(".pickle") == std::string::npos) continue;
-    auto fast = read_snapshot_file(entry.path());
-    auto slow = read_snapshot_file(entry.path(), general);
-    ASSERT_EQ(fast.ok(), slow.ok()) << entry.path();
-    if (!fast.ok()) {
-      EXPECT_EQ(describe(fast.failure()), describe(slow.failure())) << entry.path();
+    auto first = read_snapshot_file(entry.path(), a);
+    auto second = read_snapshot_file(entry.path(), b);
+    ASSERT_EQ(first.ok(), second.ok()) << entry.path();
+    if (!first.ok()) {
+      EXPECT_EQ(describe(first.failure()), describe(second.failure())) << entry.path();
       continue;
     }
-    EXPECT_EQ(first_difference(fast.value(), slow.value()), "") << entry.path();
+    EXPECT_EQ(first_difference(first.value(), second.value()), "") << entry.path();
     ++compared;
   }
   EXPECT_GE(compared, 10) << "expected the bundled snapshots in testdata/snapshots";
 }
 
+TEST(reader, the_trace_entry_shortcut_reads_every_bundled_snapshot_as_the_general_path_does) {
+  read_options general;
+  general.trace_entry_shortcut = false;
+  reads_every_bundled_snapshot_alike(read_options{}, general);
+}
 
 TEST(reader, faulting_pages_in_ahead_on_a_second_thread_reads_every_bundled_snapshot_as_without) {
   read_options without;
   without.prefault_from_bytes = UINT64_MAX;
   read_options with;
   with.prefault_from_bytes = 0;  // every input, compressed ones too
-  int compared = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(testing::testdata("snapshots"))) {
-    if (entry.path().filename().string().find(".pickle") == std::string::npos) continue;
-    auto plain = read_snapshot_file(entry.path(), without);
-    auto prefaulted = read_snapshot_file(entry.path(), with);
-    ASSERT_EQ(prefaulted.ok(), plain.ok()) << entry.path();
-    if (!plain.ok()) {
-      EXPECT_EQ(describe(prefaulted.failure()), describe(plain.failure())) << entry.path();
-      continue;
-    }
-    EXPECT_EQ(first_difference(prefaulted.value(), plain.value()), "") << entry.path();
-    ++compared;
-  }
-  EXPECT_GE(compared, 10) << "expected the bundled snapshots in testdata/snapshots";
+  reads_every_bundled_snapshot_alike(with, without);
 }
 
 TEST(reader, reading_ahead_on_a_second_thread_reads_every_bundled_snapshot_as_reading_in_line) {
