@@ -226,6 +226,10 @@ class runtime {
   runtime_errc device_fault(std::string_view what);
   void free_backup(tag_state& tag);
   /// A pinned slab of copy_chunk_bytes: a kept one, or a new one.
+  /// A new pinned slab, counted in host_buffer_bytes.
+  device_errc pin_slab(void*& slab);
+  void unpin_slab(void* slab);
+  /// A kept slab, or a new one.
   device_errc take_slab(void*& slab);
   void give_slab(void* slab);
   void remember(history_event event);

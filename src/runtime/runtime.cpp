@@ -213,15 +213,19 @@ std::vector<address_run> runtime::chunks_in_use(const tag_state& tag) const {
   return chunks;
 }
 
+device_errc runtime::pin_slab(void*& slab) {
+  device_errc code = gpu_.host_allocate(options_.copy_chunk_bytes, slab);
+  if (code == device_errc::ok) totals_.host_buffer_bytes += options_.copy_chunk_bytes;
+  return code;
+}
+
 device_errc runtime::take_slab(void*& slab) {
   if (!spare_slabs_.empty()) {
     slab = spare_slabs_.back();
     spare_slabs_.pop_back();
     return device_errc::ok;
   }
-  device_errc code = gpu_.host_allocate(options_.copy_chunk_bytes, slab);
-  if (code == device_errc::ok) totals_.host_buffer_bytes += options_.copy_chunk_bytes;
-  return code;
+  return pin_slab(slab);
 }
 
 void runtime::give_slab(void* slab) {
@@ -229,6 +233,10 @@ void runtime::give_slab(void* slab) {
     spare_slabs_.push_back(slab);
     return;
   }
+  unpin_slab(slab);
+}
+
+void runtime::unpin_slab(void* slab) {
   gpu_.host_free(slab);
   totals_.host_buffer_bytes -= options_.copy_chunk_bytes;
 }
@@ -242,10 +250,7 @@ void runtime::free_backup(tag_state& tag) {
 
 void runtime::release_host_buffers() {
   std::lock_guard hold(lock_);
-  for (void* slab : spare_slabs_) {
-    gpu_.host_free(slab);
-    totals_.host_buffer_bytes -= options_.copy_chunk_bytes;
-  }
+  for (void* slab : spare_slabs_) unpin_slab(slab);
   spare_slabs_.clear();
 }
 
@@ -254,12 +259,11 @@ runtime_errc runtime::reserve_host_buffers(std::uint64_t bytes) {
   std::uint64_t slabs = bytes / options_.copy_chunk_bytes + (bytes % options_.copy_chunk_bytes != 0 ? 1 : 0);
   while (spare_slabs_.size() < slabs) {
     void* slab = nullptr;
-    if (gpu_.host_allocate(options_.copy_chunk_bytes, slab) != device_errc::ok) {
+    if (pin_slab(slab) != device_errc::ok) {
       return fail(runtime_errc::out_of_memory, "pinning " + mib(bytes) + " of host memory: " + mib(spare_slabs_.size() * options_.copy_chunk_bytes) +
                                                    " pinned before the host refused");
     }
     spare_slabs_.push_back(slab);
-    totals_.host_buffer_bytes += options_.copy_chunk_bytes;
   }
   return runtime_errc::ok;
 }

@@ -385,6 +385,15 @@ def check_kv_growth(strategy: str) -> dict:
     return result
 
 
+def qwen_1_5b_config():
+    """Qwen2.5-1.5B's architecture (the model whose generate the KV caches are measured in)."""
+    from transformers import Qwen2Config
+
+    return Qwen2Config(hidden_size=1536, num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
+                       intermediate_size=8960, vocab_size=151936, tie_word_embeddings=True,
+                       max_position_embeddings=32768, rope_theta=1000000.0)
+
+
 def check_generate(strategy: str, rows: str = "16", new_tokens: str = "2048", max_tokens: str = "8192") -> dict:
     """A transformers generate of a Qwen2.5-1.5B-architecture model (weights random: no download
     here; bf16, `rows` rows, a 128-token prompt, `new_tokens` new tokens, greedy, eos off) with
@@ -397,13 +406,11 @@ def check_generate(strategy: str, rows: str = "16", new_tokens: str = "2048", ma
     import torch
 
     begun = time.perf_counter()
-    from transformers import AutoModelForCausalLM, Qwen2Config
+    from transformers import AutoModelForCausalLM
 
     rows, prompt, new_tokens, max_tokens = int(rows), 128, int(new_tokens), int(max_tokens)
     torch.manual_seed(0)
-    config = Qwen2Config(hidden_size=1536, num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
-                         intermediate_size=8960, vocab_size=151936, tie_word_embeddings=True,
-                         max_position_embeddings=32768, rope_theta=1000000.0)
+    config = qwen_1_5b_config()
     with torch.device("cuda"):  # random weights made on the GPU: seconds, not a minute on the CPU
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).eval()
     print(f"model built in {time.perf_counter() - begun:.1f} s", file=sys.stderr, flush=True)
@@ -458,14 +465,12 @@ def check_generate_agreement(rows: str = "32", new_tokens: str = "64") -> dict:
     tokens first differ, and how far apart the logits are until then (the attention reads K and V
     through a token-major view instead of contiguous tensors, so kernels may round differently)."""
     import torch
-    from transformers import AutoModelForCausalLM, DynamicCache, Qwen2Config
+    from transformers import AutoModelForCausalLM, DynamicCache
 
     from rlmem.kv_cache import GrowableCache
 
     torch.manual_seed(0)
-    config = Qwen2Config(hidden_size=1536, num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
-                         intermediate_size=8960, vocab_size=151936, tie_word_embeddings=True,
-                         max_position_embeddings=32768, rope_theta=1000000.0)
+    config = qwen_1_5b_config()
     with torch.device("cuda"):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).eval()
     input_ids = torch.randint(0, config.vocab_size, (int(rows), 128), generator=torch.Generator().manual_seed(1)).cuda()
