@@ -56,6 +56,12 @@ struct read_options {
   /// compressed or not) smaller than one block, or one for which no thread can be started, is
   /// read on the calling thread.
   std::size_t read_ahead_block_bytes = std::size_t{1} << 20;
+  /// With read-ahead and the shortcut, the read-ahead thread also decodes each block's trace
+  /// entries (where every key and value lies, and what it is) and the parse builds their
+  /// records from that, so the two cores share the parse. The snapshot and every error are the
+  /// same either way: off leaves the parse thread to decode the bytes, which tests and a fuzzer
+  /// compare it with.
+  bool scan_entries_ahead = true;
   /// For an input of at least this many (uncompressed, where known) bytes, a second thread
   /// faults in the pages just ahead of the reader's two largest arrays (the trace entries and
   /// the memo), so the parse does not stop for the kernel to map and zero them; at most 2 MiB

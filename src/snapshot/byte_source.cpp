@@ -154,6 +154,14 @@ class zstd_source final : public byte_source {
 
 }  // namespace
 
+void block_notes::grow(std::size_t needed) {
+  std::size_t capacity = std::max({needed, capacity_ * 2, std::size_t{4096}});
+  auto bigger = std::make_unique_for_overwrite<std::uint64_t[]>(capacity);
+  if (size_ > 0) std::memcpy(bigger.get(), data_.get(), size_ * sizeof(std::uint64_t));
+  data_ = std::move(bigger);
+  capacity_ = capacity;
+}
+
 file_source::~file_source() {
   if (file_ != nullptr) std::fclose(file_);
 }
@@ -209,10 +217,12 @@ class read_ahead {
   struct block {
     std::unique_ptr<std::byte[]> storage;
     std::size_t size = 0;
+    block_notes notes;  // the scanner's; its room is kept as blocks go round
     std::byte* data() { return storage.get() + headroom; }
   };
 
-  read_ahead(byte_source& source, std::size_t block_bytes) : source_(source), block_bytes_(block_bytes) {
+  read_ahead(byte_source& source, std::size_t block_bytes, block_scanner* scanner)
+      : source_(source), block_bytes_(block_bytes), scanner_(scanner) {
     // One block more than are read ahead: the window holds one while the thread fills the rest.
     for (std::size_t i = 0; i <= blocks_ahead; ++i) {
       auto made = std::make_unique<block>();
@@ -285,6 +295,9 @@ class read_ahead {
       }
       consumed_.store(source_.raw_consumed(), std::memory_order_relaxed);
       filling->size = size;
+      filling->notes.clear();
+      if (scanner_ != nullptr && size > 0) scanner_->scan({filling->data(), size}, scanned_, filling->notes);
+      scanned_ += size;
       {
         std::lock_guard lock(mutex_);
         if (size > 0) ready_.push_back(std::move(filling));
@@ -300,6 +313,8 @@ class read_ahead {
 
   byte_source& source_;
   std::size_t block_bytes_;
+  block_scanner* scanner_;
+  std::uint64_t scanned_ = 0;  // stream offset of the block being filled
   std::mutex mutex_;
   std::condition_variable data_ready_;
   std::condition_variable free_ready_;
@@ -315,12 +330,13 @@ class read_ahead {
   std::unique_ptr<block> held_;
 };
 
-input_window::input_window(byte_source& source, std::uint64_t max_input_bytes, std::size_t read_ahead_block_bytes)
+input_window::input_window(byte_source& source, std::uint64_t max_input_bytes, std::size_t read_ahead_block_bytes,
+                           block_scanner* scanner)
     : source_(source), max_input_bytes_(max_input_bytes), buffer_(chunk_bytes) {
   base_ = cursor_ = end_ = buffer_.data();
   if (read_ahead_block_bytes > 0) {
     try {
-      ahead_ = std::make_unique<read_ahead>(source_, read_ahead_block_bytes);
+      ahead_ = std::make_unique<read_ahead>(source_, read_ahead_block_bytes, scanner);
     } catch (...) {  // no thread or no memory for the blocks: read here
       ahead_.reset();
     }
@@ -353,6 +369,7 @@ bool input_window::refill_ahead(std::size_t count) {
       return false;  // a clean end leaves failure_ ok; the caller decides what that means
     }
     base_offset_ += static_cast<std::uint64_t>(cursor_ - base_);
+    ++notes_serial_;
     if (kept <= read_ahead::headroom && count - kept <= next->size) {
       std::byte* start = next->data() - kept;
       if (kept > 0) std::memcpy(start, cursor_, kept);
@@ -360,6 +377,7 @@ bool input_window::refill_ahead(std::size_t count) {
       ahead_->held_ = std::move(next);
       base_ = cursor_ = start;
       end_ = ahead_->held_->data() + ahead_->held_->size;
+      notes_ = ahead_->held_->notes.words();
     } else {
       if (base_ == buffer_.data()) {
         std::memmove(buffer_.data(), cursor_, kept);
@@ -373,6 +391,7 @@ bool input_window::refill_ahead(std::size_t count) {
       base_ = cursor_ = buffer_.data();
       end_ = cursor_ + kept + next->size;
       ahead_->recycle(std::move(next));
+      notes_ = {};
     }
     if (!within_limit()) return false;
   }

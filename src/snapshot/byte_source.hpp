@@ -62,6 +62,38 @@ input_format detect_format(std::span<const std::byte> head) noexcept;
 
 class read_ahead;
 
+/// The words a block_scanner leaves on a block. Room for a note is made once, and its words are
+/// then written without a check each.
+class block_notes {
+ public:
+  /// Room for `count` words after the last kept; may throw std::bad_alloc.
+  std::uint64_t* room(std::size_t count) {
+    if (capacity_ - size_ < count) grow(size_ + count);
+    return data_.get() + size_;
+  }
+  /// Keeps `count` words written at room().
+  void add(std::size_t count) noexcept { size_ += count; }
+  void clear() noexcept { size_ = 0; }
+  std::span<const std::uint64_t> words() const noexcept { return {data_.get(), size_}; }
+
+ private:
+  void grow(std::size_t needed);
+  std::unique_ptr<std::uint64_t[]> data_;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+/// Looks at each block a read-ahead thread reads, on that thread and in stream order, before
+/// the parser gets the block, and leaves notes on it for the parser (the entry scanner decodes
+/// trace entries there, so the parse thread does not).
+class block_scanner {
+ public:
+  virtual ~block_scanner() = default;
+  /// `data`: the block's bytes, at stream offset `offset`. `notes` is empty on entry; what is
+  /// left in it travels with the block to input_window::notes(). Never throws.
+  virtual void scan(std::span<const std::byte> data, std::uint64_t offset, block_notes& notes) noexcept = 0;
+};
+
 /// A sliding window over a source: the parser asks for N contiguous bytes and gets a pointer.
 /// Bytes before the cursor are dropped as the window refills, so memory stays bounded by the
 /// largest single argument, never by the input size.
@@ -76,7 +108,8 @@ class read_ahead;
 /// IMPORTANT: `source` must outlive the window, and nothing else may read it meanwhile.
 class input_window {
  public:
-  input_window(byte_source& source, std::uint64_t max_input_bytes, std::size_t read_ahead_block_bytes = 0);
+  input_window(byte_source& source, std::uint64_t max_input_bytes, std::size_t read_ahead_block_bytes = 0,
+               block_scanner* scanner = nullptr);
   ~input_window();
   input_window(const input_window&) = delete;
   input_window& operator=(const input_window&) = delete;
@@ -97,6 +130,11 @@ class input_window {
   /// Whether a thread reads the source (read-ahead asked for and started).
   bool reads_ahead() const noexcept { return ahead_ != nullptr; }
   const error& failure() const noexcept { return failure_; }
+  /// The scanner's notes on the read-ahead block the cursor is in; empty without read-ahead or
+  /// a scanner, and while the cursor is in bytes gathered from several blocks.
+  std::span<const std::uint64_t> notes() const noexcept { return notes_; }
+  /// Changes whenever notes() does (the cursor moved to another block).
+  std::uint64_t notes_serial() const noexcept { return notes_serial_; }
   /// True when no byte is left at all (reads more to find out).
   bool at_end();
 
@@ -115,6 +153,8 @@ class input_window {
   error failure_;
   std::unique_ptr<read_ahead> ahead_;
   bool ahead_ended_ = false;  // the read-ahead delivered its last block (failure_ says why)
+  std::span<const std::uint64_t> notes_;
+  std::uint64_t notes_serial_ = 0;
 };
 
 }  // namespace rlmem::detail

@@ -3,7 +3,9 @@
 
 #include "pickle_machine.hpp"
 
+#include "entry_scanner.hpp"
 #include "page_prefaulter.hpp"
+#include "pickle_opcodes.hpp"
 
 #include <algorithm>
 #include <array>
@@ -18,37 +20,6 @@
 namespace rlmem::detail {
 
 namespace {
-
-enum opcode : unsigned char {
-  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I',
-  BININT = 'J', BININT1 = 'K', LONG = 'L', BININT2 = 'M', NONE = 'N', PERSID = 'P',
-  BINPERSID = 'Q', REDUCE = 'R', STRING = 'S', BINSTRING = 'T', SHORT_BINSTRING = 'U',
-  UNICODE = 'V', BINUNICODE = 'X', APPEND = 'a', BUILD = 'b', GLOBAL = 'c', DICT = 'd',
-  EMPTY_DICT = '}', APPENDS = 'e', GET = 'g', BINGET = 'h', INST = 'i', LONG_BINGET = 'j',
-  LIST = 'l', EMPTY_LIST = ']', OBJ = 'o', PUT = 'p', BINPUT = 'q', LONG_BINPUT = 'r',
-  SETITEM = 's', TUPLE = 't', EMPTY_TUPLE = ')', SETITEMS = 'u', BINFLOAT = 'G',
-  PROTO = 0x80, NEWOBJ = 0x81, EXT1 = 0x82, EXT2 = 0x83, EXT4 = 0x84, TUPLE1 = 0x85,
-  TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
-  BINBYTES = 'B', SHORT_BINBYTES = 'C', SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d,
-  BINBYTES8 = 0x8e, EMPTY_SET = 0x8f, ADDITEMS = 0x90, FROZENSET = 0x91, NEWOBJ_EX = 0x92,
-  STACK_GLOBAL = 0x93, MEMOIZE = 0x94, FRAME = 0x95, BYTEARRAY8 = 0x96, NEXT_BUFFER = 0x97,
-  READONLY_BUFFER = 0x98,
-};
-
-// Pickle integers are little-endian whatever the host.
-template <class T>
-T load_le(const std::byte* at) {
-  if constexpr (std::endian::native == std::endian::little) {
-    T loaded;
-    std::memcpy(&loaded, at, sizeof(T));  // one load, not a loop over bytes
-    return loaded;
-  }
-  std::make_unsigned_t<T> raw = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    raw = static_cast<std::make_unsigned_t<T>>(raw | (std::to_integer<std::make_unsigned_t<T>>(at[i]) << (8 * i)));
-  }
-  return static_cast<T>(raw);
-}
 
 // The machine's value stack: a vector whose push is always inlined (about 60% of opcodes push),
 // with growth kept out of the hot path. Its limit is checked only when it grows: a push past
@@ -107,7 +78,7 @@ class value_stack {
 class recent_stacks {
  public:
   static constexpr std::size_t slots = 1024;
-  static constexpr std::size_t max_run_bytes = 5 * 256;  // runs of at most 256 frames
+  static constexpr std::size_t max_run_bytes = max_frame_run_bytes;
   static constexpr std::size_t arena_limit = std::size_t{1} << 20;
 
   // The stack of `run`, or a value of kind none when it is not known.
@@ -129,36 +100,6 @@ class recent_stacks {
     slots_.fill({});
     arena_.clear();
   }
-  // The run of LONG_BINGET and BINGET at `at` (at most max_run_bytes of it) and its hash, in one
-  // pass: returns where the run ends. Each reference's index, tagged with its position, is
-  // multiplied on its own and the products summed, so no multiply waits for the one before
-  // (and the sum stays in a register: this is kept out of line from the shortcut's loop, where
-  // it was spilled to the stack). find() compares the whole run, so a weak hash costs a miss,
-  // never a wrong stack.
-  [[gnu::noinline]] static const std::byte* scan_run(const std::byte* at, const std::byte* end, std::uint64_t& hash) {
-    const std::byte* const start = at;
-    std::uint64_t sum = 0;
-    std::uint64_t position = 0;
-    constexpr std::uint64_t multiplier = 0x9e3779b97f4a7c15ULL;
-    while (static_cast<std::size_t>(at - start) < max_run_bytes) {
-      std::uint64_t index;
-      if (end - at >= 5 && *at == std::byte{LONG_BINGET}) {
-        index = load_le<std::uint32_t>(at + 1);
-        at += 5;
-      } else if (end - at >= 2 && *at == std::byte{BINGET}) {
-        index = std::to_integer<std::uint64_t>(at[1]) | (std::uint64_t{1} << 32);
-        at += 2;
-      } else {
-        break;
-      }
-      sum += (index + (position << 33)) * multiplier;
-      ++position;
-    }
-    sum += static_cast<std::uint64_t>(at - start) * 0xff51afd7ed558ccdULL;
-    hash = sum ^ (sum >> 29) ^ (sum >> 47);
-    return at;
-  }
-
  private:
   struct slot {
     std::uint64_t hash = 0;
@@ -414,6 +355,14 @@ class machine {
   static constexpr std::size_t max_shortcut_frames = 1000;  // the pickler's APPENDS batch
 
   shortcut read_trace_entry();
+  // The same for an entry the entry scanner left a note on: the note says where each key and
+  // value lies and what it is, so the bytes are not walked again here.
+  shortcut read_noted_entry(const std::uint64_t* note);
+  const std::uint64_t* note_at(std::uint64_t offset);
+  bool noted_frames(std::uint64_t frames, std::uint64_t run_hash, const std::byte* entry, std::size_t& list_memo);
+  bool append_memo(std::uint32_t code, std::size_t& index);
+  shortcut commit_trace_entry(std::size_t count, std::size_t frames_at, std::size_t entry_memo, std::size_t list_memo,
+                              std::size_t setitems);
   // Each takes the cursor by value and returns it moved past what it read, or null to decline:
   // a cursor passed by reference lived in memory, a store and a load per scalar.
   const std::byte* shortcut_memo(const std::byte* at, const std::byte* end, std::uint32_t code, std::size_t& index);
@@ -441,6 +390,9 @@ class machine {
   std::span<const std::byte> shortcut_run_;
   value shortcut_cached_stack_;
   std::uint64_t shortcut_run_hash_ = 0;
+  // Where the next note may be among the window's notes (words), and which notes those are.
+  std::size_t next_note_ = 0;
+  std::uint64_t notes_serial_ = UINT64_MAX;
   // Large inputs: page faults of the trace entries and the memo taken on a second core.
   std::unique_ptr<page_prefaulter> prefaulter_;
   std::uint32_t until_prefault_publish_ = 0;
@@ -572,7 +524,7 @@ const std::byte* machine::shortcut_frames(const std::byte* at, const std::byte* 
     // A run of LONG_BINGET and BINGET and its APPENDS, as torch writes a list of memoized
     // frames: when recent_stacks knows the run, its stack is known without reading the frames.
     std::uint64_t run_hash = 0;
-    const std::byte* run_end = recent_stacks::scan_run(at, end, run_hash);
+    const std::byte* run_end = scan_frame_run(at, end, run_hash);
     if (run_end != at && run_end != end && *run_end == std::byte{APPENDS}) {
       shortcut_run_ = {at, static_cast<std::size_t>(run_end - at)};
       shortcut_run_hash_ = run_hash;
@@ -657,12 +609,17 @@ machine::shortcut machine::read_trace_entry() {
     ++count;
   }
   if (at == end || count % 2 != 0) return decline();
-  std::span<const value> pairs(shortcut_values_.data(), count);
-  if (!builder_.is_trace_entry(pairs)) return decline();
+  if (!builder_.is_trace_entry({shortcut_values_.data(), count})) return decline();
+  return commit_trace_entry(count, frames_at, entry_memo, list_memo, static_cast<std::size_t>(at - start));
+}
 
-  // Commit: what the general path does at this SETITEMS, when it seals the entry.
-  opcode_offset_ = in_.offset() + static_cast<std::uint64_t>(at - start);
-  ++at;
+// What the general path does at the entry's SETITEMS, `setitems` bytes past the cursor, when
+// it seals the entry: the frame list becomes a stack, the entry a record, and both take the
+// memo entries reserved for them.
+machine::shortcut machine::commit_trace_entry(std::size_t count, std::size_t frames_at, std::size_t entry_memo,
+                                              std::size_t list_memo, std::size_t setitems) {
+  std::span<const value> pairs(shortcut_values_.data(), count);
+  opcode_offset_ = in_.offset() + setitems;
   if (frames_at != SIZE_MAX) {
     value list = value::make(vkind::empty_list, 0);
     if (shortcut_cached_stack_.kind() == vkind::stack) {
@@ -681,10 +638,130 @@ machine::shortcut machine::read_trace_entry() {
     return shortcut::failed;
   }
   if (entry_memo != SIZE_MAX) memo_.store(entry_memo, memo_table::code_for(entry), entry);
-  in_.advance(static_cast<std::size_t>(at - start));
+  in_.advance(setitems + 1);
   stack_.push_back(entry);
   if (prefaulter_ && --until_prefault_publish_ == 0) publish_to_prefaulter();
   return shortcut::taken;
+}
+
+// The note on the entry at stream `offset`, or null. Notes come in stream order and the
+// machine's opcodes only move forward, so the search resumes where it stopped.
+const std::uint64_t* machine::note_at(std::uint64_t offset) {
+  std::span<const std::uint64_t> notes = in_.notes();
+  if (in_.notes_serial() != notes_serial_) {
+    notes_serial_ = in_.notes_serial();
+    next_note_ = 0;
+  }
+  while (next_note_ < notes.size() && notes[next_note_] < offset) next_note_ += entry_note::words(&notes[next_note_]);
+  if (next_note_ < notes.size() && notes[next_note_] == offset) return &notes[next_note_];
+  return nullptr;
+}
+
+// A memo entry appended under shortcut_memo's rules for a MEMOIZE.
+bool machine::append_memo(std::uint32_t code, std::size_t& index) {
+  if (memo_.size() >= limits_.max_memo_entries || memo_.size() == memo_.capacity() || code == memo_table::escaped) {
+    return false;
+  }
+  index = memo_.size();
+  memo_.append_code(code);
+  return true;
+}
+
+// A noted frame list, read as shortcut_frames reads its bytes.
+bool machine::noted_frames(std::uint64_t frames, std::uint64_t run_hash, const std::byte* entry, std::size_t& list_memo) {
+  if ((frames & entry_note::memoized_bit) != 0 && !append_memo(memo_table::pending, list_memo)) return false;
+  shortcut_frame_count_ = 0;
+  shortcut_run_ = {};
+  shortcut_cached_stack_ = value::make(vkind::none, 0);
+  constexpr std::uint32_t frame_kind = std::uint32_t{static_cast<std::uint8_t>(vkind::frame)} << memo_table::payload_bits;
+  auto add_frame = [&](std::uint64_t index) {
+    if (index >= memo_.size() || shortcut_frame_count_ == max_shortcut_frames) return false;
+    std::uint32_t code = memo_.code(static_cast<std::size_t>(index));
+    if ((code & ~(memo_table::payload_limit - 1)) != frame_kind) return false;
+    shortcut_frames_[shortcut_frame_count_++] = value::make(vkind::frame, memo_table::payload_of(code));
+    return true;
+  };
+  switch (entry_note::form_of(frames)) {
+    case entry_note::frames_form::empty: return true;
+    case entry_note::frames_form::single: return add_frame(frames & 0xffffffffu);
+    case entry_note::frames_form::run: {
+      std::span<const std::byte> run(entry + entry_note::relative_of(frames), entry_note::length_of(frames));
+      if ((frames & entry_note::whole_run_bit) != 0) {
+        shortcut_run_ = run;
+        shortcut_run_hash_ = run_hash;
+        shortcut_cached_stack_ = stacks_seen_.find(run, run_hash);
+        if (shortcut_cached_stack_.kind() == vkind::stack) return true;
+      }
+      // The scanner saw only LONG_BINGET and BINGET here.
+      for (const std::byte* at = run.data(); at != run.data() + run.size();) {
+        bool wide = *at == std::byte{LONG_BINGET};
+        if (!add_frame(wide ? load_le<std::uint32_t>(at + 1) : std::to_integer<std::uint64_t>(at[1]))) return false;
+        at += wide ? 5 : 2;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+// Called with the cursor right after the EMPTY_DICT the note is on. Every check of
+// read_trace_entry that depends on the parse so far is made here, in the same order, so the
+// result is the same as reading the bytes.
+machine::shortcut machine::read_noted_entry(const std::uint64_t* note) {
+  std::size_t bytes = entry_note::entry_bytes(note);
+  if (!sparse_memo_.empty() || in_.available() + 1 < bytes) return shortcut::declined;
+  const std::byte* entry = in_.cursor() - 1;
+  std::size_t memo_before = memo_.size();
+  auto decline = [&] {
+    memo_.truncate(memo_before);
+    return shortcut::declined;
+  };
+  std::size_t entry_memo = SIZE_MAX;
+  std::size_t list_memo = SIZE_MAX;
+  if (entry_note::entry_memoized(note) && !append_memo(memo_table::pending, entry_memo)) return decline();
+  std::size_t count = entry_note::item_count(note);
+  unsigned frames_index = entry_note::frames_index(note);
+  const std::uint64_t* items = note + 2;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t word = items[i];
+    value& out = shortcut_values_[i];
+    switch (entry_note::tag_of(word)) {
+      case entry_note::tag::memo_reference: {
+        std::uint64_t index = entry_note::payload_of(word);
+        if (index >= memo_.size()) return decline();
+        std::uint32_t code = memo_.code(static_cast<std::size_t>(index));
+        switch (memo_table::kind_of(code)) {
+          case vkind::none: case vkind::boolean: case vkind::integer: case vkind::big_integer: case vkind::real:
+          case vkind::string: case vkind::bytes: case vkind::empty_list: case vkind::frame: case vkind::stack:
+            out = value::make(memo_table::kind_of(code), memo_table::payload_of(code));
+            break;
+          default:
+            return decline();  // containers, trace entries, escaped and pending entries
+        }
+        break;
+      }
+      case entry_note::tag::integer: out = value::make(vkind::integer, entry_note::payload_of(word)); break;
+      case entry_note::tag::none: out = value::make(vkind::none, 0); break;
+      case entry_note::tag::true_value: out = value::make(vkind::boolean, 1); break;
+      case entry_note::tag::false_value: out = value::make(vkind::boolean, 0); break;
+      case entry_note::tag::string: {
+        std::size_t length = entry_note::length_of(word);
+        if (length > limits_.max_string_bytes) return decline();
+        out = builder_.make_string({reinterpret_cast<const char*>(entry + entry_note::relative_of(word)), length}, false);
+        std::size_t index = 0;
+        if ((word & entry_note::memoized_bit) != 0 && !append_memo(memo_table::code_for(out), index)) return decline();
+        break;
+      }
+      case entry_note::tag::frames:
+        if (!noted_frames(word, items[count], entry, list_memo)) return decline();
+        break;
+      default:
+        return decline();
+    }
+  }
+  if (!builder_.is_trace_entry({shortcut_values_.data(), count})) return decline();
+  std::size_t frames_at = frames_index == entry_note::no_frames ? SIZE_MAX : frames_index;
+  return commit_trace_entry(count, frames_at, entry_memo, list_memo, bytes - 2);
 }
 
 bool machine::run(value& root, const std::function<void()>& on_progress) {
@@ -819,7 +896,8 @@ bool machine::run(value& root, const std::function<void()>& on_progress) {
         break;
       case EMPTY_DICT:
         if (shortcut_enabled_) {
-          shortcut outcome = read_trace_entry();
+          const std::uint64_t* note = in_.notes().empty() ? nullptr : note_at(opcode_offset_);
+          shortcut outcome = note != nullptr ? read_noted_entry(note) : read_trace_entry();
           if (outcome == shortcut::failed) return false;
           if (outcome == shortcut::taken) break;
         }

@@ -2,6 +2,7 @@
 // read_snapshot_*: picks the decoder from the content and runs the pickle machine over it.
 
 #include "byte_source.hpp"
+#include "entry_scanner.hpp"
 #include "pickle_machine.hpp"
 #include "snapshot_builder.hpp"
 
@@ -75,7 +76,10 @@ result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64
 
   // A thread and its blocks cost more than they save on an input smaller than one block.
   std::size_t ahead = raw_size >= options.read_ahead_block_bytes ? options.read_ahead_block_bytes : 0;
-  detail::input_window window(*source, options.limits.max_input_bytes, ahead);
+  // Declared before the window, whose read-ahead thread uses it until the window is gone.
+  detail::entry_scanner scanner;
+  bool scan = options.trace_entry_shortcut && options.scan_entries_ahead;
+  detail::input_window window(*source, options.limits.max_input_bytes, ahead, scan ? &scanner : nullptr);
   detail::snapshot_builder builder;
   detail::value root;
   auto on_progress = [&] {

@@ -229,6 +229,17 @@ TEST(reader, faulting_pages_in_ahead_on_a_second_thread_reads_every_bundled_snap
   reads_every_bundled_snapshot_alike(with, without);
 }
 
+TEST(reader, decoding_trace_entries_on_the_read_ahead_thread_reads_every_bundled_snapshot_as_the_parse_thread_does) {
+  // Blocks small enough that every bundled snapshot is read ahead, and many entries are cut.
+  for (std::size_t block : {std::size_t{4099}, std::size_t{70001}}) {
+    read_options noted;
+    noted.read_ahead_block_bytes = block;
+    read_options bytes = noted;
+    bytes.scan_entries_ahead = false;
+    reads_every_bundled_snapshot_alike(noted, bytes);
+  }
+}
+
 TEST(reader, reading_ahead_on_a_second_thread_reads_every_bundled_snapshot_as_reading_in_line) {
   read_options in_line;
   in_line.read_ahead_block_bytes = 0;
