@@ -34,7 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // input, reads the same snapshot or fails the same way; only an error of the compressed
   // input's decoding may be met before or after a parse error further on.
   // The same read also faults pages in ahead of the arrays on a third thread (only large inputs
-  // do otherwise), which must change nothing.
+  // do otherwise), which must change nothing, and the read-ahead thread decodes the trace
+  // entries it sees whole into notes the parse builds records from (against the parse
+  // thread's own decoding of the bytes in the first read).
   options.trace_entry_shortcut = true;
   options.read_ahead_block_bytes = size == 0 ? 1 : 1 + std::to_integer<std::size_t>(copy[size - 1]) % 64;
   options.prefault_from_bytes = 0;

@@ -215,8 +215,9 @@ std::uint32_t snapshot_builder::take_container_slot(container_type type) {
 
 void snapshot_builder::release_container_slot(std::uint32_t slot) {
   container& released = containers_[slot];
-  held_units_ -= units_of<container> + released.items.size();
+  held_units_ -= units_of<container> + released.items.size() + released.event_count;
   released.items.clear();
+  released.event_count = 0;
   if (released.items.capacity() > 64) released.items.shrink_to_fit();  // keep small buffers for reuse only
   // A slot whose generation would wrap is retired, so a stale reference can never match again.
   if (++released.generation < memo_table::payload_limit) free_slots_.push_back(slot);
@@ -235,12 +236,38 @@ value snapshot_builder::make_filled(container_type type, std::span<const value> 
   return made;
 }
 
-const snapshot_builder::container* snapshot_builder::generic_container(value item) const {
+snapshot_builder::container* snapshot_builder::container_of(value item) {
   if (item.kind() != vkind::object) return nullptr;
   auto slot = static_cast<std::uint32_t>(item.payload());
   auto generation = static_cast<std::uint32_t>(item.payload() >> 32);
   if (slot >= containers_.size() || containers_[slot].generation != generation) return nullptr;
   return &containers_[slot];
+}
+
+const snapshot_builder::container* snapshot_builder::generic_container(value item) {
+  container* held = container_of(item);
+  if (held != nullptr && held->event_count > 0) write_out_event_range(*held);
+  return held;
+}
+
+bool snapshot_builder::extends_event_range(const container& list, std::span<const value> items) {
+  if (list.type != container_type::list || !list.items.empty() || items.empty()) return false;
+  std::uint64_t next = list.event_count > 0 ? std::uint64_t{list.first_event} + list.event_count : items[0].index();
+  for (value item : items) {
+    if (item.kind() != vkind::event || item.index() != next) return false;
+    ++next;
+  }
+  return next <= UINT32_MAX;
+}
+
+// The range's entries as items (already paid for: extend charged them as items).
+void snapshot_builder::write_out_event_range(container& list) {
+  std::vector<value> written;
+  written.reserve(list.event_count + list.items.size());
+  for (std::uint32_t i = 0; i < list.event_count; ++i) written.push_back(value::make(vkind::event, list.first_event + i));
+  written.insert(written.end(), list.items.begin(), list.items.end());
+  list.items = std::move(written);
+  list.event_count = 0;
 }
 
 bool snapshot_builder::consume_object(value& item, error& failure) {
@@ -290,7 +317,13 @@ bool snapshot_builder::extend(value& target, std::span<const value> items, error
     failure = {errc::type_mismatch, 0, "cannot add items to a tuple"};
     return false;
   }
-  into->items.insert(into->items.end(), items.begin(), items.end());
+  if (extends_event_range(*into, items)) {
+    if (into->event_count == 0) into->first_event = items[0].index();
+    into->event_count += static_cast<std::uint32_t>(items.size());
+  } else {
+    if (into->event_count > 0) write_out_event_range(*into);
+    into->items.insert(into->items.end(), items.begin(), items.end());
+  }
   if (!charge(items.size(), "container items")) {
     failure = budget_failure_;
     return false;
@@ -327,6 +360,7 @@ bool snapshot_builder::seal(std::uint32_t slot, value& sealed, error& failure) {
 }
 
 bool snapshot_builder::seal_list(container& list, value& sealed) {
+  if (list.event_count > 0) return true;  // a device trace: a generic list
   if (list.items.empty()) {
     sealed = value::make(vkind::empty_list, 0);
     return true;
@@ -775,14 +809,26 @@ bool snapshot_builder::finish(value root, snapshot& out, error& failure) {
 
   std::span<const value> trace_lists;
   if (!items_of(traces_value, "'device_traces'", trace_lists)) return false;
-  // Events are sealed in pickle order, so each device's list is normally a range already;
-  // otherwise copy them into device order.
+  // Each device's list is normally a range of the entries read (see container::event_count),
+  // in pickle order; otherwise its items are copied into device order.
+  struct listed {
+    std::uint32_t first_event = 0;
+    std::uint32_t event_count = 0;
+    std::span<const value> items;
+    std::uint64_t size() const { return event_count + items.size(); }
+  };
   bool in_order = true;
   std::uint32_t expected = 0;
-  std::vector<std::span<const value>> per_device(trace_lists.size());
+  std::vector<listed> per_device(trace_lists.size());
   std::uint64_t listed_events = 0;
   for (std::size_t device = 0; device < trace_lists.size(); ++device) {
-    if (!items_of(trace_lists[device], "a device trace", per_device[device])) return false;
+    const container* range = container_of(trace_lists[device]);
+    if (range != nullptr && range->event_count > 0) {
+      per_device[device].first_event = range->first_event;
+      per_device[device].event_count = range->event_count;
+    } else if (!items_of(trace_lists[device], "a device trace", per_device[device].items)) {
+      return false;
+    }
     listed_events += per_device[device].size();
   }
   // More entries listed than were ever read: the lists repeat entries (or whole lists) and
@@ -792,7 +838,9 @@ bool snapshot_builder::finish(value root, snapshot& out, error& failure) {
     return over_budget();
   }
   for (std::size_t device = 0; device < per_device.size(); ++device) {
-    for (value item : per_device[device]) {
+    if (per_device[device].first_event != expected) in_order = false;
+    expected += per_device[device].event_count;
+    for (value item : per_device[device].items) {
       if (item.kind() != vkind::event) {
         failure = {errc::not_a_snapshot, 0, "device_traces[" + std::to_string(device) + "] holds " + kind_name(item.kind())};
         return false;
@@ -806,8 +854,9 @@ bool snapshot_builder::finish(value root, snapshot& out, error& failure) {
       return over_budget();
     }
     ordered.reserve(expected);
-    for (auto items : per_device) {
-      for (value item : items) ordered.push_back(events_[item.index()]);
+    for (const listed& list : per_device) {
+      for (std::uint32_t i = 0; i < list.event_count; ++i) ordered.push_back(events_[list.first_event + i]);
+      for (value item : list.items) ordered.push_back(events_[item.index()]);
     }
   } else {
     events_.resize(expected);

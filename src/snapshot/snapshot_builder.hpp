@@ -112,6 +112,11 @@ class snapshot_builder {
     std::uint32_t generation = 0;           // bumped each time the slot is released
     std::uint32_t copies = 1;               // its values on the stack not consumed yet
     value became;                           // the record it became, for copies consumed later
+    // A list whose items so far are trace entries read one after another (a device trace,
+    // millions long) holds them as this range, not as items: `items` is then empty. Readers
+    // other than finish() see them as items (generic_container turns the range back).
+    std::uint32_t first_event = 0;
+    std::uint32_t event_count = 0;
     std::vector<value> items;
   };
   struct frame_key_hash {
@@ -123,9 +128,13 @@ class snapshot_builder {
   std::uint32_t take_container_slot(container_type type);
   void release_container_slot(std::uint32_t slot);
   // The container `item` refers to, or nullptr when it is no object or a stale one (its
-  // container became a record and the slot was reused).
-  const container* generic_container(value item) const;
-  container* container_of(value item) { return const_cast<container*>(generic_container(item)); }
+  // container became a record and the slot was reused); its items include a range of trace
+  // entries it held, now written out.
+  const container* generic_container(value item);
+  // The same, with such a range left as it is.
+  container* container_of(value item);
+  static bool extends_event_range(const container& list, std::span<const value> items);
+  void write_out_event_range(container& list);
 
   bool seal(std::uint32_t slot, value& sealed, error& failure);  // `sealed` holds the object on entry
   bool seal_list(container& list, value& sealed);
