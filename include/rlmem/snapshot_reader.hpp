@@ -60,7 +60,7 @@ struct read_options {
   /// entries (where every key and value lies, and what it is) and the parse builds their
   /// records from that, so the two cores share the parse. The snapshot and every error are the
   /// same either way: off leaves the parse thread to decode the bytes, which tests and a fuzzer
-  /// compare it with.
+  /// compare it with. Where the process may use one core only (its CPU affinity), it is off.
   bool scan_entries_ahead = true;
   /// For an input of at least this many (uncompressed, where known) bytes, a second thread
   /// faults in the pages just ahead of the reader's two largest arrays (the trace entries and

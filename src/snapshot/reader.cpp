@@ -9,15 +9,27 @@
 #include <rlmem/regular_file.hpp>
 #include <rlmem/snapshot_reader.hpp>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 namespace rlmem {
 
 namespace {
+
+// The entry scanner's decoding pays only beside the parse; on one usable core it is extra work.
+bool several_cores_usable() {
+#if defined(__linux__)
+  cpu_set_t usable;
+  CPU_ZERO(&usable);
+  if (sched_getaffinity(0, sizeof usable, &usable) == 0) return CPU_COUNT(&usable) > 1;
+#endif
+  return std::thread::hardware_concurrency() > 1;
+}
 
 // Peeks at the first bytes of `raw` to choose a decoder, then parses.
 result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64_t raw_size, const read_options& options) {
@@ -78,7 +90,7 @@ result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64
   std::size_t ahead = raw_size >= options.read_ahead_block_bytes ? options.read_ahead_block_bytes : 0;
   // Declared before the window, whose read-ahead thread uses it until the window is gone.
   detail::entry_scanner scanner;
-  bool scan = options.trace_entry_shortcut && options.scan_entries_ahead;
+  bool scan = options.trace_entry_shortcut && options.scan_entries_ahead && several_cores_usable();
   detail::input_window window(*source, options.limits.max_input_bytes, ahead, scan ? &scanner : nullptr);
   detail::snapshot_builder builder;
   detail::value root;
