@@ -30,15 +30,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (read.ok() && !(read.value() == general.value())) __builtin_trap();
     if (!read.ok() && rlmem::describe(read.failure()) != rlmem::describe(general.failure())) __builtin_trap();
   }
-  // Differential: reading ahead on a second thread, in blocks of 1 to 64 bytes chosen by the
-  // input, reads the same snapshot or fails the same way; only an error of the compressed
+  // Differential: reading ahead on a second thread, in blocks chosen by the input, reads the same snapshot or fails the same way; only an error of the compressed
   // input's decoding may be met before or after a parse error further on.
   // The same read also faults pages in ahead of the arrays on a third thread (only large inputs
   // do otherwise), which must change nothing, and the read-ahead thread decodes the trace
   // entries it sees whole into notes the parse builds records from (against the parse
   // thread's own decoding of the bytes in the first read).
   options.trace_entry_shortcut = true;
-  options.read_ahead_block_bytes = size == 0 ? 1 : 1 + std::to_integer<std::size_t>(copy[size - 1]) % 64;
+  // Blocks of 1 to 64 bytes cut every opcode somewhere; blocks of 64 to 4,032 bytes (the top
+  // bit of the input's last byte) hold whole trace entries for the scanner to note.
+  std::size_t last = size == 0 ? 0 : std::to_integer<std::size_t>(copy[size - 1]);
+  options.read_ahead_block_bytes = (last & 0x80) != 0 ? 64 * (1 + last % 63) : 1 + last % 64;
   options.prefault_from_bytes = 0;
   auto ahead = rlmem::read_snapshot_bytes({copy.get(), size}, options);
   auto decoding = [](const auto& outcome) {

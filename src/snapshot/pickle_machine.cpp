@@ -361,6 +361,11 @@ class machine {
   const std::uint64_t* note_at(std::uint64_t offset);
   bool noted_frames(std::uint64_t frames, std::uint64_t run_hash, const std::byte* entry, std::size_t& list_memo);
   bool append_memo(std::uint32_t code, std::size_t& index);
+  // Declines an entry, dropping the memo entries appended for it since the memo had `size`.
+  shortcut decline_since(std::size_t size) {
+    memo_.truncate(size);
+    return shortcut::declined;
+  }
   shortcut commit_trace_entry(std::size_t count, std::size_t frames_at, std::size_t entry_memo, std::size_t list_memo,
                               std::size_t setitems);
   // Each takes the cursor by value and returns it moved past what it read, or null to decline:
@@ -404,6 +409,19 @@ class machine {
   }
 };
 
+// The value of a memo entry the shortcut takes as it is: a scalar or a record the general path
+// would push unchanged; false for containers, trace entries, escaped and pending entries.
+[[gnu::always_inline]] inline bool shortcut_memo_value(std::uint32_t code, value& out) {
+  switch (memo_table::kind_of(code)) {
+    case vkind::none: case vkind::boolean: case vkind::integer: case vkind::big_integer: case vkind::real:
+    case vkind::string: case vkind::bytes: case vkind::empty_list: case vkind::frame: case vkind::stack:
+      out = value::make(memo_table::kind_of(code), memo_table::payload_of(code));
+      return true;
+    default:
+      return false;
+  }
+}
+
 // An integer the value holds in line, as snapshot_builder::make_integer makes it, without the
 // call (the shortcut reads three or four per entry).
 [[gnu::always_inline]] inline value small_integer(std::int64_t number) {
@@ -431,12 +449,7 @@ const std::byte* machine::shortcut_memo(const std::byte* at, const std::byte* en
   } else {
     return op != BINPUT && op != LONG_BINPUT ? at : nullptr;  // no memo opcode: nothing to store
   }
-  if (wanted != memo_.size() || memo_.size() >= limits_.max_memo_entries || memo_.size() == memo_.capacity() ||
-      code == memo_table::escaped) {
-    return nullptr;
-  }
-  index = memo_.size();
-  memo_.append_code(code);
+  if (wanted != memo_.size() || !append_memo(code, index)) return nullptr;
   return at + length;
 }
 
@@ -451,16 +464,8 @@ const std::byte* machine::shortcut_memo(const std::byte* at, const std::byte* en
       std::size_t width = *at == std::byte{BINGET} ? 1 : 4;
       if (left <= width) return nullptr;
       std::uint64_t index = width == 1 ? std::to_integer<std::uint64_t>(at[1]) : load_le<std::uint32_t>(at + 1);
-      if (index >= memo_.size()) return nullptr;
-      std::uint32_t code = memo_.code(static_cast<std::size_t>(index));
-      switch (memo_table::kind_of(code)) {
-        case vkind::none: case vkind::boolean: case vkind::integer: case vkind::big_integer: case vkind::real:
-        case vkind::string: case vkind::bytes: case vkind::empty_list: case vkind::frame: case vkind::stack:
-          out = value::make(memo_table::kind_of(code), memo_table::payload_of(code));
-          return at + 1 + width;
-        default:
-          return nullptr;  // containers, trace entries, escaped and pending entries
-      }
+      if (index >= memo_.size() || !shortcut_memo_value(memo_.code(static_cast<std::size_t>(index)), out)) return nullptr;
+      return at + 1 + width;
     }
     case BININT1:
       if (left < 2) return nullptr;
@@ -566,11 +571,7 @@ machine::shortcut machine::read_trace_entry() {
   const std::byte* start = in_.cursor();
   const std::byte* end = start + in_.available();
   const std::byte* at = start;
-  std::size_t memo_before = memo_.size();
-  auto decline = [&] {
-    memo_.truncate(memo_before);
-    return shortcut::declined;
-  };
+  auto decline = [this, memo_before = memo_.size()] { return decline_since(memo_before); };
   std::size_t entry_memo = SIZE_MAX;
   std::size_t list_memo = SIZE_MAX;
   if (!(at = shortcut_memo(at, end, memo_table::pending, entry_memo))) return decline();
@@ -657,7 +658,8 @@ const std::uint64_t* machine::note_at(std::uint64_t offset) {
   return nullptr;
 }
 
-// A memo entry appended under shortcut_memo's rules for a MEMOIZE.
+// A memo entry appended for the shortcut; false for what the general path handles differently
+// (the limit, the memo's growth to pay for, an entry that needs the side table).
 bool machine::append_memo(std::uint32_t code, std::size_t& index) {
   if (memo_.size() >= limits_.max_memo_entries || memo_.size() == memo_.capacity() || code == memo_table::escaped) {
     return false;
@@ -711,11 +713,7 @@ machine::shortcut machine::read_noted_entry(const std::uint64_t* note) {
   std::size_t bytes = entry_note::entry_bytes(note);
   if (!sparse_memo_.empty() || in_.available() + 1 < bytes) return shortcut::declined;
   const std::byte* entry = in_.cursor() - 1;
-  std::size_t memo_before = memo_.size();
-  auto decline = [&] {
-    memo_.truncate(memo_before);
-    return shortcut::declined;
-  };
+  auto decline = [this, memo_before = memo_.size()] { return decline_since(memo_before); };
   std::size_t entry_memo = SIZE_MAX;
   std::size_t list_memo = SIZE_MAX;
   if (entry_note::entry_memoized(note) && !append_memo(memo_table::pending, entry_memo)) return decline();
@@ -728,16 +726,7 @@ machine::shortcut machine::read_noted_entry(const std::uint64_t* note) {
     switch (entry_note::tag_of(word)) {
       case entry_note::tag::memo_reference: {
         std::uint64_t index = entry_note::payload_of(word);
-        if (index >= memo_.size()) return decline();
-        std::uint32_t code = memo_.code(static_cast<std::size_t>(index));
-        switch (memo_table::kind_of(code)) {
-          case vkind::none: case vkind::boolean: case vkind::integer: case vkind::big_integer: case vkind::real:
-          case vkind::string: case vkind::bytes: case vkind::empty_list: case vkind::frame: case vkind::stack:
-            out = value::make(memo_table::kind_of(code), memo_table::payload_of(code));
-            break;
-          default:
-            return decline();  // containers, trace entries, escaped and pending entries
-        }
+        if (index >= memo_.size() || !shortcut_memo_value(memo_.code(static_cast<std::size_t>(index)), out)) return decline();
         break;
       }
       case entry_note::tag::integer: out = value::make(vkind::integer, entry_note::payload_of(word)); break;
