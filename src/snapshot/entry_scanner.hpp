@@ -66,7 +66,7 @@ inline std::size_t words(const std::uint64_t* note) {
 /// Leaves a note on each block for every trace entry that lies wholly inside it. Its state
 /// (where the next opcode starts) carries from block to block, so blocks must come in order;
 /// after an opcode the machine would refuse (or STOP) it notes nothing more. Memory: the notes
-/// of a block, at most 8 words per byte of it.
+/// of a block, at most one word per byte of it (every item and the header take a byte or more).
 class entry_scanner final : public block_scanner {
  public:
   void scan(std::span<const std::byte> data, std::uint64_t offset, block_notes& notes) noexcept override;
