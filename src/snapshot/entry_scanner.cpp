@@ -80,6 +80,7 @@ class note_writer {
     unsigned frames_at = entry_note::no_frames;
     std::uint64_t run_hash = 0;
     bool hashed = false;
+    std::uint64_t far = 0;
     while (at != end_ && *at != std::byte{SETITEMS}) {
       if (count == entry_note::max_items) return 0;
       if (count % 2 == 1 && *at == std::byte{EMPTY_LIST} && frames_at == entry_note::no_frames) {
@@ -88,13 +89,17 @@ class note_writer {
         continue;
       }
       if (!(at = read_scalar(at))) return 0;
+      if (count % 2 == 1 && entry_note::tag_of(out_[-1]) == tag::memo_reference) {
+        std::uint64_t index = entry_note::payload_of(out_[-1]);
+        far = index < (std::uint64_t{1} << 31) - 1 ? index + 1 : 0;
+      }
       ++count;
     }
     if (at == end_ || count % 2 != 0) return 0;
     if (hashed) *out_++ = run_hash;
     std::size_t bytes = static_cast<std::size_t>(at - entry_) + 1;
     start_[1] = bytes | (std::uint64_t{count} << 16) | (std::uint64_t{frames_at} << 24) |
-                        (std::uint64_t{memoized} << 32);
+                        (std::uint64_t{memoized} << 32) | (far << 33);
     return bytes;
   }
 

@@ -21,7 +21,8 @@ namespace rlmem::detail {
 ///   [0] the stream offset of the entry's EMPTY_DICT
 ///   [1] bits 0-15: the entry's bytes through its SETITEMS; 16-23: items (keys and values);
 ///       24-31: the index of the frame list among them, or 0xff; bit 32: a MEMOIZE follows
-///       the EMPTY_DICT
+///       the EMPTY_DICT; 33-63: 1 + the memo index the last value that is a memo reference
+///       names, or 0 (for the parse to fetch that memo entry ahead: it is often far back)
 ///   then one word per item, then the hash of the frame list's run of memo references when the
 ///   list is written as a run (scan_frame_run's hash).
 namespace entry_note {
@@ -54,6 +55,8 @@ inline std::size_t entry_bytes(const std::uint64_t* note) { return static_cast<s
 inline std::size_t item_count(const std::uint64_t* note) { return static_cast<std::size_t>((note[1] >> 16) & 0xff); }
 inline unsigned frames_index(const std::uint64_t* note) { return static_cast<unsigned>((note[1] >> 24) & 0xff); }
 inline bool entry_memoized(const std::uint64_t* note) { return ((note[1] >> 32) & 1) != 0; }
+/// 1 + the memo index of the entry's last value that is a memo reference, or 0.
+inline std::uint64_t far_reference(const std::uint64_t* note) { return note[1] >> 33; }
 /// Words the note takes.
 inline std::size_t words(const std::uint64_t* note) {
   std::size_t count = item_count(note);

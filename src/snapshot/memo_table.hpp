@@ -46,8 +46,8 @@ class memo_table {
     if (code == escaped) escaped_[index] = item;
   }
   void reserve(std::size_t count) { codes_.reserve(count); }
-  /// The codes' storage, for page_prefaulter.
-  const void* data() const { return codes_.data(); }
+  /// The codes' storage, for page_prefaulter and prefetches.
+  const std::uint32_t* data() const { return codes_.data(); }
 
   /// An entry whose value is not known yet (the trace-entry shortcut's records-to-be): it
   /// reads as an escaped entry, so it must be set with store() or dropped before any lookup.

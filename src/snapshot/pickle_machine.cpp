@@ -252,7 +252,10 @@ class machine {
         }
       }
       // An entry changes under runs recent_stacks knows: forget them all (never in torch's pickles).
-      if (index < memo_.size()) stacks_seen_.clear();
+      if (index < memo_.size()) {
+        stacks_seen_.clear();
+        known_keys_count_ = 0;
+      }
       std::uint32_t code = builder_.memo_code(item, index);
       // An escaped entry keeps its full value in a hash node: key, value, next, hash.
       if (code == memo_table::escaped && !builder_.charge(4, "memo entries")) {
@@ -395,6 +398,13 @@ class machine {
   std::span<const std::byte> shortcut_run_;
   value shortcut_cached_stack_;
   std::uint64_t shortcut_run_hash_ = 0;
+  // The keys of the last entry read from a note, when all were memo references to strings: the
+  // item words naming them and the strings. Torch writes the same keys in the same order entry
+  // after entry, so a note with the same words has the same keys, while no memo entry is
+  // overwritten (memo_put forgets them then) and the memo never drops below an entry read.
+  std::array<std::uint64_t, max_shortcut_values / 2> known_key_words_{};
+  std::array<value, max_shortcut_values / 2> known_keys_{};
+  std::size_t known_keys_count_ = 0;  // items of the entry they came from; 0: none known
   // Where the next note may be among the window's notes (words), and which notes those are.
   std::size_t next_note_ = 0;
   std::uint64_t notes_serial_ = UINT64_MAX;
@@ -654,7 +664,16 @@ const std::uint64_t* machine::note_at(std::uint64_t offset) {
     next_note_ = 0;
   }
   while (next_note_ < notes.size() && notes[next_note_] < offset) next_note_ += entry_note::words(&notes[next_note_]);
-  if (next_note_ < notes.size() && notes[next_note_] == offset) return &notes[next_note_];
+  if (next_note_ < notes.size() && notes[next_note_] == offset) {
+    // The entry after the next one often names a stack from far back in the memo: fetch it now.
+    std::size_t next = next_note_ + entry_note::words(&notes[next_note_]);
+    if (next < notes.size()) next += entry_note::words(&notes[next]);
+    if (next < notes.size()) {
+      std::uint64_t far = entry_note::far_reference(&notes[next]);
+      if (far != 0 && far <= memo_.size()) __builtin_prefetch(memo_.data() + far - 1);
+    }
+    return &notes[next_note_];
+  }
   return nullptr;
 }
 
@@ -720,9 +739,19 @@ machine::shortcut machine::read_noted_entry(const std::uint64_t* note) {
   std::size_t count = entry_note::item_count(note);
   unsigned frames_index = entry_note::frames_index(note);
   const std::uint64_t* items = note + 2;
+  bool keys_known = count == known_keys_count_;
+  bool keys_all_references = true;
   for (std::size_t i = 0; i < count; ++i) {
     std::uint64_t word = items[i];
     value& out = shortcut_values_[i];
+    if (i % 2 == 0) {
+      if (keys_known && word == known_key_words_[i / 2]) {
+        out = known_keys_[i / 2];
+        continue;
+      }
+      keys_known = false;
+      keys_all_references = keys_all_references && entry_note::tag_of(word) == entry_note::tag::memo_reference;
+    }
     switch (entry_note::tag_of(word)) {
       case entry_note::tag::memo_reference: {
         std::uint64_t index = entry_note::payload_of(word);
@@ -748,7 +777,17 @@ machine::shortcut machine::read_noted_entry(const std::uint64_t* note) {
         return decline();
     }
   }
-  if (!builder_.is_trace_entry({shortcut_values_.data(), count})) return decline();
+  if (!keys_known) {
+    if (!builder_.is_trace_entry({shortcut_values_.data(), count})) return decline();
+    known_keys_count_ = 0;
+    if (keys_all_references) {
+      for (std::size_t i = 0; i < count; i += 2) {
+        known_key_words_[i / 2] = items[i];
+        known_keys_[i / 2] = shortcut_values_[i];
+      }
+      known_keys_count_ = count;
+    }
+  }
   std::size_t frames_at = frames_index == entry_note::no_frames ? SIZE_MAX : frames_index;
   return commit_trace_entry(count, frames_at, entry_memo, list_memo, bytes - 2);
 }
