@@ -91,7 +91,7 @@ class note_writer {
       if (!(at = read_scalar(at))) return 0;
       if (count % 2 == 1 && entry_note::tag_of(out_[-1]) == tag::memo_reference) {
         std::uint64_t index = entry_note::payload_of(out_[-1]);
-        far = index < (std::uint64_t{1} << 31) - 1 ? index + 1 : 0;
+        far = index < entry_note::max_far_reference ? index + 1 : 0;
       }
       ++count;
     }
@@ -99,7 +99,7 @@ class note_writer {
     if (hashed) *out_++ = run_hash;
     std::size_t bytes = static_cast<std::size_t>(at - entry_) + 1;
     start_[1] = bytes | (std::uint64_t{count} << 16) | (std::uint64_t{frames_at} << 24) |
-                        (std::uint64_t{memoized} << 32) | (far << 33);
+                        (std::uint64_t{memoized} << 32) | (std::uint64_t{hashed} << 33) | (far << 34);
     return bytes;
   }
 

@@ -21,8 +21,9 @@ namespace rlmem::detail {
 ///   [0] the stream offset of the entry's EMPTY_DICT
 ///   [1] bits 0-15: the entry's bytes through its SETITEMS; 16-23: items (keys and values);
 ///       24-31: the index of the frame list among them, or 0xff; bit 32: a MEMOIZE follows
-///       the EMPTY_DICT; 33-63: 1 + the memo index the last value that is a memo reference
-///       names, or 0 (for the parse to fetch that memo entry ahead: it is often far back)
+///       the EMPTY_DICT; bit 33: the run's hash follows the items; 34-63: 1 + the memo index
+///       the last value that is a memo reference names, or 0 (for the parse to fetch that memo
+///       entry ahead: it is often far back)
 ///   then one word per item, then the hash of the frame list's run of memo references when the
 ///   list is written as a run (scan_frame_run's hash).
 namespace entry_note {
@@ -56,14 +57,10 @@ inline std::size_t item_count(const std::uint64_t* note) { return static_cast<st
 inline unsigned frames_index(const std::uint64_t* note) { return static_cast<unsigned>((note[1] >> 24) & 0xff); }
 inline bool entry_memoized(const std::uint64_t* note) { return ((note[1] >> 32) & 1) != 0; }
 /// 1 + the memo index of the entry's last value that is a memo reference, or 0.
-inline std::uint64_t far_reference(const std::uint64_t* note) { return note[1] >> 33; }
-/// Words the note takes.
-inline std::size_t words(const std::uint64_t* note) {
-  std::size_t count = item_count(note);
-  unsigned frames = frames_index(note);
-  bool hashed = frames != no_frames && form_of(note[2 + frames]) == frames_form::run;
-  return 2 + count + (hashed ? 1 : 0);
-}
+inline std::uint64_t far_reference(const std::uint64_t* note) { return note[1] >> 34; }
+inline constexpr std::uint64_t max_far_reference = (std::uint64_t{1} << 30) - 1;
+/// Words the note takes (from its header alone).
+inline std::size_t words(const std::uint64_t* note) { return 2 + item_count(note) + ((note[1] >> 33) & 1); }
 }  // namespace entry_note
 
 /// Leaves a note on each block for every trace entry that lies wholly inside it. Its state

@@ -665,7 +665,9 @@ const std::uint64_t* machine::note_at(std::uint64_t offset) {
   }
   while (next_note_ < notes.size() && notes[next_note_] < offset) next_note_ += entry_note::words(&notes[next_note_]);
   if (next_note_ < notes.size() && notes[next_note_] == offset) {
-    // The entry after the next one often names a stack from far back in the memo: fetch it now.
+    // Notes were written on another core: ask for them a few entries ahead. And the entry
+    // after the next one often names a stack from far back in the memo: fetch it now.
+    __builtin_prefetch(notes.data() + next_note_ + 128);
     std::size_t next = next_note_ + entry_note::words(&notes[next_note_]);
     if (next < notes.size()) next += entry_note::words(&notes[next]);
     if (next < notes.size()) {
