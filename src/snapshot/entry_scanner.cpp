@@ -6,6 +6,7 @@
 #include "pickle_opcodes.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 
 namespace rlmem::detail {
@@ -52,8 +53,8 @@ std::size_t opcode_bytes(const std::byte* at, std::size_t size) {
 class note_writer {
  public:
   // `out`: room for entry_note::max_words.
-  note_writer(const std::byte* entry, const std::byte* end, std::uint64_t* out)
-      : entry_(entry), end_(std::min(end, entry + entry_note::max_entry_bytes)), start_(out), out_(out) {}
+  note_writer(const std::byte* entry, const std::byte* end, std::uint64_t* out, entry_scanner::frame_runs& runs)
+      : entry_(entry), end_(std::min(end, entry + entry_note::max_entry_bytes)), start_(out), out_(out), runs_(runs) {}
 
   // The entry's bytes, or 0 when there is no note to keep.
   std::size_t write(std::uint64_t offset) { return read_entry(offset); }
@@ -78,13 +79,13 @@ class note_writer {
     ++out_;  // written last
     std::size_t count = 0;
     unsigned frames_at = entry_note::no_frames;
-    std::uint64_t run_hash = 0;
-    bool hashed = false;
+    std::uint64_t run_name = 0;
+    bool named = false;
     std::uint64_t far = 0;
     while (at != end_ && *at != std::byte{SETITEMS}) {
       if (count == entry_note::max_items) return 0;
       if (count % 2 == 1 && *at == std::byte{EMPTY_LIST} && frames_at == entry_note::no_frames) {
-        if (!(at = read_frames(at, run_hash, hashed))) return 0;
+        if (!(at = read_frames(at, run_name, named))) return 0;
         frames_at = static_cast<unsigned>(count++);
         continue;
       }
@@ -96,10 +97,10 @@ class note_writer {
       ++count;
     }
     if (at == end_ || count % 2 != 0) return 0;
-    if (hashed) *out_++ = run_hash;
+    if (named) *out_++ = run_name;
     std::size_t bytes = static_cast<std::size_t>(at - entry_) + 1;
     start_[1] = bytes | (std::uint64_t{count} << 16) | (std::uint64_t{frames_at} << 24) |
-                        (std::uint64_t{memoized} << 32) | (std::uint64_t{hashed} << 33) | (far << 34);
+                        (std::uint64_t{memoized} << 32) | (std::uint64_t{named} << 33) | (far << 34);
     return bytes;
   }
 
@@ -165,7 +166,7 @@ class note_writer {
   }
 
   // The entry's frame list, as the machine's shortcut_frames takes it.
-  const std::byte* read_frames(const std::byte* at, std::uint64_t& run_hash, bool& hashed) {
+  const std::byte* read_frames(const std::byte* at, std::uint64_t& run_name, bool& named) {
     ++at;  // EMPTY_LIST
     std::uint64_t word = item(tag::frames, 0);
     if (is(at, MEMOIZE)) {
@@ -179,6 +180,7 @@ class note_writer {
     if (*at == std::byte{MARK}) {
       ++at;
       const std::byte* run = at;
+      std::uint64_t run_hash = 0;
       const std::byte* scanned = scan_frame_run(at, end_, run_hash);
       at = scanned;
       // The hash's scan covers at most 642 references (max_frame_run_bytes), fewer than
@@ -203,7 +205,10 @@ class note_writer {
       std::uint64_t whole = scanned == at ? entry_note::whole_run_bit : 0;
       *out_++ = word | form(entry_note::frames_form::run) | whole | relative(run) |
                        (static_cast<std::uint64_t>(at - run) << 16);
-      hashed = true;
+      if (whole != 0) {
+        run_name = runs_.name({run, static_cast<std::size_t>(at - run)}, run_hash);
+        named = true;
+      }
       return at + 1;
     }
     if (*at == std::byte{BINGET} || *at == std::byte{LONG_BINGET}) {
@@ -223,9 +228,27 @@ class note_writer {
   const std::byte* end_;
   std::uint64_t* start_;
   std::uint64_t* out_;
+  entry_scanner::frame_runs& runs_;
 };
 
 }  // namespace
+
+std::uint64_t entry_scanner::frame_runs::name(std::span<const std::byte> run, std::uint64_t hash) {
+  std::size_t index = static_cast<std::size_t>(hash % entry_note::run_slots);
+  slot& at = slots[index];
+  if (at.serial != 0 && at.length == run.size() && std::memcmp(arena.data() + at.offset, run.data(), run.size()) == 0) {
+    return (at.serial << entry_note::run_slot_bits) | index;
+  }
+  constexpr std::size_t arena_limit = std::size_t{1} << 20;
+  if (arena.size() + run.size() > arena_limit) {  // forget them all; their serials are never given again
+    slots.fill({});
+    arena.clear();
+  }
+  if (arena.capacity() == 0) arena.reserve(arena_limit);
+  at = {next_serial++, static_cast<std::uint32_t>(arena.size()), static_cast<std::uint32_t>(run.size())};
+  arena.insert(arena.end(), run.begin(), run.end());
+  return (at.serial << entry_note::run_slot_bits) | index;
+}
 
 void entry_scanner::scan(std::span<const std::byte> data, std::uint64_t offset, block_notes& notes) noexcept {
   if (stopped_ || data.empty()) return;
@@ -274,7 +297,7 @@ void entry_scanner::scan_from(const std::byte* data, std::size_t size, std::size
   while (position < size) {
     const std::byte* at = data + position;
     if (*at == std::byte{EMPTY_DICT}) {
-      note_writer writer(at, data + size, notes.room(entry_note::max_words));
+      note_writer writer(at, data + size, notes.room(entry_note::max_words), runs_);
       std::size_t entry = writer.write(offset + position);
       if (entry > 0) notes.add(writer.words());
       position += entry > 0 ? entry : 1;

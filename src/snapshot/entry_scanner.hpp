@@ -11,6 +11,7 @@
 #include "byte_source.hpp"
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -21,17 +22,23 @@ namespace rlmem::detail {
 ///   [0] the stream offset of the entry's EMPTY_DICT
 ///   [1] bits 0-15: the entry's bytes through its SETITEMS; 16-23: items (keys and values);
 ///       24-31: the index of the frame list among them, or 0xff; bit 32: a MEMOIZE follows
-///       the EMPTY_DICT; bit 33: the run's hash follows the items; 34-63: 1 + the memo index
+///       the EMPTY_DICT; bit 33: the run's name follows the items; 34-63: 1 + the memo index
 ///       the last value that is a memo reference names, or 0 (for the parse to fetch that memo
 ///       entry ahead: it is often far back)
-///   then one word per item, then the hash of the frame list's run of memo references when the
-///   list is written as a run (scan_frame_run's hash).
+///   then one word per item, then, when the frame list is a run of memo references that
+///   scan_frame_run covers whole, the run's name: the slot of entry_scanner's table of recent
+///   runs (low run_slot_bits) and the serial the scanner gave those bytes there (above them).
+///   Equal names mean byte-identical runs: the scanner compares the whole run before it reuses
+///   a serial, and never gives a serial twice.
 namespace entry_note {
 inline constexpr std::size_t max_entry_bytes = 4096;  // offsets inside an entry fit in 16 bits
 inline constexpr std::size_t max_items = 32;          // as the machine's shortcut
 inline constexpr std::size_t max_frames = 1000;       // the pickler's APPENDS batch
 inline constexpr unsigned no_frames = 0xff;
 inline constexpr std::size_t max_words = 2 + max_items + 1;
+inline constexpr int run_slot_bits = 10;
+inline constexpr std::size_t run_slots = std::size_t{1} << run_slot_bits;
+inline std::size_t run_slot(std::uint64_t name) { return static_cast<std::size_t>(name & (run_slots - 1)); }
 
 /// An item word's top 4 bits.
 enum class tag : std::uint8_t { memo_reference = 1, integer, none, true_value, false_value, string, frames };
@@ -71,10 +78,25 @@ class entry_scanner final : public block_scanner {
  public:
   void scan(std::span<const std::byte> data, std::uint64_t offset, block_notes& notes) noexcept override;
 
+  /// Recent frame runs by their bytes, to name them in notes: direct-mapped by scan_frame_run's
+  // hash; at most run_slots runs and 1 MiB of their bytes (all forgotten when that is full).
+  struct frame_runs {
+    struct slot {
+      std::uint64_t serial = 0;  // 0: empty
+      std::uint32_t offset = 0;
+      std::uint32_t length = 0;
+    };
+    std::uint64_t name(std::span<const std::byte> run, std::uint64_t hash);
+    std::array<slot, entry_note::run_slots> slots{};
+    std::vector<std::byte> arena;
+    std::uint64_t next_serial = 1;
+  };
+
  private:
   void scan_from(const std::byte* data, std::size_t size, std::size_t position, std::uint64_t offset,
                  block_notes& notes);
 
+  frame_runs runs_;
   std::uint64_t skip_ = 0;              // bytes of an opcode's argument still to pass over
   std::byte carry_[16] = {};            // an opcode whose header the last block cut
   std::size_t carried_ = 0;

@@ -255,6 +255,7 @@ class machine {
       if (index < memo_.size()) {
         stacks_seen_.clear();
         known_keys_count_ = 0;
+        known_runs_.fill({});
       }
       std::uint32_t code = builder_.memo_code(item, index);
       // An escaped entry keeps its full value in a hash node: key, value, next, hash.
@@ -362,7 +363,7 @@ class machine {
   // value lies and what it is, so the bytes are not walked again here.
   shortcut read_noted_entry(const std::uint64_t* note);
   const std::uint64_t* note_at(std::uint64_t offset);
-  bool noted_frames(std::uint64_t frames, std::uint64_t run_hash, const std::byte* entry, std::size_t& list_memo);
+  bool noted_frames(std::uint64_t frames, std::uint64_t run_name, const std::byte* entry, std::size_t& list_memo);
   bool append_memo(std::uint32_t code, std::size_t& index);
   // Declines an entry, dropping the memo entries appended for it since the memo had `size`.
   shortcut decline_since(std::size_t size) {
@@ -405,6 +406,16 @@ class machine {
   std::array<std::uint64_t, max_shortcut_values / 2> known_key_words_{};
   std::array<value, max_shortcut_values / 2> known_keys_{};
   std::size_t known_keys_count_ = 0;  // items of the entry they came from; 0: none known
+  // The stacks of frame runs notes named (entry_note's run names), by the scanner's slot: a
+  // name the slot holds is the same bytes, so the same stack while no memo entry is
+  // overwritten (memo_put forgets them all then). noted_run_ is the name of the run being read
+  // when its stack is not known yet (0 otherwise), for commit_trace_entry to keep.
+  struct known_run {
+    std::uint64_t name = 0;
+    value stack;
+  };
+  std::array<known_run, entry_note::run_slots> known_runs_{};
+  std::uint64_t noted_run_ = 0;
   // Where the next note may be among the window's notes (words), and which notes those are.
   std::size_t next_note_ = 0;
   std::uint64_t notes_serial_ = UINT64_MAX;
@@ -531,6 +542,7 @@ const std::byte* machine::shortcut_frames(const std::byte* at, const std::byte* 
   if (!(at = shortcut_memo(at, end, memo_table::pending, list_memo))) return nullptr;
   shortcut_frame_count_ = 0;
   shortcut_run_ = {};
+  noted_run_ = 0;
   shortcut_cached_stack_ = value::make(vkind::none, 0);
   if (at == end) return nullptr;
   value frame;
@@ -639,6 +651,7 @@ machine::shortcut machine::commit_trace_entry(std::size_t count, std::size_t fra
       list = builder_.make_stack({shortcut_frames_.data(), shortcut_frame_count_});
       // The frames were read from exactly the run's bytes: remember its stack.
       if (!shortcut_run_.empty()) stacks_seen_.remember(shortcut_run_, shortcut_run_hash_, list);
+      if (noted_run_ != 0) known_runs_[entry_note::run_slot(noted_run_)] = {noted_run_, list};
     }
     shortcut_values_[frames_at] = list;
     if (list_memo != SIZE_MAX) memo_.store(list_memo, memo_table::code_for(list), list);
@@ -691,10 +704,11 @@ bool machine::append_memo(std::uint32_t code, std::size_t& index) {
 }
 
 // A noted frame list, read as shortcut_frames reads its bytes.
-bool machine::noted_frames(std::uint64_t frames, std::uint64_t run_hash, const std::byte* entry, std::size_t& list_memo) {
+bool machine::noted_frames(std::uint64_t frames, std::uint64_t run_name, const std::byte* entry, std::size_t& list_memo) {
   if ((frames & entry_note::memoized_bit) != 0 && !append_memo(memo_table::pending, list_memo)) return false;
   shortcut_frame_count_ = 0;
   shortcut_run_ = {};
+  noted_run_ = 0;
   shortcut_cached_stack_ = value::make(vkind::none, 0);
   constexpr std::uint32_t frame_kind = std::uint32_t{static_cast<std::uint8_t>(vkind::frame)} << memo_table::payload_bits;
   auto add_frame = [&](std::uint64_t index) {
@@ -710,10 +724,12 @@ bool machine::noted_frames(std::uint64_t frames, std::uint64_t run_hash, const s
     case entry_note::frames_form::run: {
       std::span<const std::byte> run(entry + entry_note::relative_of(frames), entry_note::length_of(frames));
       if ((frames & entry_note::whole_run_bit) != 0) {
-        shortcut_run_ = run;
-        shortcut_run_hash_ = run_hash;
-        shortcut_cached_stack_ = stacks_seen_.find(run, run_hash);
-        if (shortcut_cached_stack_.kind() == vkind::stack) return true;
+        const known_run& known = known_runs_[entry_note::run_slot(run_name)];
+        if (known.name == run_name) {
+          shortcut_cached_stack_ = known.stack;
+          return true;
+        }
+        noted_run_ = run_name;
       }
       // The scanner saw only LONG_BINGET and BINGET here.
       for (const std::byte* at = run.data(); at != run.data() + run.size();) {
@@ -773,7 +789,8 @@ machine::shortcut machine::read_noted_entry(const std::uint64_t* note) {
         break;
       }
       case entry_note::tag::frames:
-        if (!noted_frames(word, items[count], entry, list_memo)) return decline();
+        // The run's name follows the items when the run is whole (and only then).
+        if (!noted_frames(word, (word & entry_note::whole_run_bit) != 0 ? items[count] : 0, entry, list_memo)) return decline();
         break;
       default:
         return decline();

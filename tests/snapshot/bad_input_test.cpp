@@ -453,6 +453,46 @@ TEST(budgets, real_snapshots_read_within_a_budget_twice_as_tight_as_the_default)
 
 namespace rlmem {
 
+TEST(bad_input, a_memo_entry_overwritten_under_known_keys_gives_the_new_key) {
+  // The note path keeps the last entry's keys by their memo references; a LONG_BINPUT that
+  // replaces the string a key names (Python's pickler never writes one) must be seen: the
+  // third entry's second key reads 'size', not 'addr'.
+  pickle_writer p;
+  p.op("}(").text("segments").op("]").text("device_traces").op("](](");
+  std::uint32_t keys[2] = {};
+  p.op("}");
+  p.memoize();
+  p.op("(").text("action");
+  keys[0] = p.memoize();
+  p.text("alloc").text("addr");
+  keys[1] = p.memoize();
+  p.integer(4096).op("u");
+  for (std::int64_t value : {8192, 512}) {
+    if (value == 512) {  // 'size' over the memo entry of 'addr', then POP
+      p.text("size").op("r");
+      for (int i = 0; i < 4; ++i) p.op(std::string(1, static_cast<char>((keys[1] >> (8 * i)) & 0xff)));
+      p.op("0");
+    }
+    p.op("}");
+    p.memoize();
+    p.op("(").get(keys[0]).text("alloc").get(keys[1]).integer(value).op("u");
+  }
+  std::string pickle = p.op("eeu").done();
+  auto bytes = bytes_of(pickle);
+  for (int path = 0; path < 3; ++path) {  // bytes, notes (one block), the general path
+    read_options options;
+    options.trace_entry_shortcut = path < 2;
+    if (path == 1) options.read_ahead_block_bytes = bytes.size();
+    auto read = read_snapshot_bytes(bytes, options);
+    ASSERT_TRUE(read.ok()) << describe(read.failure());
+    const snapshot& snap = read.value();
+    ASSERT_EQ(snap.events.size(), 3u) << path;
+    EXPECT_EQ(snap.events[1].addr, 8192u) << path;
+    EXPECT_EQ(snap.events[2].addr, 0u) << "path " << path << ": the key was replaced by 'size'";
+    EXPECT_EQ(snap.events[2].size, 512u) << path;
+  }
+}
+
 TEST(bad_input, a_memo_entry_overwritten_under_a_known_run_of_frames_gives_the_new_frames) {
   // The shortcut knows a stack by the bytes of its run of frame references; a LONG_BINPUT that
   // replaces one of those frames (Python's pickler never writes one) must be seen.
@@ -490,7 +530,7 @@ TEST(bad_input, a_memo_entry_overwritten_under_a_known_run_of_frames_gives_the_n
     bool shortcut = path < 2;
     read_options options;
     options.trace_entry_shortcut = shortcut;
-    if (path == 1) options.read_ahead_block_bytes = 4096;
+    if (path == 1) options.read_ahead_block_bytes = bytes.size();  // one block: every entry noted
     auto read = read_snapshot_bytes(bytes, options);
     ASSERT_TRUE(read.ok()) << describe(read.failure());
     const snapshot& snap = read.value();
