@@ -3,6 +3,7 @@
 // The in-memory model of a PyTorch memory snapshot (torch 2.4 to 2.11): segments, blocks,
 // per-device traces, settings and annotations, with strings, frames and stacks interned.
 
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -118,7 +119,12 @@ struct plain_value {
   std::string text;
   std::vector<std::string> keys;    ///< dict keys, parallel to items
   std::vector<plain_value> items;   ///< list items or dict values
-  friend bool operator==(const plain_value&, const plain_value&) = default;
+  /// Equal when read from the same data: reals compare by their bits, so a NaN equals itself.
+  friend bool operator==(const plain_value& a, const plain_value& b) {
+    return a.type == b.type && a.boolean == b.boolean && a.integer == b.integer &&
+           std::bit_cast<std::uint64_t>(a.real) == std::bit_cast<std::uint64_t>(b.real) && a.text == b.text &&
+           a.keys == b.keys && a.items == b.items;
+  }
 };
 
 /// The events one device recorded, a range of snapshot::events.
