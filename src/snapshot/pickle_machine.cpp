@@ -365,6 +365,16 @@ class machine {
   const std::uint64_t* note_at(std::uint64_t offset);
   bool noted_frames(std::uint64_t frames, std::uint64_t run_name, const std::byte* entry, std::size_t& list_memo);
   bool append_memo(std::uint32_t code, std::size_t& index);
+  // Appends the frame memo entry `index` holds to the shortcut's frame list; false (decline)
+  // when it holds no frame or the list is full. Both paths read frame references through it.
+  bool take_frame(std::uint64_t index) {
+    constexpr std::uint32_t frame_kind = std::uint32_t{static_cast<std::uint8_t>(vkind::frame)} << memo_table::payload_bits;
+    if (index >= memo_.size() || shortcut_frame_count_ == max_shortcut_frames) return false;
+    std::uint32_t code = memo_.code(static_cast<std::size_t>(index));
+    if ((code & ~(memo_table::payload_limit - 1)) != frame_kind) return false;
+    shortcut_frames_[shortcut_frame_count_++] = value::make(vkind::frame, memo_table::payload_of(code));
+    return true;
+  }
   // Declines an entry, dropping the memo entries appended for it since the memo had `size`.
   shortcut decline_since(std::size_t size) {
     memo_.truncate(size);
@@ -559,13 +569,8 @@ const std::byte* machine::shortcut_frames(const std::byte* at, const std::byte* 
       if (shortcut_cached_stack_.kind() == vkind::stack) return run_end + 1;
     }
     // Runs of LONG_BINGET to frames are most of a snapshot's bytes: read them in line.
-    constexpr std::uint32_t frame_kind = std::uint32_t{static_cast<std::uint8_t>(vkind::frame)} << memo_table::payload_bits;
     while (end - at >= 5 && *at == std::byte{LONG_BINGET}) {
-      std::uint32_t index = load_le<std::uint32_t>(at + 1);
-      if (index >= memo_.size() || shortcut_frame_count_ == max_shortcut_frames) return nullptr;
-      std::uint32_t code = memo_.code(index);
-      if ((code & ~(memo_table::payload_limit - 1)) != frame_kind) return nullptr;
-      shortcut_frames_[shortcut_frame_count_++] = value::make(vkind::frame, memo_table::payload_of(code));
+      if (!take_frame(load_le<std::uint32_t>(at + 1))) return nullptr;
       at += 5;
     }
     while (at != end && *at != std::byte{APPENDS}) {
@@ -710,17 +715,9 @@ bool machine::noted_frames(std::uint64_t frames, std::uint64_t run_name, const s
   shortcut_run_ = {};
   noted_run_ = 0;
   shortcut_cached_stack_ = value::make(vkind::none, 0);
-  constexpr std::uint32_t frame_kind = std::uint32_t{static_cast<std::uint8_t>(vkind::frame)} << memo_table::payload_bits;
-  auto add_frame = [&](std::uint64_t index) {
-    if (index >= memo_.size() || shortcut_frame_count_ == max_shortcut_frames) return false;
-    std::uint32_t code = memo_.code(static_cast<std::size_t>(index));
-    if ((code & ~(memo_table::payload_limit - 1)) != frame_kind) return false;
-    shortcut_frames_[shortcut_frame_count_++] = value::make(vkind::frame, memo_table::payload_of(code));
-    return true;
-  };
   switch (entry_note::form_of(frames)) {
     case entry_note::frames_form::empty: return true;
-    case entry_note::frames_form::single: return add_frame(frames & 0xffffffffu);
+    case entry_note::frames_form::single: return take_frame(frames & 0xffffffffu);
     case entry_note::frames_form::run: {
       std::span<const std::byte> run(entry + entry_note::relative_of(frames), entry_note::length_of(frames));
       if ((frames & entry_note::whole_run_bit) != 0) {
@@ -734,7 +731,7 @@ bool machine::noted_frames(std::uint64_t frames, std::uint64_t run_name, const s
       // The scanner saw only LONG_BINGET and BINGET here.
       for (const std::byte* at = run.data(); at != run.data() + run.size();) {
         bool wide = *at == std::byte{LONG_BINGET};
-        if (!add_frame(wide ? load_le<std::uint32_t>(at + 1) : std::to_integer<std::uint64_t>(at[1]))) return false;
+        if (!take_frame(wide ? load_le<std::uint32_t>(at + 1) : std::to_integer<std::uint64_t>(at[1]))) return false;
         at += wide ? 5 : 2;
       }
       return true;
