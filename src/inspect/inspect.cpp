@@ -5,6 +5,7 @@
 
 #include "analysis.hpp"
 #include "frames.hpp"
+#include "live_feed.hpp"
 
 #include <rlmem/allocator_rules.hpp>
 #include <rlmem/format.hpp>
@@ -16,6 +17,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 namespace rlmem {
@@ -113,10 +115,11 @@ struct site_total {
   stack_id largest_stack = 0;
 };
 
-// Live bytes by site id, from a walk of the live blocks (for the peak and the end only).
-std::vector<site_total> totals_by_site(const live_set& state, stack_index& stacks) {
+// Live bytes by site id, from a walk of the live blocks in address order (for the peak, the
+// last step end and the end only).
+std::vector<site_total> totals_by_site(std::span<const live_block> blocks, stack_index& stacks) {
   std::vector<site_total> totals;
-  for (const auto& [address, held] : state.blocks()) {
+  for (const live_block& held : blocks) {
     if (held.pending_free) continue;
     std::uint32_t id = stacks.site(held.stack, held.before_trace);
     if (id >= totals.size()) totals.resize(id + 1);
@@ -325,7 +328,23 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   fragmentation_report& frag = result.fragmentation;
   std::int64_t last_event = static_cast<std::int64_t>(events.size()) - 1;
 
-  live_set state = start;
+  // The live set goes through the events on another core, a few chunks ahead of this pass, and
+  // keeps what read_state needs of it: the live blocks at the last step end, the free spaces
+  // at the reported OOMs, both after the last event.
+  std::vector<std::size_t> moments;
+  if (!step_ends.empty()) moments.push_back(step_ends.back());
+  for (std::size_t k = 0; k < plan.oom_events.size(); ++k) {
+    if (plan.reported[k]) moments.push_back(plan.oom_events[k]);
+  }
+  if (last_event >= 0) moments.push_back(static_cast<std::size_t>(last_event));
+  std::optional<detail::live_feed> feed;
+  if (last_event >= 0) feed.emplace(start, events, line.reserved_at_start, line.allocated, line.reserved, std::move(moments));
+  std::optional<detail::live_moment> at_trace_start_moment;
+  auto moment_after = [&](std::int64_t index) -> const detail::live_moment& {
+    if (index >= 0) return feed->moment(static_cast<std::size_t>(index));
+    if (!at_trace_start_moment) at_trace_start_moment = detail::live_moment{start.free_spaces(), detail::live_blocks_of(start)};
+    return *at_trace_start_moment;
+  };
   site_tracker sites;
   category_bytes by_category{};
   auto account = [&](std::int64_t bytes, std::int32_t count, stack_id stack, bool before_trace) {
@@ -333,7 +352,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     in_category = saturating_add(in_category, bytes);
     sites.change(stacks.site(stack, before_trace), bytes, count, stack);
   };
-  for (const auto& [address, held] : state.blocks()) {
+  for (const auto& [address, held] : start.blocks()) {
     if (!held.pending_free) account(signed_bytes(held.bytes), 1, held.stack, held.before_trace);
   }
   std::vector<site_total> at_last_step_end;
@@ -347,7 +366,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     auto step_end = [&] {
       sites.end_step();
       // Leaks show the largest allocation live at the last step end: one walk of the blocks.
-      if (sites.step_ends() == steps.ends.size() + 1) at_last_step_end = totals_by_site(state, stacks);
+      if (sites.step_ends() == steps.ends.size() + 1) at_last_step_end = totals_by_site(moment_after(index).blocks, stacks);
     };
     if (index < 0) step_end();  // the series of step ends starts at the trace start
     while (next_step_end < step_ends.size() && static_cast<std::int64_t>(step_ends[next_step_end]) == index) {
@@ -362,7 +381,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
         report.time_us = event.time_us;
         report.requested_bytes = round_request(event.size, recorded);
         report.segment_bytes = segment_size_for(report.requested_bytes);
-        report.allocated_bytes = state.allocated_bytes();
+        report.allocated_bytes = line.allocated[static_cast<std::size_t>(index)];
         report.reserved_bytes = line.reserved[static_cast<std::size_t>(index)];
         report.reserved_unallocated_bytes = saturating_add(report.reserved_bytes, -report.allocated_bytes);
         report.device_free_bytes = event.addr;
@@ -374,7 +393,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
           report.limit_low_bytes = std::min(reserved_reached, report.limit_high_bytes);
         }
         std::map<std::pair<bool, std::uint64_t>, std::size_t> pool_index;  // (small, stream) -> free_by_pool
-        for (const auto& space : state.free_spaces()) {
+        for (const auto& space : moment_after(index).spaces) {
           report.largest_free_block_bytes = std::max(report.largest_free_block_bytes, space.largest_free_bytes);
           bool small = !expandable && small_pool_segment(space.segment_bytes);
           auto [slot, added] = pool_index.try_emplace({small, space.stream}, report.free_by_pool.size());
@@ -396,9 +415,10 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     }
     if (index == last_event) {
       result.categories_at_end = by_category;
-      result.end_by_site = usage_by_site(totals_by_site(state, stacks), stacks);
+      const detail::live_moment& end = moment_after(index);
+      result.end_by_site = usage_by_site(totals_by_site(end.blocks, stacks), stacks);
       std::uint64_t largest = 0;
-      for (const auto& space : state.free_spaces()) largest = std::max(largest, space.largest_free_bytes);
+      for (const auto& space : end.spaces) largest = std::max(largest, space.largest_free_bytes);
       frag.largest_free_block_at_end_bytes = largest;
     }
   };
@@ -431,15 +451,11 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     return next;
   };
   std::size_t next_read = next_read_after();
-  std::int64_t reserved = line.reserved_at_start;
   for (std::size_t i = 0; i < count; ++i) {
-    const trace_event& event = events[i];
     if (i > 0) reserved_reached = std::max(reserved_reached, line.reserved[i - 1]);
-    allocation_change change = state.apply(event);
-    reserved = saturating_add(reserved, reserved_delta(event));
-    std::int64_t allocated = state.allocated_bytes();
-    line.allocated[i] = allocated;
-    line.reserved[i] = reserved;
+    const allocation_change& change = feed->change(i);
+    std::int64_t allocated = line.allocated[i];
+    std::int64_t reserved = line.reserved[i];
     if (change.replaced_bytes != 0) account(change.replaced_bytes, -1, change.replaced_stack, change.replaced_before_trace);
     if (change.bytes != 0) account(change.bytes, change.count, change.stack, change.before_trace);
     if (allocated > peak_so_far) {
@@ -479,8 +495,9 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
       next_read = next_read_after();
     }
   }
-  line.frees_of_earlier_blocks = state.frees_of_earlier_blocks();
-  line.inconsistencies = state.inconsistencies();
+  const live_set& after_all = feed ? feed->final_state() : start;
+  line.frees_of_earlier_blocks = after_all.frees_of_earlier_blocks();
+  line.inconsistencies = after_all.inconsistencies();
 
   result.peak_allocated_bytes = line.allocated_at_start;
   result.peak_reserved_bytes = line.reserved_at_start;
@@ -515,7 +532,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     for (std::int64_t position = -1;; ++position) {
       if (position >= 0) at_peak.apply(events[static_cast<std::size_t>(position)]);
       if (position == result.peak_allocated_event) {
-        result.peak_by_site = usage_by_site(totals_by_site(at_peak, stacks), stacks);
+        result.peak_by_site = usage_by_site(totals_by_site(detail::live_blocks_of(at_peak), stacks), stacks);
       }
       if (position == result.peak_reserved_event) {
         std::uint64_t largest = 0;

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+// The live set replayed on its own thread, handed over chunk by chunk (see live_feed.hpp).
+
+#include "live_feed.hpp"
+
+#include <rlmem/saturating.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace rlmem::detail {
+
+std::vector<live_block> live_blocks_of(const live_set& state) {
+  std::vector<live_block> blocks;
+  blocks.reserve(state.blocks().size());
+  for (const auto& [address, held] : state.blocks()) blocks.push_back(held);
+  return blocks;
+}
+
+live_feed::live_feed(const live_set& start, std::span<const trace_event> events, std::int64_t reserved_at_start,
+                     std::span<std::int64_t> allocated, std::span<std::int64_t> reserved, std::vector<std::size_t> moments,
+                     std::size_t chunk_events, std::size_t ring_chunks)
+    : state_(start), events_(events), reserved_at_start_(reserved_at_start), allocated_(allocated), reserved_(reserved),
+      moment_events_(std::move(moments)), chunk_events_(std::max<std::size_t>(chunk_events, 1)),
+      ring_(chunk_events_ * std::max<std::size_t>(ring_chunks, 1)) {
+  if (allocated_.size() != events_.size() || reserved_.size() != events_.size()) {
+    throw std::invalid_argument("live_feed: the allocated and reserved arrays must hold one figure per event");
+  }
+  std::sort(moment_events_.begin(), moment_events_.end());
+  moment_events_.erase(std::unique(moment_events_.begin(), moment_events_.end()), moment_events_.end());
+  moments_.resize(moment_events_.size());
+  thread_ = std::thread([this] { run(); });
+}
+
+live_feed::~live_feed() {
+  {
+    std::lock_guard hold(lock_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void live_feed::run() noexcept {
+  try {
+    std::int64_t reserved = reserved_at_start_;
+    std::size_t next_moment = 0;
+    for (std::size_t begin = 0; begin < events_.size(); begin += chunk_events_) {
+      std::size_t end = std::min(events_.size(), begin + chunk_events_);
+      {
+        std::unique_lock hold(lock_);
+        changed_.wait(hold, [&] { return stop_ || end - released_ <= ring_.size(); });
+        if (stop_) break;
+      }
+      for (std::size_t i = begin; i < end; ++i) {
+        const trace_event& event = events_[i];
+        ring_[i % ring_.size()] = state_.apply(event);
+        reserved = saturating_add(reserved, reserved_delta(event));
+        allocated_[i] = state_.allocated_bytes();
+        reserved_[i] = reserved;
+        if (next_moment < moment_events_.size() && moment_events_[next_moment] == i) {
+          moments_[next_moment] = {state_.free_spaces(), live_blocks_of(state_)};
+          ++next_moment;
+        }
+      }
+      {
+        std::lock_guard hold(lock_);
+        applied_ = end;
+      }
+      changed_.notify_all();
+    }
+  } catch (...) {
+    failure_ = std::current_exception();
+  }
+  {
+    std::lock_guard hold(lock_);
+    done_ = true;
+  }
+  changed_.notify_all();
+}
+
+const allocation_change& live_feed::change(std::size_t index) {
+  // The reader hands back the ring's slots a chunk at a time, as it enters the next chunk.
+  if (index % chunk_events_ == 0 || index >= visible_) wait_for(index);
+  return ring_[index % ring_.size()];
+}
+
+void live_feed::wait_for(std::size_t index) {
+  std::unique_lock hold(lock_);
+  released_ = index - index % chunk_events_;
+  changed_.notify_all();
+  changed_.wait(hold, [&] { return applied_ > index || done_; });
+  if (applied_ <= index) {
+    if (failure_) std::rethrow_exception(failure_);
+    throw std::out_of_range("live_feed: a change past the last event was asked for");
+  }
+  visible_ = applied_;
+}
+
+const live_moment& live_feed::moment(std::size_t index) const {
+  auto found = std::lower_bound(moment_events_.begin(), moment_events_.end(), index);
+  if (found == moment_events_.end() || *found != index) throw std::out_of_range("live_feed: no moment kept at that event");
+  return moments_[static_cast<std::size_t>(found - moment_events_.begin())];
+}
+
+const live_set& live_feed::final_state() {
+  {
+    std::lock_guard hold(lock_);
+    released_ = events_.size();  // the reader is done with every change
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (failure_) std::rethrow_exception(failure_);
+  return state_;
+}
+
+}  // namespace rlmem::detail

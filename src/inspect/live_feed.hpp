@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The forward replay of a live set on a thread of its own, a few chunks of events ahead of the
+// pass that reads it. inspect's pass over the events splits in two: the live blocks' tree
+// (lookups, inserts, erases) on one core, and the accounting that follows each change (sites,
+// categories, samples) on another. The thread hands over, in event order, what the pass read of
+// the state before: each event's change, the allocated and reserved bytes after it, and at the
+// events asked for, the state's free spaces and live blocks.
+
+#include <rlmem/live_set.hpp>
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+namespace rlmem::detail {
+
+/// The live blocks of `state` in address order, pending frees included.
+std::vector<live_block> live_blocks_of(const live_set& state);
+
+/// What the state held just after one event.
+struct live_moment {
+  std::vector<free_space> spaces;   ///< as live_set::free_spaces()
+  std::vector<live_block> blocks;   ///< as live_blocks_of()
+};
+
+class live_feed {
+ public:
+  /// Starts the thread, which applies `events` to a copy of `start` and writes allocated[i] and
+  /// reserved[i] after event i (reserved counted from `reserved_at_start` by reserved_delta).
+  /// `moments`: ascending event indices to keep a live_moment at. Holds at most `ring_chunks`
+  /// chunks of `chunk_events` changes unread.
+  /// IMPORTANT: `events`, `allocated` and `reserved` (each events.size() long), and the snapshot
+  /// `start` points to, must outlive the feed; allocated and reserved are read only through
+  /// change() having passed the index.
+  live_feed(const live_set& start, std::span<const trace_event> events, std::int64_t reserved_at_start,
+            std::span<std::int64_t> allocated, std::span<std::int64_t> reserved, std::vector<std::size_t> moments,
+            std::size_t chunk_events = 16384, std::size_t ring_chunks = 4);
+  /// Stops the thread where it is (also when the reader gives up early) and waits for it.
+  ~live_feed();
+  live_feed(const live_feed&) = delete;
+  live_feed& operator=(const live_feed&) = delete;
+
+  /// The change event `index` made, once the thread has applied it; allocated[index] and
+  /// reserved[index] are written by then. Indices must come 0, 1, 2, ...; the reference holds
+  /// until the next call. Rethrows what the thread failed with (std::bad_alloc).
+  const allocation_change& change(std::size_t index);
+  /// The moment kept at `index` (one of `moments`), after change(index).
+  const live_moment& moment(std::size_t index) const;
+  /// The state after the last event; waits for the thread. Rethrows what it failed with.
+  const live_set& final_state();
+
+ private:
+  void run() noexcept;
+  void wait_for(std::size_t index);
+
+  live_set state_;
+  std::span<const trace_event> events_;
+  std::int64_t reserved_at_start_;
+  std::span<std::int64_t> allocated_;
+  std::span<std::int64_t> reserved_;
+  std::vector<std::size_t> moment_events_;
+  std::vector<live_moment> moments_;
+  std::size_t chunk_events_;
+  std::vector<allocation_change> ring_;
+
+  std::mutex lock_;
+  std::condition_variable changed_;
+  std::size_t applied_ = 0;    // events whose changes are in the ring (guarded by lock_)
+  std::size_t released_ = 0;   // events the reader is done with (guarded by lock_)
+  bool stop_ = false;          // the reader gave up (guarded by lock_)
+  bool done_ = false;          // the thread ended, applied_ is final (guarded by lock_)
+  std::exception_ptr failure_; // what the thread failed with (set before done_)
+  std::size_t visible_ = 0;    // the reader's copy of applied_
+  std::thread thread_;
+};
+
+}  // namespace rlmem::detail

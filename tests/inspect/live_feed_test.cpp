@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+// The live set replayed on its own thread hands over exactly what the same replay in line
+// gives, in event order, whatever the chunk and ring sizes; a reader that stops early or asks
+// too far neither hangs nor reads past the events.
+
+#include "fixtures.hpp"
+#include "inspect/live_feed.hpp"
+
+#include <rlmem/inspect.hpp>
+#include <rlmem/saturating.hpp>
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace rlmem {
+
+using testing::fixture;
+
+namespace {
+
+struct trace_of_device {
+  const snapshot* snap;
+  std::int64_t device;
+  std::span<const trace_event> events;
+};
+
+trace_of_device trace_in(const std::string& name) {
+  const snapshot& snap = fixture(name);
+  std::int64_t device = default_device(snap);
+  const device_trace* trace = snap.trace_for(device);
+  return {&snap, device, trace ? snap.events_of(*trace) : std::span<const trace_event>{}};
+}
+
+bool same_change(const allocation_change& a, const allocation_change& b) {
+  return std::tie(a.bytes, a.count, a.stack, a.before_trace, a.replaced_bytes, a.replaced_stack, a.replaced_before_trace) ==
+         std::tie(b.bytes, b.count, b.stack, b.before_trace, b.replaced_bytes, b.replaced_stack, b.replaced_before_trace);
+}
+
+bool same_blocks(const std::vector<live_block>& a, const std::vector<live_block>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tie(a[i].bytes, a[i].stack, a[i].pending_free, a[i].before_trace) !=
+        std::tie(b[i].bytes, b[i].stack, b[i].pending_free, b[i].before_trace)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool same_spaces(const std::vector<free_space>& a, const std::vector<free_space>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tie(a[i].segment_bytes, a[i].stream, a[i].largest_free_bytes, a[i].free_bytes) !=
+        std::tie(b[i].segment_bytes, b[i].stream, b[i].largest_free_bytes, b[i].free_bytes)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Every event's change and figures, the moments and the final state, from the feed and from
+// live_set::apply in line.
+void expect_feed_matches_replay(const std::string& name, std::size_t chunk_events, std::size_t ring_chunks) {
+  SCOPED_TRACE(name + ", chunks of " + std::to_string(chunk_events) + ", ring of " + std::to_string(ring_chunks));
+  trace_of_device trace = trace_in(name);
+  ASSERT_GT(trace.events.size(), 100u);
+  const allocator_settings recorded = settings_of(*trace.snap);
+  const live_set start = live_set::at_trace_start(*trace.snap, trace.device, trace.events, recorded);
+  const std::int64_t reserved_at_start = reserved_at_trace_start(*trace.snap, trace.device, trace.events);
+  const std::size_t count = trace.events.size();
+  std::vector<std::size_t> moments = {count - 1, count / 3, 0, count / 3};  // unsorted, with a repeat
+  std::vector<std::int64_t> allocated(count), reserved(count);
+  detail::live_feed feed(start, trace.events, reserved_at_start, allocated, reserved, moments, chunk_events, ring_chunks);
+
+  live_set state = start;
+  std::int64_t reserved_now = reserved_at_start;
+  std::size_t differences = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    allocation_change expected = state.apply(trace.events[i]);
+    reserved_now = saturating_add(reserved_now, reserved_delta(trace.events[i]));
+    const allocation_change& seen = feed.change(i);
+    if (!same_change(seen, expected) || allocated[i] != state.allocated_bytes() || reserved[i] != reserved_now) {
+      if (++differences <= 3) {
+        ADD_FAILURE() << "event " << i << ": expected change " << expected.bytes << " B, allocated " << state.allocated_bytes()
+                      << ", reserved " << reserved_now << "; saw " << seen.bytes << " B, " << allocated[i] << ", " << reserved[i];
+      }
+    }
+    if (i == count / 3 || i == 0 || i == count - 1) {
+      EXPECT_TRUE(same_blocks(feed.moment(i).blocks, detail::live_blocks_of(state))) << "live blocks after event " << i;
+      EXPECT_TRUE(same_spaces(feed.moment(i).spaces, state.free_spaces())) << "free spaces after event " << i;
+    }
+  }
+  EXPECT_EQ(differences, 0u);
+  const live_set& after_all = feed.final_state();
+  EXPECT_TRUE(same_blocks(detail::live_blocks_of(after_all), detail::live_blocks_of(state)));
+  EXPECT_EQ(after_all.allocated_bytes(), state.allocated_bytes());
+  EXPECT_EQ(after_all.inconsistencies(), state.inconsistencies());
+  EXPECT_EQ(after_all.frees_of_earlier_blocks(), state.frees_of_earlier_blocks());
+  EXPECT_THROW((void)feed.moment(1), std::out_of_range) << "no moment was asked for at event 1";
+}
+
+}  // namespace
+
+TEST(live_feed, hands_over_the_replay_in_line_of_real_traces_whatever_the_chunking) {
+  // A leak over GRPO steps (blocks live at trace start; 251,183 events), expandable segments,
+  // an OOM. Small chunks make the two threads wait on each other often; a handover costs a
+  // wake-up, so the smallest go with the shortest trace.
+  for (const char* name : {"grpo_leak_logits.pickle.zst", "frag_expandable.pickle.zst", "frag_default_oom.pickle.zst"}) {
+    expect_feed_matches_replay(name, 16384, 4);  // inspect's sizes
+    expect_feed_matches_replay(name, 1009, 2);
+  }
+  expect_feed_matches_replay("frag_default_oom.pickle.zst", 7, 2);
+  expect_feed_matches_replay("frag_default_oom.pickle.zst", 1, 1);  // one change at a time
+}
+
+TEST(live_feed, a_reader_that_stops_early_or_asks_past_the_end_neither_hangs_nor_reads_beyond) {
+  trace_of_device trace = trace_in("grpo_leak_logits.pickle.zst");
+  const live_set start = live_set::at_trace_start(*trace.snap, trace.device, trace.events, settings_of(*trace.snap));
+  std::vector<std::int64_t> allocated(trace.events.size()), reserved(trace.events.size());
+  {
+    // The thread fills its ring and waits; the destructor must stop it.
+    detail::live_feed feed(start, trace.events, 0, allocated, reserved, {}, 5, 2);
+    (void)feed.change(0);
+    (void)feed.change(1);
+  }
+  detail::live_feed feed(start, trace.events, 0, allocated, reserved, {}, 64, 2);
+  for (std::size_t i = 0; i < trace.events.size(); ++i) (void)feed.change(i);
+  EXPECT_THROW((void)feed.change(trace.events.size()), std::out_of_range);
+}
+
+TEST(live_feed, refuses_timeline_arrays_that_do_not_hold_one_figure_per_event) {
+  trace_of_device trace = trace_in("grpo_leak_logits.pickle.zst");
+  const live_set start = live_set::at_trace_start(*trace.snap, trace.device, trace.events, settings_of(*trace.snap));
+  std::vector<std::int64_t> short_array(trace.events.size() - 1), right(trace.events.size());
+  EXPECT_THROW(detail::live_feed(start, trace.events, 0, short_array, right, {}), std::invalid_argument);
+}
+
+}  // namespace rlmem
