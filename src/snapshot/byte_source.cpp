@@ -213,6 +213,8 @@ class read_ahead {
  public:
   static constexpr std::size_t headroom = std::size_t{64} << 10;
   static constexpr std::size_t blocks_ahead = 3;
+  // With a scanner, blocks wait between the two stages too.
+  static constexpr std::size_t blocks_ahead_scanned = 5;
 
   struct block {
     std::unique_ptr<std::byte[]> storage;
@@ -223,22 +225,24 @@ class read_ahead {
 
   read_ahead(byte_source& source, std::size_t block_bytes, block_scanner* scanner)
       : source_(source), block_bytes_(block_bytes), scanner_(scanner) {
-    // One block more than are read ahead: the window holds one while the thread fills the rest.
-    for (std::size_t i = 0; i <= blocks_ahead; ++i) {
+    // One block more than are read ahead: the window holds one while the threads fill the rest.
+    for (std::size_t i = 0; i <= (scanner_ ? blocks_ahead_scanned : blocks_ahead); ++i) {
       auto made = std::make_unique<block>();
       made->storage = std::make_unique_for_overwrite<std::byte[]>(headroom + block_bytes_);
       free_.push_back(std::move(made));
     }
-    thread_ = std::thread([this] { run(); });  // may throw: the window then reads by itself
-  }
-  ~read_ahead() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
+    // Reading (the copy out of the page cache, or decompression) and scanning each take a
+    // thread: the two stages run side by side. Either may fail to start (this throws): the
+    // window then reads by itself.
+    if (scanner_ != nullptr) scanning_thread_ = std::thread([this] { scan_blocks(); });
+    try {
+      thread_ = std::thread([this] { run(); });
+    } catch (...) {
+      stop();
+      throw;
     }
-    free_ready_.notify_one();
-    thread_.join();
   }
+  ~read_ahead() { stop(); }
   read_ahead(const read_ahead&) = delete;
   read_ahead& operator=(const read_ahead&) = delete;
 
@@ -267,6 +271,47 @@ class read_ahead {
   std::uint64_t raw_consumed() const { return consumed_.load(std::memory_order_relaxed); }
 
  private:
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    free_ready_.notify_one();
+    read_ready_.notify_one();
+    if (thread_.joinable()) thread_.join();
+    if (scanning_thread_.joinable()) scanning_thread_.join();
+  }
+
+  // The scanning stage: blocks from the reading stage, in order, on to the window.
+  void scan_blocks() {
+    for (;;) {
+      std::unique_ptr<block> scanning;
+      {
+        std::unique_lock lock(mutex_);
+        read_ready_.wait(lock, [&] { return stopping_ || !read_.empty() || read_ended_; });
+        if (stopping_) return;
+        if (read_.empty()) {
+          ended_ = true;
+          failure_ = read_failure_;
+          lock.unlock();
+          data_ready_.notify_one();
+          return;
+        }
+        scanning = std::move(read_.front());
+        read_.pop_front();
+      }
+      scanning->notes.clear();
+      scanner_->scan({scanning->data(), scanning->size}, scanned_, scanning->notes);
+      scanned_ += scanning->size;
+      {
+        std::lock_guard lock(mutex_);
+        ready_.push_back(std::move(scanning));
+      }
+      data_ready_.notify_one();
+    }
+  }
+
+  // The reading stage.
   void run() {
     for (;;) {
       std::unique_ptr<block> filling;
@@ -296,17 +341,18 @@ class read_ahead {
       consumed_.store(source_.raw_consumed(), std::memory_order_relaxed);
       filling->size = size;
       filling->notes.clear();
-      if (scanner_ != nullptr && size > 0) scanner_->scan({filling->data(), size}, scanned_, filling->notes);
-      scanned_ += size;
       {
         std::lock_guard lock(mutex_);
-        if (size > 0) ready_.push_back(std::move(filling));
-        if (ended) {
+        if (size > 0) (scanner_ ? read_ : ready_).push_back(std::move(filling));
+        if (ended && scanner_) {
+          read_ended_ = true;
+          read_failure_ = failure;
+        } else if (ended) {
           ended_ = true;
           failure_ = failure;
         }
       }
-      data_ready_.notify_one();
+      (scanner_ ? read_ready_ : data_ready_).notify_one();
       if (ended) return;
     }
   }
@@ -314,16 +360,21 @@ class read_ahead {
   byte_source& source_;
   std::size_t block_bytes_;
   block_scanner* scanner_;
-  std::uint64_t scanned_ = 0;  // stream offset of the block being filled
+  std::uint64_t scanned_ = 0;  // stream offset of the block being scanned
   std::mutex mutex_;
   std::condition_variable data_ready_;
+  std::condition_variable read_ready_;
   std::condition_variable free_ready_;
-  std::deque<std::unique_ptr<block>> ready_;  // filled, in stream order
+  std::deque<std::unique_ptr<block>> ready_;  // filled (and scanned), in stream order
+  std::deque<std::unique_ptr<block>> read_;   // filled, waiting for the scanner
   std::deque<std::unique_ptr<block>> free_;
-  bool ended_ = false;
+  bool ended_ = false;       // ready_ has the stream's last block (failure_ says why)
+  bool read_ended_ = false;  // read_ has the stream's last block (read_failure_ says why)
   bool stopping_ = false;
   error failure_;
+  error read_failure_;
   std::atomic<std::uint64_t> consumed_{0};
+  std::thread scanning_thread_;
   std::thread thread_;
   // The block the window's cursor is in, kept here so the window needs no block type.
   friend class input_window;
