@@ -3,6 +3,7 @@
 // uncompressed pickle. Inputs are decompressed into memory first, so disk and zstd are not timed.
 
 #include <rlmem/inspect.hpp>
+#include <rlmem/live_set.hpp>
 #include <rlmem/report.hpp>
 #include <rlmem/snapshot_reader.hpp>
 
@@ -63,6 +64,22 @@ void analyses_only(benchmark::State& state, const std::string& name) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * pickle_bytes(name).size()));
 }
 
+// The live set carried through every event, alone: inspect's timeline pass runs it on a thread
+// of its own, and it bounds that pass. Items are events.
+void live_set_pass(benchmark::State& state, const std::string& name) {
+  auto read = rlmem::read_snapshot_bytes(pickle_bytes(name));
+  const rlmem::snapshot& snap = read.value();
+  std::int64_t device = rlmem::default_device(snap);
+  const rlmem::device_trace* trace = snap.trace_for(device);
+  std::span<const rlmem::trace_event> events = trace ? snap.events_of(*trace) : std::span<const rlmem::trace_event>{};
+  const rlmem::live_set start = rlmem::live_set::at_trace_start(snap, device, events, rlmem::settings_of(snap));
+  for (auto _ : state) {
+    rlmem::live_set state_now = start;
+    for (const rlmem::trace_event& event : events) benchmark::DoNotOptimize(state_now.apply(event));
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * events.size()));
+}
+
 const char* const fixtures[] = {"grpo_clean", "grpo_leak_logits", "frag_default", "frag_expandable"};
 
 int register_all() {
@@ -70,6 +87,7 @@ int register_all() {
     benchmark::RegisterBenchmark((std::string("parse/") + name).c_str(), parse, std::string(name))->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((std::string("analyses/") + name).c_str(), analyses_only, std::string(name))->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((std::string("inspect/") + name).c_str(), whole_inspect, std::string(name))->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((std::string("live_set_pass/") + name).c_str(), live_set_pass, std::string(name))->Unit(benchmark::kMillisecond);
   }
   return 0;
 }

@@ -85,14 +85,42 @@ class live_set {
   // The size of the block an `alloc` got: the caching allocator hands out a whole free block
   // when should_split says so, and the free space between two live blocks of a segment is one
   // block, since frees coalesce.
-  using block_iterator = std::map<std::uint64_t, live_block>::const_iterator;
+  using block_map = std::map<std::uint64_t, live_block>;
+  using range_map = std::map<std::uint64_t, mapped_range>;
   // `next_block`: the first live block above event.addr.
-  std::uint64_t block_size_for(const trace_event& event, block_iterator next_block) const;
+  std::uint64_t block_size_for(const trace_event& event, block_map::const_iterator next_block);
+  // The range with the greatest start at or below `address`, or mapped_.end().
+  range_map::const_iterator range_at_or_below(std::uint64_t address);
+  void map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream);
   void unmap_range(std::uint64_t address, std::uint64_t size);
 
-  std::map<std::uint64_t, live_block> blocks_;
-  void map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream);
-  std::map<std::uint64_t, mapped_range> mapped_;  // reserved ranges by address
+  block_map blocks_;
+  range_map mapped_;  // reserved ranges by address
+  // What apply() keeps from one event to the next to spare the trees work: in the forward pass
+  // the descents to a block and malloc were most of its time. A copy of the set starts without
+  // them (they name nodes of this set's own trees).
+  struct pass_hints {
+    pass_hints() = default;
+    pass_hints(const pass_hints&) noexcept {}
+    pass_hints& operator=(const pass_hints&) noexcept {
+      requested = false;
+      spare = {};
+      range_known = false;
+      return *this;
+    }
+    // The block the event just applied asked to free: torch records free_completed right after
+    // free_requested of the same block (unless another stream still uses it).
+    bool requested = false;
+    std::uint64_t requested_address = 0;
+    block_map::iterator requested_block;
+    // The node of the block freed last, for the next alloc: allocations and frees come in pairs.
+    block_map::node_type spare;
+    // The range the last allocation fell in: most fall in the one before's. Forgotten when a
+    // range is mapped or unmapped.
+    bool range_known = false;
+    range_map::const_iterator range;
+  };
+  pass_hints hints_;
   const snapshot* snap_ = nullptr;  // for the streams of segment events
   allocator_settings settings_;  // the recording's
   std::int64_t allocated_bytes_ = 0;

@@ -32,6 +32,7 @@ std::int64_t reserved_at_trace_start(const snapshot& snap, std::int64_t device, 
 
 void live_set::map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream) {
   if (size == 0) return;
+  hints_.range_known = false;
   auto range = mapped_.try_emplace(address, mapped_range{0, stream}).first;
   range->second.bytes = std::max(range->second.bytes, size);
   range->second.stream = stream;
@@ -55,6 +56,7 @@ void live_set::map_range(std::uint64_t address, std::uint64_t size, std::uint64_
 }
 
 void live_set::unmap_range(std::uint64_t address, std::uint64_t size) {
+  hints_.range_known = false;
   std::uint64_t end = address + size;
   auto range = mapped_.upper_bound(address);
   if (range != mapped_.begin()) --range;
@@ -68,16 +70,28 @@ void live_set::unmap_range(std::uint64_t address, std::uint64_t size) {
   }
 }
 
-std::uint64_t live_set::block_size_for(const trace_event& event, block_iterator next_block) const {
+live_set::range_map::const_iterator live_set::range_at_or_below(std::uint64_t address) {
+  if (hints_.range_known) {
+    auto after = std::next(hints_.range);
+    if (hints_.range->first <= address && (after == mapped_.end() || after->first > address)) return hints_.range;
+  }
+  auto range = mapped_.upper_bound(address);
+  if (range == mapped_.begin()) return mapped_.end();
+  --range;
+  hints_.range_known = true;
+  hints_.range = range;
+  return range;
+}
+
+std::uint64_t live_set::block_size_for(const trace_event& event, block_map::const_iterator next_block) {
   std::uint64_t rounded = round_request(event.size, settings_);
   // Expandable segments map pages on demand: a segment's mapped bytes are not one contiguous
   // range, so the free space after a block cannot be read off the segments. The dumps we have
   // show their blocks at the rounded size.
   if (settings_.expandable_segments) return rounded;
   // End of the reserved memory that holds the address (adjacent mapped ranges are one segment).
-  auto range = mapped_.upper_bound(event.addr);
-  if (range == mapped_.begin()) return rounded;
-  --range;
+  auto range = range_at_or_below(event.addr);
+  if (range == mapped_.end()) return rounded;
   std::uint64_t reserved_end = range->first + range->second.bytes;
   if (reserved_end <= event.addr) return rounded;
   std::uint64_t free_end = next_block == blocks_.end() ? reserved_end : std::min(reserved_end, next_block->first);
@@ -139,6 +153,8 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
 
 allocation_change live_set::apply(const trace_event& event) {
   allocation_change change;
+  bool requested_just_before = hints_.requested && hints_.requested_address == event.addr;
+  hints_.requested = false;
   auto freed = [&](const live_block& held) {
     allocated_bytes_ = saturating_add(allocated_bytes_, -signed_bytes(held.bytes));
     change.bytes = -signed_bytes(held.bytes);
@@ -162,6 +178,10 @@ allocation_change live_set::apply(const trace_event& event) {
           change.replaced_before_trace = replaced.before_trace;
         }
         found->second = made;
+      } else if (!hints_.spare.empty()) {
+        hints_.spare.key() = event.addr;
+        hints_.spare.mapped() = made;
+        blocks_.insert(next_block, std::move(hints_.spare));
       } else {
         blocks_.emplace_hint(next_block, event.addr, made);
       }
@@ -181,10 +201,13 @@ allocation_change live_set::apply(const trace_event& event) {
       if (found->second.before_trace) ++frees_of_earlier_blocks_;
       if (!found->second.pending_free) freed(found->second);
       found->second.pending_free = true;
+      hints_.requested = true;
+      hints_.requested_address = event.addr;
+      hints_.requested_block = found;
       break;
     }
     case trace_action::free_completed: {
-      auto found = blocks_.find(event.addr);
+      auto found = requested_just_before ? hints_.requested_block : blocks_.find(event.addr);
       if (found == blocks_.end()) {
         ++inconsistencies_;
         break;
@@ -194,7 +217,7 @@ allocation_change live_set::apply(const trace_event& event) {
         if (found->second.before_trace) ++frees_of_earlier_blocks_;
         freed(found->second);
       }
-      blocks_.erase(found);
+      hints_.spare = blocks_.extract(found);
       break;
     }
     case trace_action::segment_alloc:

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace rlmem {
@@ -73,6 +74,42 @@ TEST(live_set, every_recording_replays_from_its_trace_start_to_its_dump) {
     }
     EXPECT_GT(checked, 0u) << "expected active blocks in the dump";
   }
+}
+
+// apply() keeps hints between events (the block just asked to free, a spare node, the last
+// range): a copy made, or assigned, between a free's request and its completion must go on as
+// the original does, and leave the original whole.
+TEST(live_set, a_copy_made_between_a_free_request_and_its_completion_goes_on_as_the_original) {
+  const snapshot& snap = testing::fixture("grpo_leak_logits.pickle.zst");
+  std::int64_t device = default_device(snap);
+  std::span<const trace_event> events = events_of(snap, device);
+  live_set original = live_set::at_trace_start(snap, device, events, settings_of(snap));
+  std::size_t middle = events.size() / 2;
+  while (middle < events.size() && events[middle].action != trace_action::free_requested) ++middle;
+  ASSERT_LT(middle + 1, events.size());
+  ASSERT_EQ(events[middle + 1].action, trace_action::free_completed) << "expected torch's request-then-completion pair";
+  for (std::size_t i = 0; i <= middle; ++i) original.apply(events[i]);
+  live_set copied = original;
+  live_set assigned = live_set::at_trace_start(snap, device, events, settings_of(snap));
+  assigned.apply(events[0]);
+  assigned = original;
+  std::size_t differences = 0;
+  for (std::size_t i = middle + 1; i < events.size(); ++i) {
+    std::int64_t expected = original.apply(events[i]).bytes;
+    std::int64_t from_copy = copied.apply(events[i]).bytes;
+    std::int64_t from_assigned = assigned.apply(events[i]).bytes;
+    if ((from_copy != expected || from_assigned != expected) && ++differences <= 3) {
+      ADD_FAILURE() << "event " << i << ": expected a change of " << expected << " B, the copy saw " << from_copy
+                    << " B and the assigned set " << from_assigned << " B";
+    }
+  }
+  for (const live_set* other : {&copied, &assigned}) {
+    EXPECT_EQ(other->allocated_bytes(), original.allocated_bytes());
+    EXPECT_EQ(other->blocks().size(), original.blocks().size());
+    EXPECT_TRUE(std::equal(other->blocks().begin(), other->blocks().end(), original.blocks().begin(), original.blocks().end(),
+                           [](const auto& a, const auto& b) { return a.first == b.first && a.second.bytes == b.second.bytes; }));
+  }
+  EXPECT_EQ(original.allocated_bytes(), dump_of(snap, device).allocated) << "the original ends at the dump";
 }
 
 TEST(live_set, dump_blocks_are_their_requests_rounded_or_a_block_kept_whole) {
