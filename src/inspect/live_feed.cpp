@@ -22,7 +22,7 @@ live_feed::live_feed(const live_set& start, std::span<const trace_event> events,
                      std::size_t chunk_events, std::size_t ring_chunks)
     : state_(start), events_(events), reserved_at_start_(reserved_at_start), allocated_(allocated), reserved_(reserved),
       moment_events_(std::move(moments)), chunk_events_(std::max<std::size_t>(chunk_events, 1)),
-      ring_(chunk_events_ * std::max<std::size_t>(ring_chunks, 1)) {
+      ring_chunks_(std::max<std::size_t>(ring_chunks, 1)), ring_(chunk_events_ * ring_chunks_) {
   if (allocated_.size() != events_.size() || reserved_.size() != events_.size()) {
     throw std::invalid_argument("live_feed: the allocated and reserved arrays must hold one figure per event");
   }
@@ -52,9 +52,10 @@ void live_feed::run() noexcept {
         changed_.wait(hold, [&] { return stop_ || end - released_ <= ring_.size(); });
         if (stop_) break;
       }
+      allocation_change* slots = ring_.data() + first_slot(begin);
       for (std::size_t i = begin; i < end; ++i) {
         const trace_event& event = events_[i];
-        ring_[i % ring_.size()] = state_.apply(event);
+        slots[i - begin] = state_.apply(event);
         reserved = saturating_add(reserved, reserved_delta(event));
         allocated_[i] = state_.allocated_bytes();
         reserved_[i] = reserved;
@@ -79,22 +80,30 @@ void live_feed::run() noexcept {
   changed_.notify_all();
 }
 
-const allocation_change& live_feed::change(std::size_t index) {
-  // The reader hands back the ring's slots a chunk at a time, as it enters the next chunk.
-  if (index % chunk_events_ == 0 || index >= visible_) wait_for(index);
-  return ring_[index % ring_.size()];
+std::size_t live_feed::first_slot(std::size_t chunk_begin) const {
+  return chunk_begin / chunk_events_ % ring_chunks_ * chunk_events_;
 }
 
-void live_feed::wait_for(std::size_t index) {
+const allocation_change& live_feed::change(std::size_t index) {
+  if (index >= chunk_end_) enter_chunk(index);
+  return chunk_slots_[index - chunk_begin_];
+}
+
+// The reader hands back the ring's slots a chunk at a time, as it enters the next chunk; the
+// thread hands over whole chunks, so the one entered is there in full once `index` is.
+void live_feed::enter_chunk(std::size_t index) {
+  std::size_t begin = index - index % chunk_events_;
   std::unique_lock hold(lock_);
-  released_ = index - index % chunk_events_;
+  released_ = begin;
   changed_.notify_all();
   changed_.wait(hold, [&] { return applied_ > index || done_; });
   if (applied_ <= index) {
     if (failure_) std::rethrow_exception(failure_);
     throw std::out_of_range("live_feed: a change past the last event was asked for");
   }
-  visible_ = applied_;
+  chunk_begin_ = begin;
+  chunk_end_ = std::min(begin + chunk_events_, applied_);
+  chunk_slots_ = ring_.data() + first_slot(begin);
 }
 
 const live_moment& live_feed::moment(std::size_t index) const {

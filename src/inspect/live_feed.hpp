@@ -57,7 +57,9 @@ class live_feed {
 
  private:
   void run() noexcept;
-  void wait_for(std::size_t index);
+  void enter_chunk(std::size_t index);
+  // Where the chunk that starts at event `chunk_begin` lies in the ring.
+  std::size_t first_slot(std::size_t chunk_begin) const;
 
   live_set state_;
   std::span<const trace_event> events_;
@@ -67,6 +69,7 @@ class live_feed {
   std::vector<std::size_t> moment_events_;
   std::vector<live_moment> moments_;
   std::size_t chunk_events_;
+  std::size_t ring_chunks_;
   std::vector<allocation_change> ring_;
 
   std::mutex lock_;
@@ -76,7 +79,10 @@ class live_feed {
   bool stop_ = false;          // the reader gave up (guarded by lock_)
   bool done_ = false;          // the thread ended, applied_ is final (guarded by lock_)
   std::exception_ptr failure_; // what the thread failed with (set before done_)
-  std::size_t visible_ = 0;    // the reader's copy of applied_
+  // The reader's chunk: events [chunk_begin_, chunk_end_), at chunk_slots_ in the ring.
+  std::size_t chunk_begin_ = 0;
+  std::size_t chunk_end_ = 0;
+  const allocation_change* chunk_slots_ = nullptr;
   std::thread thread_;
 };
 
