@@ -54,11 +54,11 @@ class note_writer {
  public:
   // `out`: room for entry_note::max_words.
   note_writer(const std::byte* entry, const std::byte* end, std::uint64_t* out, entry_scanner::frame_runs& runs)
-      : entry_(entry), end_(std::min(end, entry + entry_note::max_entry_bytes)), start_(out), out_(out), runs_(runs) {}
+      : entry_(entry), end_(std::min(end, entry + entry_note::max_entry_bytes)), start_(out), runs_(runs) {}
 
   // The entry's bytes, or 0 when there is no note to keep.
   std::size_t write(std::uint64_t offset) { return read_entry(offset); }
-  std::size_t words() const { return static_cast<std::size_t>(out_ - start_); }
+  std::size_t words() const { return words_; }
 
  private:
   using tag = entry_note::tag;
@@ -69,14 +69,17 @@ class note_writer {
   bool has(const std::byte* at, std::size_t bytes) const { return static_cast<std::size_t>(end_ - at) >= bytes; }
   bool is(const std::byte* at, opcode op) const { return at != end_ && *at == std::byte{op}; }
 
-  std::size_t read_entry(std::uint64_t offset) {
+  // The word being written is passed along as `out`, a local, not a member: held in a register
+  // through the inlined readers instead of incremented in memory per item.
+  [[gnu::noinline]] std::size_t read_entry(std::uint64_t offset) {
+    std::uint64_t* out = start_;
     const std::byte* at = entry_ + 1;
     bool memoized = is(at, MEMOIZE);
     if (memoized) ++at;
     if (!is(at, MARK)) return 0;
     ++at;
-    *out_++ = offset;
-    ++out_;  // written last
+    *out++ = offset;
+    ++out;  // written last
     std::size_t count = 0;
     unsigned frames_at = entry_note::no_frames;
     std::uint64_t run_name = 0;
@@ -85,45 +88,46 @@ class note_writer {
     while (at != end_ && *at != std::byte{SETITEMS}) {
       if (count == entry_note::max_items) return 0;
       if (count % 2 == 1 && *at == std::byte{EMPTY_LIST} && frames_at == entry_note::no_frames) {
-        if (!(at = read_frames(at, run_name, named))) return 0;
+        if (!(at = read_frames(at, out, run_name, named))) return 0;
         frames_at = static_cast<unsigned>(count++);
         continue;
       }
-      if (!(at = read_scalar(at))) return 0;
-      if (count % 2 == 1 && entry_note::tag_of(out_[-1]) == tag::memo_reference) {
-        std::uint64_t index = entry_note::payload_of(out_[-1]);
+      if (!(at = read_scalar(at, out))) return 0;
+      if (count % 2 == 1 && entry_note::tag_of(out[-1]) == tag::memo_reference) {
+        std::uint64_t index = entry_note::payload_of(out[-1]);
         far = index < entry_note::max_far_reference ? index + 1 : 0;
       }
       ++count;
     }
     if (at == end_ || count % 2 != 0) return 0;
-    if (named) *out_++ = run_name;
+    if (named) *out++ = run_name;
     std::size_t bytes = static_cast<std::size_t>(at - entry_) + 1;
     start_[1] = bytes | (std::uint64_t{count} << 16) | (std::uint64_t{frames_at} << 24) |
                         (std::uint64_t{memoized} << 32) | (std::uint64_t{named} << 33) | (far << 34);
+    words_ = static_cast<std::size_t>(out - start_);
     return bytes;
   }
 
   // A key or scalar value, as the machine's shortcut_scalar takes it.
-  const std::byte* read_scalar(const std::byte* at) {
+  const std::byte* read_scalar(const std::byte* at, std::uint64_t*& out) {
     switch (std::to_integer<unsigned char>(*at)) {
       case BINGET:
         if (!has(at, 2)) return nullptr;
-        *out_++ = item(tag::memo_reference, std::to_integer<std::uint64_t>(at[1]));
+        *out++ = item(tag::memo_reference, std::to_integer<std::uint64_t>(at[1]));
         return at + 2;
       case LONG_BINGET:
         if (!has(at, 5)) return nullptr;
-        *out_++ = item(tag::memo_reference, load_le<std::uint32_t>(at + 1));
+        *out++ = item(tag::memo_reference, load_le<std::uint32_t>(at + 1));
         return at + 5;
       case BININT1:
         if (!has(at, 2)) return nullptr;
-        return integer(std::to_integer<std::uint8_t>(at[1]), at + 2);
+        return integer(std::to_integer<std::uint8_t>(at[1]), at + 2, out);
       case BININT2:
         if (!has(at, 3)) return nullptr;
-        return integer(load_le<std::uint16_t>(at + 1), at + 3);
+        return integer(load_le<std::uint16_t>(at + 1), at + 3, out);
       case BININT:
         if (!has(at, 5)) return nullptr;
-        return integer(load_le<std::int32_t>(at + 1), at + 5);
+        return integer(load_le<std::int32_t>(at + 1), at + 5, out);
       case LONG1: {
         if (!has(at, 2)) return nullptr;
         std::size_t width = std::to_integer<std::size_t>(at[1]);
@@ -134,11 +138,11 @@ class note_writer {
         auto number = static_cast<std::int64_t>(raw);
         // Wider than a value holds in line: the machine's shortcut declines those.
         if (number < -(std::int64_t{1} << 59) || number >= (std::int64_t{1} << 59)) return nullptr;
-        return integer(number, at + 2 + width);
+        return integer(number, at + 2 + width, out);
       }
-      case NONE: *out_++ = item(tag::none, 0); return at + 1;
-      case NEWTRUE: *out_++ = item(tag::true_value, 0); return at + 1;
-      case NEWFALSE: *out_++ = item(tag::false_value, 0); return at + 1;
+      case NONE: *out++ = item(tag::none, 0); return at + 1;
+      case NEWTRUE: *out++ = item(tag::true_value, 0); return at + 1;
+      case NEWFALSE: *out++ = item(tag::false_value, 0); return at + 1;
       case SHORT_BINUNICODE:
       case BINUNICODE: {
         std::size_t header = *at == std::byte{SHORT_BINUNICODE} ? 2 : 5;
@@ -153,20 +157,20 @@ class note_writer {
         } else if (is(after, BINPUT) || is(after, LONG_BINPUT)) {
           return nullptr;  // numbered memo entries: the machine checks those on its byte path
         }
-        *out_++ = item(tag::string, memoized | relative(at + header) | (length << 16));
+        *out++ = item(tag::string, memoized | relative(at + header) | (length << 16));
         return after;
       }
       default:
         return nullptr;
     }
   }
-  const std::byte* integer(std::int64_t number, const std::byte* after) {
-    *out_++ = item(tag::integer, static_cast<std::uint64_t>(number) & ((std::uint64_t{1} << 60) - 1));
+  static const std::byte* integer(std::int64_t number, const std::byte* after, std::uint64_t*& out) {
+    *out++ = item(tag::integer, static_cast<std::uint64_t>(number) & ((std::uint64_t{1} << 60) - 1));
     return after;
   }
 
   // The entry's frame list, as the machine's shortcut_frames takes it.
-  const std::byte* read_frames(const std::byte* at, std::uint64_t& run_name, bool& named) {
+  const std::byte* read_frames(const std::byte* at, std::uint64_t*& out, std::uint64_t& run_name, bool& named) {
     ++at;  // EMPTY_LIST
     std::uint64_t word = item(tag::frames, 0);
     if (is(at, MEMOIZE)) {
@@ -203,7 +207,7 @@ class note_writer {
       }
       if (at == end_ || frames == 0) return nullptr;
       std::uint64_t whole = scanned == at ? entry_note::whole_run_bit : 0;
-      *out_++ = word | form(entry_note::frames_form::run) | whole | relative(run) |
+      *out++ = word | form(entry_note::frames_form::run) | whole | relative(run) |
                        (static_cast<std::uint64_t>(at - run) << 16);
       if (whole != 0) {
         run_name = runs_.name({run, static_cast<std::size_t>(at - run)}, run_hash);
@@ -217,17 +221,17 @@ class note_writer {
       std::uint64_t index = width == 1 ? std::to_integer<std::uint64_t>(at[1]) : load_le<std::uint32_t>(at + 1);
       at += 1 + width;
       if (!is(at, APPEND)) return nullptr;
-      *out_++ = word | form(entry_note::frames_form::single) | index;
+      *out++ = word | form(entry_note::frames_form::single) | index;
       return at + 1;
     }
-    *out_++ = word | form(entry_note::frames_form::empty);
+    *out++ = word | form(entry_note::frames_form::empty);
     return at;
   }
 
   const std::byte* entry_;
   const std::byte* end_;
   std::uint64_t* start_;
-  std::uint64_t* out_;
+  std::size_t words_ = 0;
   entry_scanner::frame_runs& runs_;
 };
 
