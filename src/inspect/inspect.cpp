@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // inspect(): one backward walk to the state at trace start, one forward pass for the timeline
-// and what was live at step ends, OOMs, samples and the end, and a partial replay up to the
-// peaks to see what was live there.
+// and what was live at step ends, OOMs, samples and the end (the live set's half of it on
+// another core: live_feed), and a partial replay up to the peaks to see what was live there.
 
 #include "analysis.hpp"
 #include "frames.hpp"
@@ -12,6 +12,7 @@
 #include <rlmem/inspect.hpp>
 #include <rlmem/live_set.hpp>
 #include <rlmem/saturating.hpp>
+#include <rlmem/usable_cores.hpp>
 
 #include <algorithm>
 #include <future>
@@ -338,7 +339,9 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   }
   if (last_event >= 0) moments.push_back(static_cast<std::size_t>(last_event));
   std::optional<detail::live_feed> feed;
-  if (last_event >= 0) feed.emplace(start, events, line.reserved_at_start, line.allocated, line.reserved, std::move(moments));
+  if (last_event >= 0) {
+    feed.emplace(start, events, line.reserved_at_start, line.allocated, line.reserved, std::move(moments), several_cores_usable());
+  }
   std::optional<detail::live_moment> at_trace_start_moment;
   auto moment_after = [&](std::int64_t index) -> const detail::live_moment& {
     if (index >= 0) return feed->moment(static_cast<std::size_t>(index));

@@ -19,17 +19,17 @@ std::vector<live_block> live_blocks_of(const live_set& state) {
 
 live_feed::live_feed(const live_set& start, std::span<const trace_event> events, std::int64_t reserved_at_start,
                      std::span<std::int64_t> allocated, std::span<std::int64_t> reserved, std::vector<std::size_t> moments,
-                     std::size_t chunk_events, std::size_t ring_chunks)
-    : state_(start), events_(events), reserved_at_start_(reserved_at_start), allocated_(allocated), reserved_(reserved),
-      moment_events_(std::move(moments)), chunk_events_(std::max<std::size_t>(chunk_events, 1)),
-      ring_chunks_(std::max<std::size_t>(ring_chunks, 1)), ring_(chunk_events_ * ring_chunks_) {
+                     bool on_thread, std::size_t chunk_events, std::size_t ring_chunks)
+    : state_(start), events_(events), reserved_now_(reserved_at_start), allocated_(allocated), reserved_(reserved),
+      moment_events_(std::move(moments)), on_thread_(on_thread), chunk_events_(std::max<std::size_t>(chunk_events, 1)),
+      ring_chunks_(std::max<std::size_t>(ring_chunks, 1)), ring_(on_thread ? chunk_events_ * ring_chunks_ : 1) {
   if (allocated_.size() != events_.size() || reserved_.size() != events_.size()) {
     throw std::invalid_argument("live_feed: the allocated and reserved arrays must hold one figure per event");
   }
   std::sort(moment_events_.begin(), moment_events_.end());
   moment_events_.erase(std::unique(moment_events_.begin(), moment_events_.end()), moment_events_.end());
   moments_.resize(moment_events_.size());
-  thread_ = std::thread([this] { run(); });
+  if (on_thread_) thread_ = std::thread([this] { run(); });
 }
 
 live_feed::~live_feed() {
@@ -41,10 +41,20 @@ live_feed::~live_feed() {
   if (thread_.joinable()) thread_.join();
 }
 
+void live_feed::step(std::size_t index, allocation_change& change) {
+  const trace_event& event = events_[index];
+  change = state_.apply(event);
+  reserved_now_ = saturating_add(reserved_now_, reserved_delta(event));
+  allocated_[index] = state_.allocated_bytes();
+  reserved_[index] = reserved_now_;
+  if (next_moment_ < moment_events_.size() && moment_events_[next_moment_] == index) {
+    moments_[next_moment_] = {state_.free_spaces(), live_blocks_of(state_)};
+    ++next_moment_;
+  }
+}
+
 void live_feed::run() noexcept {
   try {
-    std::int64_t reserved = reserved_at_start_;
-    std::size_t next_moment = 0;
     for (std::size_t begin = 0; begin < events_.size(); begin += chunk_events_) {
       std::size_t end = std::min(events_.size(), begin + chunk_events_);
       {
@@ -53,17 +63,7 @@ void live_feed::run() noexcept {
         if (stop_) break;
       }
       allocation_change* slots = ring_.data() + first_slot(begin);
-      for (std::size_t i = begin; i < end; ++i) {
-        const trace_event& event = events_[i];
-        slots[i - begin] = state_.apply(event);
-        reserved = saturating_add(reserved, reserved_delta(event));
-        allocated_[i] = state_.allocated_bytes();
-        reserved_[i] = reserved;
-        if (next_moment < moment_events_.size() && moment_events_[next_moment] == i) {
-          moments_[next_moment] = {state_.free_spaces(), live_blocks_of(state_)};
-          ++next_moment;
-        }
-      }
+      for (std::size_t i = begin; i < end; ++i) step(i, slots[i - begin]);
       {
         std::lock_guard hold(lock_);
         applied_ = end;
@@ -85,6 +85,14 @@ std::size_t live_feed::first_slot(std::size_t chunk_begin) const {
 }
 
 const allocation_change& live_feed::change(std::size_t index) {
+  if (!on_thread_) {
+    if (index != applied_ || index >= events_.size()) {
+      throw std::out_of_range("live_feed: changes are asked for in order, up to the last event");
+    }
+    step(index, ring_.front());
+    ++applied_;
+    return ring_.front();
+  }
   if (index >= chunk_end_) enter_chunk(index);
   return chunk_slots_[index - chunk_begin_];
 }
@@ -113,6 +121,10 @@ const live_moment& live_feed::moment(std::size_t index) const {
 }
 
 const live_set& live_feed::final_state() {
+  if (!on_thread_) {
+    for (; applied_ < events_.size(); ++applied_) step(applied_, ring_.front());
+    return state_;
+  }
   {
     std::lock_guard hold(lock_);
     released_ = events_.size();  // the reader is done with every change

@@ -33,14 +33,15 @@ class live_feed {
  public:
   /// Starts the thread, which applies `events` to a copy of `start` and writes allocated[i] and
   /// reserved[i] after event i (reserved counted from `reserved_at_start` by reserved_delta).
-  /// `moments`: ascending event indices to keep a live_moment at. Holds at most `ring_chunks`
-  /// chunks of `chunk_events` changes unread.
+  /// `moments`: event indices to keep a live_moment at. Holds at most `ring_chunks` chunks of
+  /// `chunk_events` changes unread. With `on_thread` false (one usable core, where a thread
+  /// only adds switches) there is no thread: change() applies each event as it is asked for.
   /// IMPORTANT: `events`, `allocated` and `reserved` (each events.size() long), and the snapshot
   /// `start` points to, must outlive the feed; allocated and reserved are read only through
   /// change() having passed the index.
   live_feed(const live_set& start, std::span<const trace_event> events, std::int64_t reserved_at_start,
             std::span<std::int64_t> allocated, std::span<std::int64_t> reserved, std::vector<std::size_t> moments,
-            std::size_t chunk_events = 16384, std::size_t ring_chunks = 4);
+            bool on_thread = true, std::size_t chunk_events = 16384, std::size_t ring_chunks = 4);
   /// Stops the thread where it is (also when the reader gives up early) and waits for it.
   ~live_feed();
   live_feed(const live_feed&) = delete;
@@ -56,6 +57,8 @@ class live_feed {
   const live_set& final_state();
 
  private:
+  // Event `index` through the live set: its change, its figures, the moment kept there.
+  void step(std::size_t index, allocation_change& change);
   void run() noexcept;
   void enter_chunk(std::size_t index);
   // Where the chunk that starts at event `chunk_begin` lies in the ring.
@@ -63,18 +66,20 @@ class live_feed {
 
   live_set state_;
   std::span<const trace_event> events_;
-  std::int64_t reserved_at_start_;
+  std::int64_t reserved_now_;    // reserved after the last event stepped
   std::span<std::int64_t> allocated_;
   std::span<std::int64_t> reserved_;
   std::vector<std::size_t> moment_events_;
   std::vector<live_moment> moments_;
+  std::size_t next_moment_ = 0;  // the first of moment_events_ not yet reached
+  bool on_thread_;
   std::size_t chunk_events_;
   std::size_t ring_chunks_;
   std::vector<allocation_change> ring_;
 
   std::mutex lock_;
   std::condition_variable changed_;
-  std::size_t applied_ = 0;    // events whose changes are in the ring (guarded by lock_)
+  std::size_t applied_ = 0;    // events applied and handed over (guarded by lock_ with a thread)
   std::size_t released_ = 0;   // events the reader is done with (guarded by lock_)
   bool stop_ = false;          // the reader gave up (guarded by lock_)
   bool done_ = false;          // the thread ended, applied_ is final (guarded by lock_)

@@ -8,28 +8,17 @@
 
 #include <rlmem/regular_file.hpp>
 #include <rlmem/snapshot_reader.hpp>
+#include <rlmem/usable_cores.hpp>
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <thread>
 
 namespace rlmem {
 
 namespace {
-
-// The entry scanner's decoding pays only beside the parse; on one usable core it is extra work.
-bool several_cores_usable() {
-#if defined(__linux__)
-  cpu_set_t usable;
-  CPU_ZERO(&usable);
-  if (sched_getaffinity(0, sizeof usable, &usable) == 0) return CPU_COUNT(&usable) > 1;
-#endif
-  return std::thread::hardware_concurrency() > 1;
-}
 
 // Peeks at the first bytes of `raw` to choose a decoder, then parses.
 result<snapshot> read_from(std::unique_ptr<detail::byte_source> raw, std::uint64_t raw_size, const read_options& options) {

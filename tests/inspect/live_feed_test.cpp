@@ -64,8 +64,10 @@ bool same_spaces(const std::vector<free_space>& a, const std::vector<free_space>
 
 // Every event's change and figures, the moments and the final state, from the feed and from
 // live_set::apply in line.
-void expect_feed_matches_replay(const std::string& name, std::size_t chunk_events, std::size_t ring_chunks) {
-  SCOPED_TRACE(name + ", chunks of " + std::to_string(chunk_events) + ", ring of " + std::to_string(ring_chunks));
+void expect_feed_matches_replay(const std::string& name, std::size_t chunk_events, std::size_t ring_chunks,
+                                bool on_thread = true) {
+  SCOPED_TRACE(name + (on_thread ? ", on a thread" : ", in line") + ", chunks of " + std::to_string(chunk_events) +
+               ", ring of " + std::to_string(ring_chunks));
   trace_of_device trace = trace_in(name);
   ASSERT_GT(trace.events.size(), 100u);
   const allocator_settings recorded = settings_of(*trace.snap);
@@ -74,7 +76,8 @@ void expect_feed_matches_replay(const std::string& name, std::size_t chunk_event
   const std::size_t count = trace.events.size();
   std::vector<std::size_t> moments = {count - 1, count / 3, 0, count / 3};  // unsorted, with a repeat
   std::vector<std::int64_t> allocated(count), reserved(count);
-  detail::live_feed feed(start, trace.events, reserved_at_start, allocated, reserved, moments, chunk_events, ring_chunks);
+  detail::live_feed feed(start, trace.events, reserved_at_start, allocated, reserved, moments, on_thread, chunk_events,
+                         ring_chunks);
 
   live_set state = start;
   std::int64_t reserved_now = reserved_at_start;
@@ -115,6 +118,8 @@ TEST(live_feed, hands_over_the_replay_in_line_of_real_traces_whatever_the_chunki
   }
   expect_feed_matches_replay("frag_default_oom.pickle.zst", 7, 2);
   expect_feed_matches_replay("frag_default_oom.pickle.zst", 1, 1);  // one change at a time
+  // One usable core: no thread, each event applied as it is asked for.
+  expect_feed_matches_replay("grpo_leak_logits.pickle.zst", 16384, 4, false);
 }
 
 TEST(live_feed, a_reader_that_stops_early_or_asks_past_the_end_neither_hangs_nor_reads_beyond) {
@@ -123,13 +128,15 @@ TEST(live_feed, a_reader_that_stops_early_or_asks_past_the_end_neither_hangs_nor
   std::vector<std::int64_t> allocated(trace.events.size()), reserved(trace.events.size());
   {
     // The thread fills its ring and waits; the destructor must stop it.
-    detail::live_feed feed(start, trace.events, 0, allocated, reserved, {}, 5, 2);
+    detail::live_feed feed(start, trace.events, 0, allocated, reserved, {}, true, 5, 2);
     (void)feed.change(0);
     (void)feed.change(1);
   }
-  detail::live_feed feed(start, trace.events, 0, allocated, reserved, {}, 64, 2);
-  for (std::size_t i = 0; i < trace.events.size(); ++i) (void)feed.change(i);
-  EXPECT_THROW((void)feed.change(trace.events.size()), std::out_of_range);
+  for (bool on_thread : {true, false}) {
+    detail::live_feed feed(start, trace.events, 0, allocated, reserved, {}, on_thread, 64, 2);
+    for (std::size_t i = 0; i < trace.events.size(); ++i) (void)feed.change(i);
+    EXPECT_THROW((void)feed.change(trace.events.size()), std::out_of_range) << (on_thread ? "on a thread" : "in line");
+  }
 }
 
 TEST(live_feed, refuses_timeline_arrays_that_do_not_hold_one_figure_per_event) {
