@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -35,31 +36,18 @@ trace_of_device trace_in(const std::string& name) {
   return {&snap, device, trace ? snap.events_of(*trace) : std::span<const trace_event>{}};
 }
 
-bool same_change(const allocation_change& a, const allocation_change& b) {
-  return std::tie(a.bytes, a.count, a.stack, a.before_trace, a.replaced_bytes, a.replaced_stack, a.replaced_before_trace) ==
-         std::tie(b.bytes, b.count, b.stack, b.before_trace, b.replaced_bytes, b.replaced_stack, b.replaced_before_trace);
+// The fields each struct is compared by (none of them has ==).
+auto fields_of(const allocation_change& c) {
+  return std::tie(c.bytes, c.count, c.stack, c.before_trace, c.replaced_bytes, c.replaced_stack, c.replaced_before_trace);
 }
+auto fields_of(const live_block& b) { return std::tie(b.bytes, b.stack, b.pending_free, b.before_trace); }
+auto fields_of(const free_space& f) { return std::tie(f.segment_bytes, f.stream, f.largest_free_bytes, f.free_bytes); }
 
-bool same_blocks(const std::vector<live_block>& a, const std::vector<live_block>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tie(a[i].bytes, a[i].stack, a[i].pending_free, a[i].before_trace) !=
-        std::tie(b[i].bytes, b[i].stack, b[i].pending_free, b[i].before_trace)) {
-      return false;
-    }
-  }
-  return true;
-}
+bool same_change(const allocation_change& a, const allocation_change& b) { return fields_of(a) == fields_of(b); }
 
-bool same_spaces(const std::vector<free_space>& a, const std::vector<free_space>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tie(a[i].segment_bytes, a[i].stream, a[i].largest_free_bytes, a[i].free_bytes) !=
-        std::tie(b[i].segment_bytes, b[i].stream, b[i].largest_free_bytes, b[i].free_bytes)) {
-      return false;
-    }
-  }
-  return true;
+template <class T>
+bool same_all(const std::vector<T>& a, const std::vector<T>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const T& x, const T& y) { return fields_of(x) == fields_of(y); });
 }
 
 // Every event's change and figures, the moments and the final state, from the feed and from
@@ -93,13 +81,13 @@ void expect_feed_matches_replay(const std::string& name, std::size_t chunk_event
       }
     }
     if (i == count / 3 || i == 0 || i == count - 1) {
-      EXPECT_TRUE(same_blocks(feed.moment(i).blocks, detail::live_blocks_of(state))) << "live blocks after event " << i;
-      EXPECT_TRUE(same_spaces(feed.moment(i).spaces, state.free_spaces())) << "free spaces after event " << i;
+      EXPECT_TRUE(same_all(feed.moment(i).blocks, detail::live_blocks_of(state))) << "live blocks after event " << i;
+      EXPECT_TRUE(same_all(feed.moment(i).spaces, state.free_spaces())) << "free spaces after event " << i;
     }
   }
   EXPECT_EQ(differences, 0u);
   const live_set& after_all = feed.final_state();
-  EXPECT_TRUE(same_blocks(detail::live_blocks_of(after_all), detail::live_blocks_of(state)));
+  EXPECT_TRUE(same_all(detail::live_blocks_of(after_all), detail::live_blocks_of(state)));
   EXPECT_EQ(after_all.allocated_bytes(), state.allocated_bytes());
   EXPECT_EQ(after_all.inconsistencies(), state.inconsistencies());
   EXPECT_EQ(after_all.frees_of_earlier_blocks(), state.frees_of_earlier_blocks());
