@@ -9,6 +9,7 @@
 #include <rlmem/allocator_settings.hpp>
 #include <rlmem/snapshot.hpp>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -91,28 +92,38 @@ class live_set {
   std::uint64_t block_size_for(const trace_event& event, block_map::const_iterator next_block);
   // The range with the greatest start at or below `address`, or mapped_.end().
   range_map::const_iterator range_at_or_below(std::uint64_t address);
+  // blocks_.find(address), through hints_.known.
+  block_map::iterator find_block(std::uint64_t address);
   void map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream);
   void unmap_range(std::uint64_t address, std::uint64_t size);
 
   block_map blocks_;
   range_map mapped_;  // reserved ranges by address
   // What apply() keeps from one event to the next to spare the trees work: in the forward pass
-  // the descents to a block and malloc were most of its time. A copy of the set starts without
+  // the descents to a block (a mispredicted branch a level) and malloc were most of its time. A copy of the set starts without
   // them (they name nodes of this set's own trees).
   struct pass_hints {
     pass_hints() = default;
     pass_hints(const pass_hints&) noexcept {}
     pass_hints& operator=(const pass_hints&) noexcept {
-      requested = false;
+      known = {};
       spare = {};
       range_known = false;
       return *this;
     }
-    // The block the event just applied asked to free: torch records free_completed right after
-    // free_requested of the same block (unless another stream still uses it).
-    bool requested = false;
-    std::uint64_t requested_address = 0;
-    block_map::iterator requested_block;
+    // Blocks by address, direct-mapped, for the frees' lookups: each slot names a node of
+    // blocks_ with that address (set when a block is made or found, cleared when it goes). A
+    // free's block is usually still there, so its lookup takes no descent of the tree.
+    struct known_block {
+      std::uint64_t address = 0;
+      block_map::iterator block;
+      bool set = false;
+    };
+    static constexpr int known_slot_bits = 9;
+    static std::size_t known_slot(std::uint64_t address) {
+      return static_cast<std::size_t>((address * 0x9e3779b97f4a7c15ULL) >> (64 - known_slot_bits));
+    }
+    std::array<known_block, std::size_t{1} << known_slot_bits> known{};
     // The node of the block freed last, for the next alloc: allocations and frees come in pairs.
     block_map::node_type spare;
     // The range the last allocation fell in: most fall in the one before's. Forgotten when a

@@ -151,10 +151,16 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
   return state;
 }
 
+live_set::block_map::iterator live_set::find_block(std::uint64_t address) {
+  pass_hints::known_block& known = hints_.known[pass_hints::known_slot(address)];
+  if (known.set && known.address == address) return known.block;
+  auto found = blocks_.find(address);
+  if (found != blocks_.end()) known = {address, found, true};
+  return found;
+}
+
 allocation_change live_set::apply(const trace_event& event) {
   allocation_change change;
-  bool requested_just_before = hints_.requested && hints_.requested_address == event.addr;
-  hints_.requested = false;
   auto freed = [&](const live_block& held) {
     allocated_bytes_ = saturating_add(allocated_bytes_, -signed_bytes(held.bytes));
     change.bytes = -signed_bytes(held.bytes);
@@ -178,12 +184,16 @@ allocation_change live_set::apply(const trace_event& event) {
           change.replaced_before_trace = replaced.before_trace;
         }
         found->second = made;
-      } else if (!hints_.spare.empty()) {
-        hints_.spare.key() = event.addr;
-        hints_.spare.mapped() = made;
-        blocks_.insert(next_block, std::move(hints_.spare));
       } else {
-        blocks_.emplace_hint(next_block, event.addr, made);
+        auto inserted = blocks_.end();
+        if (!hints_.spare.empty()) {
+          hints_.spare.key() = event.addr;
+          hints_.spare.mapped() = made;
+          inserted = blocks_.insert(next_block, std::move(hints_.spare));
+        } else {
+          inserted = blocks_.emplace_hint(next_block, event.addr, made);
+        }
+        hints_.known[pass_hints::known_slot(event.addr)] = {event.addr, inserted, true};
       }
       allocated_bytes_ = saturating_add(allocated_bytes_, signed_bytes(made.bytes));
       change.bytes = signed_bytes(made.bytes);
@@ -193,7 +203,7 @@ allocation_change live_set::apply(const trace_event& event) {
       break;
     }
     case trace_action::free_requested: {
-      auto found = blocks_.find(event.addr);
+      auto found = find_block(event.addr);
       if (found == blocks_.end()) {
         ++inconsistencies_;
         break;
@@ -201,13 +211,10 @@ allocation_change live_set::apply(const trace_event& event) {
       if (found->second.before_trace) ++frees_of_earlier_blocks_;
       if (!found->second.pending_free) freed(found->second);
       found->second.pending_free = true;
-      hints_.requested = true;
-      hints_.requested_address = event.addr;
-      hints_.requested_block = found;
       break;
     }
     case trace_action::free_completed: {
-      auto found = requested_just_before ? hints_.requested_block : blocks_.find(event.addr);
+      auto found = find_block(event.addr);
       if (found == blocks_.end()) {
         ++inconsistencies_;
         break;
@@ -217,6 +224,7 @@ allocation_change live_set::apply(const trace_event& event) {
         if (found->second.before_trace) ++frees_of_earlier_blocks_;
         freed(found->second);
       }
+      hints_.known[pass_hints::known_slot(event.addr)].set = false;  // found there by find_block
       hints_.spare = blocks_.extract(found);
       break;
     }

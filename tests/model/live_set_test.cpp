@@ -76,9 +76,9 @@ TEST(live_set, every_recording_replays_from_its_trace_start_to_its_dump) {
   }
 }
 
-// apply() keeps hints between events (the block just asked to free, a spare node, the last
-// range): a copy made, or assigned, between a free's request and its completion must go on as
-// the original does, and leave the original whole.
+// apply() keeps hints between events (blocks by address, a spare node, the last range), which
+// name nodes of the set's own trees: a copy made, or assigned, between a free's request and its
+// completion must go on as the original does, and leave the original whole.
 TEST(live_set, a_copy_made_between_a_free_request_and_its_completion_goes_on_as_the_original) {
   const snapshot& snap = testing::fixture("grpo_leak_logits.pickle.zst");
   std::int64_t device = default_device(snap);
