@@ -319,7 +319,11 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   // only known once their bucket or the trace is over: the categories are kept at the highest
   // point so far, and what the peaks need of the live blocks is read by a second, partial
   // replay up to the later peak.
-  const auto [start, reserved_at_start] = at_start.get();
+  // Named variables, not a structured binding: lambdas below capture them, which clang 14
+  // (the fuzz build) refuses for bindings.
+  const std::pair<live_set, std::int64_t> started = at_start.get();
+  const live_set& start = started.first;
+  const std::int64_t reserved_at_start = started.second;
   timeline_storage.get();
   timeline& line = result.memory;
   line.device = result.device;
