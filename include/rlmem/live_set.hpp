@@ -100,8 +100,8 @@ class live_set {
   block_map blocks_;
   range_map mapped_;  // reserved ranges by address
   // What apply() keeps from one event to the next to spare the trees work: in the forward pass
-  // the descents to a block (a mispredicted branch a level) and malloc were most of its time. A copy of the set starts without
-  // them (they name nodes of this set's own trees).
+  // the descents to a block (a mispredicted branch a level) and malloc were most of its time.
+  // A copy of the set starts without them (they name nodes of this set's own trees).
   struct pass_hints {
     pass_hints() = default;
     pass_hints(const pass_hints&) noexcept {}
