@@ -22,6 +22,7 @@ the two runs and prints the memory returned and the pause/resume times per GB.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import hashlib
 import json
 import os
@@ -31,6 +32,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "python"))
 GiB = 1 << 30
+
+
+def nvml_used_bytes(uuid: str) -> int | None:
+    """The GPU's used memory as NVML counts it (nvidia-smi's figure), or None without NVML."""
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return None
+
+    class memory(ctypes.Structure):
+        _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+
+    handle, info = ctypes.c_void_p(), memory()
+    if (nvml.nvmlInit_v2() != 0 or nvml.nvmlDeviceGetHandleByUUID(uuid.encode(), ctypes.byref(handle)) != 0
+            or nvml.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(info)) != 0):
+        return None
+    return int(info.used)
 
 
 def train(out: Path, pause: bool, steps: int) -> None:
@@ -48,6 +66,7 @@ def train(out: Path, pause: bool, steps: int) -> None:
     torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank, world = dist.get_rank(), dist.get_world_size()
+    uuid = "GPU-" + str(torch.cuda.get_device_properties(local_rank).uuid)
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
     config = Qwen2Config(hidden_size=1024, num_hidden_layers=8, num_attention_heads=16, num_key_value_heads=4,
@@ -88,9 +107,14 @@ def train(out: Path, pause: bool, steps: int) -> None:
             continue
         torch.cuda.synchronize()
         free_before, total = torch.cuda.mem_get_info()
+        nvml_before = nvml_used_bytes(uuid)
+        # torch.cuda.memory_stats() raises under install(); rt.memory_stats() gives its keys.
+        reserved_before = rt.memory_stats()["reserved_bytes.all.current"]
         rt.pause("weights", keep="host")
         rt.pause("scratch", keep="discard")
         free_paused, _ = torch.cuda.mem_get_info()
+        nvml_paused = nvml_used_bytes(uuid)
+        reserved_paused = rt.memory_stats()["reserved_bytes.all.current"]
         # The rollout: most of what came back, used, all-reduced, then given back.
         with rt.region("rollout"):
             rollout = torch.ones(max(1, (free_paused - free_before) * 9 // 10) // 4, device="cuda")
@@ -106,6 +130,8 @@ def train(out: Path, pause: bool, steps: int) -> None:
         log["pauses"].append({
             "step": step, "device_free_before": free_before, "device_free_paused": free_paused,
             "returned_bytes": free_paused - free_before, "rollout_ok": rollout_ok,
+            "nvml_used_before": nvml_before, "nvml_used_paused": nvml_paused,
+            "reserved_before": reserved_before, "reserved_paused": reserved_paused,
             "weights_copied_bytes": weights["last_pause"]["copied_bytes"],
             "pause_seconds": weights["last_pause"]["seconds"], "resume_seconds": weights["last_resume"]["seconds"],
         })
@@ -138,6 +164,14 @@ def compare(out: Path) -> int:
         copied = sum(entry["weights_copied_bytes"] for entry in paused["pauses"])
         pause_s = sum(entry["pause_seconds"] for entry in paused["pauses"])
         resume_s = sum(entry["resume_seconds"] for entry in paused["pauses"])
+        nvml = [e["nvml_used_before"] - e["nvml_used_paused"] for e in paused["pauses"]
+                if e.get("nvml_used_before") is not None and e.get("nvml_used_paused") is not None]
+        unreserved = [e["reserved_before"] - e["reserved_paused"] for e in paused["pauses"] if "reserved_before" in e]
+        print(f"rank {paused['rank']}: NVML used memory fell by {min(nvml) / GiB:.2f} GiB (least of {len(nvml)})"
+              if nvml else f"rank {paused['rank']}: no NVML figures")
+        if unreserved:
+            print(f"rank {paused['rank']}: reserved_bytes.all.current fell by {min(unreserved) / GiB:.2f} GiB "
+                  f"(least of {len(unreserved)})")
         print(f"rank {paused['rank']}: losses and parameters identical to the run without pauses: {same}; "
               f"collectives right: {collectives}; rollouts right: {rollouts}; "
               f"returned while paused: {min(e['returned_bytes'] for e in paused['pauses']) / GiB:.2f} GiB (least of "
