@@ -20,6 +20,14 @@ forbid model "$public_above_model" "a header of a higher layer"
 forbid inspect "rlmem/(replay|plan|report|watch)\.hpp" "a header of replay, plan or a higher layer"
 forbid replay "$public_of_inspect|rlmem/(plan|report|watch)\.hpp" "a header of inspect, plan or a higher layer"
 forbid report "rlmem/(cli)\.hpp" "a header of the CLI"
+# The step-end rules are plain arithmetic under inspect and watch: no other part's headers.
+found=$(grep -rnE '^#include [<"]rlmem/' "$root/src/step_rules" "$root/include/rlmem/step_rules.hpp" | grep -vE 'rlmem/(step_rules|saturating)\.hpp')
+if [ -n "$found" ]; then
+  echo "FAIL src/step_rules includes a header of another part:"; echo "$found"; status=1
+fi
+if grep -oE "rlmem_[a-z_]+" "$root/src/step_rules/CMakeLists.txt" | grep -vqxE "rlmem_(step_rules|warnings)"; then
+  echo "FAIL src/step_rules/CMakeLists.txt links another part"; status=1
+fi
 # The device seam is the lowest part: it includes no other part's headers.
 found=$(grep -rnE '^#include [<"]rlmem/' "$root/src/device" | grep -vE 'rlmem/(device|fake_device|cuda_device)\.hpp')
 if [ -n "$found" ]; then
@@ -27,7 +35,7 @@ if [ -n "$found" ]; then
 fi
 for part in "$root"/src/*/; do
   part=$(basename "$part")
-  forbid "$part" "(device|snapshot|model|inspect|replay|plan|report|watch|capi|cli)/" "another part's private header"
+  forbid "$part" "(device|snapshot|model|inspect|replay|plan|report|watch|capi|cli|step_rules)/" "another part's private header"
 done
 # The model's public headers include only the layers below them.
 found=$(grep -nE "^#include <($public_above_model)" "$root"/include/rlmem/{model,allocator_settings,allocator_rules,allocator_policy,live_set,caching_allocator,rlmem_policy,saturating,trace_simulation}.hpp)

@@ -131,28 +131,21 @@ struct leak_summary {
   bool growth_without_named_leak = false;
 };
 
-/// What the leak rule says of one series of step-end figures.
+/// What the per-site leak rule says of one allocation site's step ends.
 struct leak_trend {
   bool leaking = false;
-  std::size_t first_step = 0;       ///< index of the first step end that grew (>= 1)
-  std::size_t steps = 0;            ///< step ends over which it grew, up to the last
-  std::int64_t bytes_per_step = 0;  ///< mean growth per step over those steps
+  std::size_t first_step = 0;       ///< index of the first step end of the growth (the change point, >= 1)
+  std::size_t steps = 0;            ///< step ends from there to the last
+  std::int64_t bytes_per_step = 0;  ///< the growth's rate (include/rlmem/step_rules.hpp)
 };
 
-/// The leak rule, applied by inspect to every site's step ends and by the live monitor (through
-/// librlmem) to a process's: `bytes[0]` is the baseline (the trace start), `bytes[i]` the live
-/// bytes at step end i, `counts` the live allocations at the same moments, or empty when unknown.
-/// A series leaks when, in at least two consecutive step ends up to the last, each holds more
-/// than the one before and the count grows too (new allocations kept alive), or, over four or
-/// more (`min_steady_steps`), the growth is steady (the smallest growth at least half the
-/// largest). Growth in step 1 alone is never a leak: optimizer state and caches fill once.
-/// inspect judges one allocation site at a time and uses 4; a whole process's step ends also
-/// follow batch sizes (a ramp of four growing batches is steady growth), so the live monitor asks
-/// for more.
+/// inspect's leak rule for one allocation site: the step monitor's growth rule
+/// (rlmem::judge_growth) on `bytes` (`bytes[0]` the baseline, `bytes[i]` the site's live bytes at
+/// step end i), with two events above the noise enough and no floor on the rate, since a site
+/// carries nothing but its own allocations; while fewer than four events show, `counts` (live
+/// allocations at the same moments, or empty when unknown) must have grown over the growth too.
 /// Precondition: `counts` is empty or as long as `bytes`.
-inline constexpr std::size_t default_min_steady_steps = 4;
-leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const std::uint64_t> counts,
-                         std::size_t min_steady_steps = default_min_steady_steps) noexcept;
+leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const std::uint64_t> counts);
 
 /// Largest free block of one pool and stream at an OOM.
 struct free_block_summary {

@@ -90,27 +90,110 @@ RLMEM_API int rlmem_report_file(const char* path, const rlmem_inspect_options* o
 RLMEM_API int rlmem_report_bytes(const void* data, size_t size, const rlmem_inspect_options* options,
                                  char** html_out, char** error_out);
 
-/** The verdict of the leak rule on one series of step-end figures. */
+/** The verdict of the growth rule (docs/monitor.md, "The leak rule") on one series. */
 typedef struct rlmem_leak_verdict {
   size_t struct_size;      /**< set by the caller to sizeof(rlmem_leak_verdict) */
-  int leaking;             /**< 1: the series grows like a leak; 0: it does not */
-  uint64_t first_step;     /**< index in the series of the first step end that grew (>= 1) */
-  uint64_t steps;          /**< step ends over which it grew, up to the last */
-  int64_t bytes_per_step;  /**< mean growth per step over those steps */
+  int leaking;             /**< 1: the series grows like a leak, up to its last figure */
+  uint64_t first_step;     /**< index in the series of the first step end of the growth (>= 1) */
+  uint64_t steps;          /**< step ends from first_step to the last */
+  int64_t bytes_per_step;  /**< the growth's rate (Theil-Sen slope, or event size over period) */
+  int stopped;             /**< 1: significant growth that stopped or thinned out before the last figure */
+  uint64_t last_event;     /**< index of the last step end that rose above the noise */
+  uint64_t events;         /**< step ends from first_step on that rose above the noise */
+  uint64_t period;         /**< median gap between those (1: every step; 0: fewer than two) */
+  int64_t noise_bytes;     /**< the series' scatter: a robust standard deviation of one figure */
+  int64_t level_bytes;     /**< the median figure */
+  double z;                /**< the rate over its standard error */
+  double kendall_z;        /**< Mann-Kendall's statistic over the growth */
 } rlmem_leak_verdict;
 
-/** Applies the rule `rlmem inspect` applies to each allocation site's step ends to one series:
- *  `bytes[0]` is the baseline, `bytes[i]` the live bytes at step end i; `counts` (may be NULL)
- *  the live allocation counts at the same moments. A series leaks when, in at least two
- *  consecutive step ends up to the last, each holds more than the one before and the count of
- *  allocations grows too, or, over `min_steady_steps` or more, the growth is steady (the smallest
- *  step's growth at least half the largest). Growth in step 1 alone is never a leak.
- *  `min_steady_steps` 0 means inspect's 4 (one allocation site); a whole process's step ends
- *  also follow batch sizes, and the Python StepMonitor passes 8.
+/** The step monitor's growth rule on one series of step-end figures (the newest 256 are judged):
+ *  `bytes[0]` is the baseline, `bytes[i]` the figure at step end i. A change point where growth
+ *  began, the Theil-Sen slope after it tested against the scatter of the series' own changes,
+ *  Mann-Kendall's trend test, and the step ends that rose above the noise (3 every step, or 2
+ *  alike ones up to 4 steps apart), still coming at the last figure; at least 0.01% of the
+ *  series' level per step. `counts` (may be NULL) is accepted for compatibility and not read: a
+ *  leak into one tensor keeps the count flat. `min_steady_steps` is no longer read either.
+ *  Any int64 values and any n are accepted.
  *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL bytes with n > 0, NULL verdict, bad
  *    struct_size), RLMEM_E_INTERNAL. */
 RLMEM_API int rlmem_leak_check(const int64_t* bytes, const uint64_t* counts, size_t n, size_t min_steady_steps,
                                rlmem_leak_verdict* verdict);
+
+/** Figures a job sampled at one step end (torch.cuda.memory_stats() names). */
+typedef struct rlmem_step_sample {
+  int64_t step;
+  int64_t allocated;            /**< allocated_bytes.all.current */
+  int64_t reserved;             /**< reserved_bytes.all.current */
+  int64_t inactive_split;       /**< inactive_split_bytes.all.current */
+  int64_t step_peak_allocated;  /**< allocated_bytes.all.peak */
+  int64_t step_peak_reserved;   /**< reserved_bytes.all.peak; -1 when unknown */
+  int64_t allocations;          /**< allocation.all.current */
+  int64_t num_alloc_retries;    /**< cumulative */
+  int64_t num_ooms;             /**< cumulative */
+  int64_t device_free;          /**< cudaMemGetInfo's free */
+  int64_t device_total;
+  int64_t limit;                /**< the process's cap (memory fraction x total), 0: none */
+} rlmem_step_sample;
+
+/** Thresholds of the step-end rules. Call rlmem_step_rules_init() first, then set fields. */
+typedef struct rlmem_step_rules {
+  size_t struct_size;                /**< sizeof(rlmem_step_rules), set by init */
+  uint64_t leak_window;              /**< newest step ends the leak rule judges (64; 3 to 256) */
+  double leak_min_z;                 /**< the rate's significance, in standard errors (4) */
+  uint64_t leak_min_events;          /**< step ends above the noise, every step (3; at least 2) */
+  double leak_min_relative_rate;     /**< rate at least this share of the level per step (1e-4) */
+  int64_t leak_min_bytes_per_step;   /**< ... and this many bytes (0) */
+  double leak_stop_after_periods;    /**< growth over after this many periods without an event (2) */
+  int64_t fragmentation_bytes;       /**< reserved beyond every peak, at least (512 MiB) */
+  double fragmentation_fraction;     /**< ... and this share of reserved (0.20) */
+  uint64_t fragmentation_window;     /**< step ends over which it must have grown (5) */
+  double headroom_fraction;          /**< free at the peak below this share of the limit (0.10) */
+  int64_t headroom_steps;            /**< or the leak fills it within this many steps (500; 0: never) */
+} rlmem_step_rules;
+
+/** Fills `rules` with the defaults above. */
+RLMEM_API void rlmem_step_rules_init(rlmem_step_rules* rules);
+
+/** What the rules say at the newest step end of a history. */
+typedef struct rlmem_step_judgment {
+  size_t struct_size;             /**< set by the caller to sizeof(rlmem_step_judgment) */
+  rlmem_leak_verdict leak;        /**< indexes into the history; leak.struct_size is set too */
+  int64_t leak_count_before;      /**< live allocations at the step end before the growth */
+  int64_t peak_allocated_seen;    /**< the largest allocated peak: history and peak_allocated_before */
+  int64_t unused_reserved;        /**< reserved beyond it at the newest step end */
+  int fragmentation;
+  int64_t fragmentation_growth;   /**< unused reserved gained over the window */
+  uint64_t fragmentation_steps;
+  int alloc_retries;
+  int64_t new_alloc_retries;      /**< since the step end before */
+  int headroom;
+  int64_t outside_bytes;          /**< device total - free - reserved: the context, other processes */
+  int64_t limit_bytes;            /**< the sample's limit, else the device total */
+  int64_t free_at_peak;           /**< what the limit leaves at the step's reserved peak */
+  int64_t steps_to_limit;         /**< at the leak's rate, steps until the peak passes it; -1: no leak */
+  int oom;
+  int64_t new_ooms;               /**< since the step end before */
+} rlmem_step_judgment;
+
+/** The step-end rules (leak, fragmentation, alloc_retries, headroom with the OOM forecast, oom)
+ *  over `history` (`n` samples, oldest first, the judged step end last): the one implementation
+ *  that the Python StepMonitor and `rlmem watch` both call. `peak_allocated_before`: the largest
+ *  allocated peak before the history (0: none). `rules` may be NULL (the defaults). Work is
+ *  O(n + leak_window^3).
+ *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL history with n > 0, NULL or wrongly sized
+ *    judgment or rules, a threshold out of range: a NaN, a negative fraction, a window out of
+ *    [3, 256]), RLMEM_E_INTERNAL. */
+RLMEM_API int rlmem_judge_step(const rlmem_step_sample* history, size_t n, int64_t peak_allocated_before,
+                               const rlmem_step_rules* rules, rlmem_step_judgment* judgment);
+
+/** The imbalance rule over ranks for one figure (`figure[i]` of the i-th rank): the largest and
+ *  smallest differ by at least `fraction` (0 to 1) of the largest and `min_bytes`. Writes
+ *  `*imbalanced` (0 or 1) and the indexes of the first largest and first smallest figure.
+ *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL figure with n > 0, NULL outputs, a
+ *    fraction outside [0, 1] or NaN, negative min_bytes). */
+RLMEM_API int rlmem_judge_imbalance(const int64_t* figure, size_t n, double fraction, int64_t min_bytes,
+                                    int* imbalanced, size_t* high, size_t* low);
 
 #ifdef __cplusplus
 }

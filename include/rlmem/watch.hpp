@@ -3,6 +3,8 @@
 // `rlmem watch`: every GPU as the driver sees it (NVML, behind the gpu_source seam), a
 // StepMonitor log followed as it grows, and advice computed from their numbers. Nothing here prints.
 
+#include <rlmem/step_rules.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -105,6 +107,7 @@ struct steplog_alert {
   std::optional<std::int64_t> since_step;      ///< leak: the step in which the growth began
   std::string site;                            ///< leak: the allocation site, once a snapshot named it
   std::string snapshot;                        ///< the snapshot that named it
+  bool cleared = false;                        ///< leak: the line that says the alert no longer holds
 };
 
 /// One line of the log: torch.cuda.memory_stats() figures at one step end.
@@ -141,6 +144,7 @@ struct steplog_record {
   std::int64_t num_ooms = 0;           ///< cumulative
   std::int64_t device_free = 0;
   std::int64_t device_total = 0;
+  std::optional<std::int64_t> limit;  ///< the process's cap (a memory fraction), when the monitor knew one
   std::vector<steplog_alert> alerts;
   std::vector<steplog_runtime_tag> runtime_tags;  ///< empty unless the job runs rlmem's runtime
   std::size_t runtime_tags_left_out = 0;          ///< tags past steplog_max_runtime_tags
@@ -277,6 +281,7 @@ struct log_view {
   std::uint64_t series_restarts = 0;
   std::size_t pending_bytes = 0;
   std::optional<steplog_record> latest;          ///< empty until a record was read
+  std::vector<step_sample> samples;              ///< the kept step ends as the step-end rules read them
   std::vector<std::int64_t> allocated_history;   ///< allocated at recent step ends, oldest first
   std::vector<std::int64_t> step_history;        ///< the step of each of those
   std::size_t steps_kept = 0;                    ///< records of the current series held
@@ -316,7 +321,13 @@ struct advice_thresholds {
   std::int64_t fragmentation_min_bytes = std::int64_t{512} << 20;  ///< ... and at least this much
   double under_use_fraction = 0.25;      ///< peak below this share of the card: room to grow
   std::size_t window_steps = 20;         ///< step ends over which retries and OOMs count as rising
+  std::size_t leak_window = 64;          ///< step ends the leak rule judges (the monitor's default)
+  std::int64_t headroom_steps = 500;     ///< warn when the leak fills the headroom within this many steps
 };
+
+/// The step-end rules (include/rlmem/step_rules.hpp) with these thresholds: watch judges a log
+/// with the code the monitor that wrote it runs.
+step_rules rules_of(const advice_thresholds& thresholds);
 
 /// Everything one refresh shows.
 struct watch_frame {

@@ -6,7 +6,8 @@ without it.
 
 * :func:`inspect` -- what ``rlmem inspect --json`` reports on a snapshot, as Python objects.
 * :func:`report` -- the self-contained HTML page of ``rlmem report``.
-* :func:`leak_check` -- the leak rule on one series of step-end figures.
+* :func:`leak_check` / :func:`judge_step` -- the step-end rules (leak, fragmentation, retries,
+  headroom with the OOM forecast, OOMs) as the monitor and ``rlmem watch`` apply them.
 * :class:`record` -- record allocation history; snapshots every N steps, at exit, and on OOM
   (with rlmem's verdict).
 * :class:`StepMonitor` / :func:`monitored` -- per-step figures, a JSON-lines log and alerts
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 __version__ = "0.2.0"
 
-from .core import LeakVerdict, inspect, leak_check, library_path, report, version
+from .core import inspect, library_path, report, version
 from .errors import (
     BadInputError,
     InternalError,
@@ -35,6 +36,7 @@ from .errors import (
 )
 from .monitor import Alert, AlertWarning, StepMonitor, monitored
 from .recording import oom_verdict_line, record
+from .rules import LeakVerdict, StepJudgment, StepRules, judge_step, leak_check
 
 __all__ = [
     "__version__",
@@ -42,6 +44,9 @@ __all__ = [
     "report",
     "leak_check",
     "LeakVerdict",
+    "StepRules",
+    "StepJudgment",
+    "judge_step",
     "version",
     "library_path",
     "record",

@@ -51,6 +51,65 @@ class LeakVerdictStruct(ctypes.Structure):
         ("first_step", ctypes.c_uint64),
         ("steps", ctypes.c_uint64),
         ("bytes_per_step", ctypes.c_int64),
+        ("stopped", ctypes.c_int),
+        ("last_event", ctypes.c_uint64),
+        ("events", ctypes.c_uint64),
+        ("period", ctypes.c_uint64),
+        ("noise_bytes", ctypes.c_int64),
+        ("level_bytes", ctypes.c_int64),
+        ("z", ctypes.c_double),
+        ("kendall_z", ctypes.c_double),
+    ]
+
+
+class StepSampleStruct(ctypes.Structure):
+    """rlmem_step_sample."""
+
+    _fields_ = [(name, ctypes.c_int64) for name in (
+        "step", "allocated", "reserved", "inactive_split", "step_peak_allocated", "step_peak_reserved",
+        "allocations", "num_alloc_retries", "num_ooms", "device_free", "device_total", "limit")]
+
+
+class StepRulesStruct(ctypes.Structure):
+    """rlmem_step_rules."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("leak_window", ctypes.c_uint64),
+        ("leak_min_z", ctypes.c_double),
+        ("leak_min_events", ctypes.c_uint64),
+        ("leak_min_relative_rate", ctypes.c_double),
+        ("leak_min_bytes_per_step", ctypes.c_int64),
+        ("leak_stop_after_periods", ctypes.c_double),
+        ("fragmentation_bytes", ctypes.c_int64),
+        ("fragmentation_fraction", ctypes.c_double),
+        ("fragmentation_window", ctypes.c_uint64),
+        ("headroom_fraction", ctypes.c_double),
+        ("headroom_steps", ctypes.c_int64),
+    ]
+
+
+class StepJudgmentStruct(ctypes.Structure):
+    """rlmem_step_judgment."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("leak", LeakVerdictStruct),
+        ("leak_count_before", ctypes.c_int64),
+        ("peak_allocated_seen", ctypes.c_int64),
+        ("unused_reserved", ctypes.c_int64),
+        ("fragmentation", ctypes.c_int),
+        ("fragmentation_growth", ctypes.c_int64),
+        ("fragmentation_steps", ctypes.c_uint64),
+        ("alloc_retries", ctypes.c_int),
+        ("new_alloc_retries", ctypes.c_int64),
+        ("headroom", ctypes.c_int),
+        ("outside_bytes", ctypes.c_int64),
+        ("limit_bytes", ctypes.c_int64),
+        ("free_at_peak", ctypes.c_int64),
+        ("steps_to_limit", ctypes.c_int64),
+        ("oom", ctypes.c_int),
+        ("new_ooms", ctypes.c_int64),
     ]
 
 
@@ -122,6 +181,13 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.rlmem_leak_check.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_uint64),
                                      ctypes.c_size_t, ctypes.c_size_t, ctypes.POINTER(LeakVerdictStruct)]
     lib.rlmem_leak_check.restype = ctypes.c_int
+    lib.rlmem_judge_step.argtypes = [ctypes.POINTER(StepSampleStruct), ctypes.c_size_t, ctypes.c_int64,
+                                     ctypes.POINTER(StepRulesStruct), ctypes.POINTER(StepJudgmentStruct)]
+    lib.rlmem_judge_step.restype = ctypes.c_int
+    lib.rlmem_judge_imbalance.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.c_double,
+                                          ctypes.c_int64, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_size_t),
+                                          ctypes.POINTER(ctypes.c_size_t)]
+    lib.rlmem_judge_imbalance.restype = ctypes.c_int
     _declare_runtime(lib)
 
 

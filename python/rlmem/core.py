@@ -1,4 +1,4 @@
-"""inspect(), leak_check() and version(): thin calls into librlmem.
+"""inspect(), report() and version(): thin calls into librlmem.
 
 Every rule lives in the C++ library; this module converts arguments, calls, and converts back.
 """
@@ -8,19 +8,16 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Optional, Union
 
 from . import _lib
 from .errors import InvalidArgumentError, BadInputError, RLMEM_OK, error_for_status
 
-__all__ = ["inspect", "leak_check", "LeakVerdict", "version", "library_path"]
+__all__ = ["inspect", "report", "version", "library_path"]
 
 PathOrBytes = Union[str, "os.PathLike[str]", "os.PathLike[bytes]", bytes, bytearray, memoryview]
 
-_INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
-_UINT64_MAX = 2**64 - 1
 _UINT32_MAX = 2**32 - 1
 
 
@@ -225,73 +222,3 @@ def _buffer_of(snapshot, keep_alive: list):
     array = (ctypes.c_char * size).from_buffer(view)
     keep_alive.append(array)
     return ctypes.cast(array, ctypes.c_void_p), size
-
-
-@dataclass(frozen=True)
-class LeakVerdict:
-    """The leak rule's verdict on one series (``bool(verdict)`` is ``verdict.leaking``).
-
-    ``first_step`` is the index in the series of the first value that grew (>= 1; index 0 is the
-    baseline), ``steps`` how many consecutive values grew up to the last, ``bytes_per_step`` their
-    mean growth. All zero when the series does not leak.
-    """
-
-    leaking: bool
-    first_step: int
-    steps: int
-    bytes_per_step: int
-
-    def __bool__(self) -> bool:
-        return self.leaking
-
-
-def _int_series(name: str, values: Iterable[int], low: int, high: int) -> list[int]:
-    out = []
-    for index, value in enumerate(values):
-        if isinstance(value, bool):
-            raise TypeError(f"{name}[{index}] is a bool, not a number")
-        try:
-            number = int(value)
-        except (TypeError, ValueError):
-            raise TypeError(f"{name}[{index}] is {value!r}, not an integer") from None
-        if number != value:
-            raise InvalidArgumentError(f"{name}[{index}] = {value!r} is not a whole number")
-        if not low <= number <= high:
-            raise InvalidArgumentError(f"{name}[{index}] = {number} is outside [{low}, {high}]")
-        out.append(number)
-    return out
-
-
-def leak_check(bytes_series: Iterable[int], counts: Optional[Iterable[int]] = None,
-               steady_steps: Optional[int] = None) -> LeakVerdict:
-    """Applies the leak rule of ``rlmem inspect`` to one series of step-end figures.
-
-    ``bytes_series[0]`` is the baseline, ``bytes_series[i]`` the live bytes at step end i;
-    ``counts`` (optional, same length) the live allocation counts at the same moments. The rule,
-    implemented once in librlmem: a series leaks when, in at least two consecutive step ends up to
-    the last, each holds more than the one before and the count of allocations grows too, or, over
-    ``steady_steps`` or more (default 4, inspect's: one allocation site), the growth is steady (the
-    smallest step's growth at least half the largest). Growth in step 1 alone is never a leak::
-
-        >>> rlmem.leak_check([100, 100, 150, 200], counts=[3, 3, 4, 5])
-        LeakVerdict(leaking=True, first_step=2, steps=2, bytes_per_step=50)
-    """
-    lib, _ = _lib.load()
-    values = _int_series("bytes_series", bytes_series, _INT64_MIN, _INT64_MAX)
-    n = len(values)
-    byte_array = (ctypes.c_int64 * n)(*values)
-    count_pointer = None
-    if counts is not None:
-        count_values = _int_series("counts", counts, 0, _UINT64_MAX)
-        if len(count_values) != n:
-            raise InvalidArgumentError(f"counts has {len(count_values)} values, bytes_series {n}: they must match")
-        count_pointer = (ctypes.c_uint64 * n)(*count_values)
-    verdict = _lib.LeakVerdictStruct()
-    verdict.struct_size = ctypes.sizeof(_lib.LeakVerdictStruct)
-    if steady_steps is not None and (isinstance(steady_steps, bool) or not isinstance(steady_steps, int) or steady_steps < 2):
-        raise InvalidArgumentError(f"steady_steps must be an integer of at least 2, not {steady_steps!r}")
-    status = lib.rlmem_leak_check(byte_array, count_pointer, n, steady_steps or 0, ctypes.byref(verdict))
-    if status != RLMEM_OK:
-        name = lib.rlmem_status_name(status).decode("ascii", "replace")
-        raise error_for_status(status, f"rlmem_leak_check failed: {name}", name)
-    return LeakVerdict(bool(verdict.leaking), int(verdict.first_step), int(verdict.steps), int(verdict.bytes_per_step))

@@ -25,9 +25,10 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from . import _dist, _torch
 from ._format import format_bytes, format_percent, format_signed_bytes
-from .core import inspect, leak_check
+from .core import inspect
 from .errors import RlmemError
 from .recording import record
+from .rules import StepRules, judge_imbalance, judge_step
 
 __all__ = ["StepMonitor", "Alert", "AlertWarning", "monitored", "SCHEMA", "ALERT_KINDS"]
 
@@ -60,7 +61,10 @@ class AlertWarning(UserWarning):
 class Alert:
     """One alert: ``kind`` (one of ALERT_KINDS), the ``rank`` it concerns, a one-line ``message``
     with the figures, the ``step`` it was raised at, and for leaks ``bytes_per_step``,
-    ``since_step`` and, once a recorded snapshot named it, ``site`` and ``snapshot``."""
+    ``since_step``, ``steps_to_limit`` (the forecast: steps until the step peak passes the limit
+    at this rate), ``cleared`` (True on the line that says a leak alert no longer holds) and, once
+    a recorded snapshot named it, ``site``, ``snapshot`` and ``holder`` (the Python object that
+    keeps the leaked tensors alive)."""
 
     kind: str
     rank: int
@@ -70,10 +74,15 @@ class Alert:
     since_step: Optional[int] = None
     site: Optional[str] = None
     snapshot: Optional[str] = None
+    steps_to_limit: Optional[int] = None
+    cleared: bool = False
+    holder: Optional[str] = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "rank": self.rank, "message": self.message}
-        for key in ("bytes_per_step", "since_step", "site", "snapshot"):
+        if self.cleared:
+            out["cleared"] = True
+        for key in ("bytes_per_step", "since_step", "steps_to_limit", "site", "snapshot", "holder"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -110,6 +119,16 @@ class _Sample:
     flags: int = 0                 # alert kinds whose condition held (bit i = ALERT_KINDS[i])
     leak_bytes_per_step: int = 0
     leak_since_step: int = 0
+    limit: int = 0                 # the process's cap (memory fraction x total), 0: none
+    steps_to_limit: Optional[int] = None  # at the leak's rate, steps until the step peak passes the limit
+
+    def figures(self) -> dict[str, int]:
+        """The figures the rules read (rlmem.rules.SAMPLE_FIELDS)."""
+        return {"step": self.step, "allocated": self.allocated, "reserved": self.reserved,
+                "inactive_split": self.inactive_split, "step_peak_allocated": self.step_peak_allocated,
+                "step_peak_reserved": self.step_peak_reserved, "allocations": self.allocations,
+                "num_alloc_retries": self.num_alloc_retries, "num_ooms": self.num_ooms,
+                "device_free": self.device_free, "device_total": self.device_total, "limit": self.limit}
 
 
 @dataclass
@@ -218,9 +237,11 @@ class StepMonitor:
         *,
         every: int = 1,
         reset_peak: bool = False,
-        leak_window: int = 32,
-        leak_steady_steps: int = 8,
+        leak_window: int = 64,
+        leak_steady_steps: Optional[int] = None,
         headroom: float = 0.10,
+        headroom_steps: int = 500,
+        limit: Optional[int] = None,
         fragmentation_bytes: int = 512 * MiB,
         fragmentation_fraction: float = 0.20,
         fragmentation_window: int = 5,
@@ -244,7 +265,14 @@ class StepMonitor:
 
         positive("every", every)
         positive("leak_window", leak_window, 3)
-        positive("leak_steady_steps", leak_steady_steps, 2)
+        if leak_window > 256:
+            raise ValueError(f"leak_window must be at most 256 (the rule's cost is cubic in it), not {leak_window}")
+        if leak_steady_steps is not None:
+            warnings.warn("StepMonitor(leak_steady_steps=) is no longer used: the leak rule is statistical"
+                          " (docs/monitor.md)", DeprecationWarning, stacklevel=2)
+        positive("headroom_steps", headroom_steps, 0)
+        if limit is not None:
+            positive("limit", limit, 1)
         positive("fragmentation_window", fragmentation_window)
         positive("rearm_after", rearm_after)
         positive("record_on_leak", record_on_leak, 0)
@@ -263,7 +291,9 @@ class StepMonitor:
             raise TypeError("on_alert must be callable")
         self.log_path = os.fspath(log) if log is not None else None
         self.every = every
-        self.leak_steady_steps = leak_steady_steps
+        self.headroom_steps = headroom_steps
+        #: the process's memory cap in bytes; None: torch's per-process memory fraction when set
+        self.limit = limit
         self.reset_peak = reset_peak
         self.leak_window = leak_window
         self.headroom = headroom
@@ -297,11 +327,16 @@ class StepMonitor:
         #: the allocation site the last leak recording named, and its snapshot
         self.leak_site: Optional[str] = None
         self.leak_snapshot: Optional[str] = None
+        self._rules = StepRules(leak_window=leak_window, fragmentation_bytes=fragmentation_bytes,
+                                fragmentation_fraction=fragmentation_fraction, fragmentation_window=fragmentation_window,
+                                headroom_fraction=headroom, headroom_steps=headroom_steps)
         self._history: deque[_Sample] = deque(maxlen=max(leak_window, fragmentation_window + 1))
+        self._peak_before_history = 0  # the largest allocated peak of samples that left the history
+        self._leak_alerted = False      # a leak alert holds: its end is said when the rule clears
+        self._leak_last_rate = 0
         self._repeats: dict[tuple[str, int], _Repeat] = {}
         self._last_time: Optional[float] = None
         self._device_info: Optional[tuple[int, int]] = None
-        self._peak_seen = 0
         self._log_file = None
         self._log_opened_for: Optional[int] = None
         self._recording: Optional[_LeakRecording] = None
@@ -369,6 +404,9 @@ class StepMonitor:
             return raised
         sample = self._read(number)
         self.samples += 1
+        if len(self._history) == self._history.maxlen:
+            oldest = self._history[0]
+            self._peak_before_history = max(self._peak_before_history, oldest.step_peak_allocated, oldest.allocated)
         self._history.append(sample)
         raised += self._local_alerts(sample)
         self._flags_since_gather |= sample.flags
@@ -411,14 +449,22 @@ class StepMonitor:
         rank, world = _dist.rank_and_world()
         sample = _Sample(step=number, time=now, step_seconds=seconds, rank=rank, world_size=world,
                          device=int(cuda.current_device()), device_free=free, device_total=total, tags=tags, **figures)
-        self._peak_seen = max(self._peak_seen, sample.step_peak_allocated, sample.allocated)
-        sample.peak_allocated_seen = self._peak_seen
-        sample.unused_reserved = max(0, sample.reserved - self._peak_seen)
-        # Device use at the step's reserved peak: what others hold now (total - free - reserved),
-        # plus PyTorch's reserved peak.
-        outside = max(0, total - free - sample.reserved)
-        sample.free_at_peak = total - outside - sample.step_peak_reserved
+        sample.limit = self._process_limit(total)
         return sample
+
+    def _process_limit(self, total: int) -> int:
+        """The cap the process runs under: ``limit``, else torch's per-process memory fraction of
+        the device when one below 1 is set, else 0 (the card's total applies)."""
+        if self.limit is not None:
+            return self.limit
+        fraction_of = getattr(self._cuda, "get_per_process_memory_fraction", None)
+        if fraction_of is None:
+            return 0
+        try:
+            fraction = float(fraction_of())
+        except Exception:  # an older torch, or a stand-in without it
+            return 0
+        return int(fraction * total) if 0 < fraction < 1 else 0
 
     # -- alert rules ----------------------------------------------------------------------------
 
@@ -441,67 +487,78 @@ class StepMonitor:
         return material
 
     def _local_alerts(self, sample: _Sample) -> list[Alert]:
+        # Every rule is librlmem's (rlmem.judge_step, the code `rlmem watch` runs); the monitor
+        # keeps the figures, the repeats and the words.
         alerts: list[Alert] = []
         history = list(self._history)
         previous = history[-2] if len(history) >= 2 else None
+        judged = judge_step([s.figures() for s in history], self._peak_before_history, self._rules)
+        sample.peak_allocated_seen = judged.peak_allocated_seen
+        sample.unused_reserved = judged.unused_reserved
+        sample.free_at_peak = judged.free_at_peak
+        sample.steps_to_limit = judged.steps_to_limit
 
-        # leak
-        window = history[-self.leak_window:]
-        verdict = leak_check([s.allocated for s in window], [s.allocations for s in window],
-                             steady_steps=self.leak_steady_steps)
-        if verdict.leaking:
-            first = window[verdict.first_step]
-            before = window[verdict.first_step - 1]
-            span = max(1, sample.step - before.step)
-            per_step = (sample.allocated - before.allocated) // span
+        leak = judged.leak
+        if leak.leaking:
+            first = history[leak.first_step]
+            per_step = leak.bytes_per_step
             sample.flags |= 1 << ALERT_KINDS.index("leak")
             sample.leak_bytes_per_step = per_step
             sample.leak_since_step = first.step
-            if self._should_raise("leak", sample.rank, per_step):
-                alerts.append(self._leak_alert(sample, per_step, first.step, before))
+            if self._should_raise("leak", sample.rank, per_step) or not self._leak_alerted:
+                alerts.append(self._leak_alert(sample, per_step, first.step, judged.leak_count_before))
+            self._leak_alerted = True
+            self._leak_last_rate = per_step
+        elif self._leak_alerted:
+            # Said on the step end where the rule stops holding: within 3 steps of the growth's end.
+            self._leak_alerted = False
+            self._repeats.pop(("leak", sample.rank), None)
+            alerts.append(self._leak_cleared_alert(sample, leak))
         elif self._recording is None and self.samples - self._repeats.get(("leak", sample.rank), _Repeat()).last_seen > self.rearm_after:
             # The leak is over: a new one later is recorded, and named, afresh.
             self._leak_recorded = False
             self.leak_site = self.leak_snapshot = None
 
-        # fragmentation
-        if len(history) > self.fragmentation_window:
-            old = history[-1 - self.fragmentation_window]
-            if (sample.unused_reserved >= self.fragmentation_bytes
-                    and sample.unused_reserved >= self.fragmentation_fraction * sample.reserved
-                    and sample.reserved > old.reserved and sample.unused_reserved > old.unused_reserved):
-                sample.flags |= 1 << ALERT_KINDS.index("fragmentation")
-                if self._should_raise("fragmentation", sample.rank, sample.unused_reserved):
-                    alerts.append(Alert("fragmentation", sample.rank,
-                                        self._fragmentation_message(sample, sample.unused_reserved - old.unused_reserved,
-                                                                    sample.step - old.step), sample.step))
-
-        # alloc_retries
-        if previous is not None and sample.num_alloc_retries > previous.num_alloc_retries:
+        if judged.fragmentation:
+            sample.flags |= 1 << ALERT_KINDS.index("fragmentation")
+            if self._should_raise("fragmentation", sample.rank, sample.unused_reserved):
+                alerts.append(Alert("fragmentation", sample.rank,
+                                    self._fragmentation_message(sample, judged.fragmentation_growth,
+                                                                sample.step - history[-1 - judged.fragmentation_steps].step),
+                                    sample.step))
+        if judged.alloc_retries:
             sample.flags |= 1 << ALERT_KINDS.index("alloc_retries")
             if self._should_raise("alloc_retries", sample.rank, sample.num_alloc_retries):
                 alerts.append(Alert("alloc_retries", sample.rank,
-                                    self._retries_message(sample, sample.num_alloc_retries - previous.num_alloc_retries,
-                                                          previous.step), sample.step))
-
-        # headroom
-        if sample.device_total > 0 and sample.free_at_peak < self.headroom * sample.device_total:
+                                    self._retries_message(sample, judged.new_alloc_retries, previous.step), sample.step))
+        if judged.headroom:
             sample.flags |= 1 << ALERT_KINDS.index("headroom")
             if self._should_raise("headroom", sample.rank, max(sample.free_at_peak, 0)):
-                alerts.append(Alert("headroom", sample.rank, self._headroom_message(sample), sample.step))
-
-        # oom
-        if previous is not None and sample.num_ooms > previous.num_ooms:
+                alerts.append(Alert("headroom", sample.rank, self._headroom_message(sample), sample.step,
+                                    steps_to_limit=sample.steps_to_limit))
+        if judged.oom:
             sample.flags |= 1 << ALERT_KINDS.index("oom")
             if self._should_raise("oom", sample.rank, sample.num_ooms, any_change=True):
-                alerts.append(Alert("oom", sample.rank,
-                                    self._oom_message(sample, sample.num_ooms - previous.num_ooms, previous.step),
+                alerts.append(Alert("oom", sample.rank, self._oom_message(sample, judged.new_ooms, previous.step),
                                     sample.step))
         return alerts
 
-    def _leak_alert(self, sample: _Sample, per_step: int, since: int, before: _Sample) -> Alert:
-        message = self._leak_message(sample, per_step, since, before.allocations)
-        alert = Alert("leak", sample.rank, message, sample.step, bytes_per_step=per_step, since_step=since)
+    def _leak_cleared_alert(self, sample: _Sample, leak) -> Alert:
+        history = list(self._history)
+        if leak.stopped and leak.events:
+            last = history[leak.last_event].step
+            why = (f"step-end allocated last rose at step {last} and has not grown since"
+                   f" ({format_bytes(sample.allocated)} now): a cache that filled, or a buffer grown to the longest"
+                   f" length seen, not a leak")
+        else:
+            why = f"step-end allocated no longer grows ({format_bytes(sample.allocated)} now)"
+        return Alert("leak", sample.rank, f"leak: cleared at step {sample.step}: {why}", sample.step,
+                     bytes_per_step=0, cleared=True)
+
+    def _leak_alert(self, sample: _Sample, per_step: int, since: int, allocations_before: int) -> Alert:
+        message = self._leak_message(sample, per_step, since, allocations_before)
+        alert = Alert("leak", sample.rank, message, sample.step, bytes_per_step=per_step, since_step=since,
+                      steps_to_limit=sample.steps_to_limit)
         if self.leak_site is not None:
             alert.site = self.leak_site
             alert.snapshot = self.leak_snapshot
@@ -513,14 +570,25 @@ class StepMonitor:
         return alert
 
     @staticmethod
-    def _leak_message(sample: _Sample, per_step: int, since: int, allocations_before: Optional[int]) -> str:
+    def _forecast(sample: _Sample) -> str:
+        """ "at this rate the step peak passes the 79.2 GiB card in about 880 steps" """
+        if sample.steps_to_limit is None:
+            return ""
+        what = f"the {format_bytes(sample.limit)} limit" if sample.limit else f"the {format_bytes(sample.device_total)} card"
+        if sample.steps_to_limit <= 0:
+            return f"; the step peak is past {what} already"
+        steps = sample.steps_to_limit
+        return f"; at this rate the step peak passes {what} in about {steps:,} step{'s' if steps != 1 else ''}"
+
+    @classmethod
+    def _leak_message(cls, sample: _Sample, per_step: int, since: int, allocations_before: Optional[int]) -> str:
         grown = sample.step - since + 1
         counts = ""
         if allocations_before is not None:
             counts = f", live allocations {allocations_before:,} -> {sample.allocations:,}"
         return (f"leak: allocated memory at step end grows {format_signed_bytes(per_step)}/step since step {since}"
                 f" ({grown} steps{counts}); now {format_bytes(sample.allocated)} allocated,"
-                f" {format_bytes(sample.reserved)} reserved of {format_bytes(sample.device_total)}")
+                f" {format_bytes(sample.reserved)} reserved of {format_bytes(sample.device_total)}{cls._forecast(sample)}")
 
     @staticmethod
     def _fragmentation_message(sample: _Sample, growth: int, steps: int) -> str:
@@ -545,13 +613,25 @@ class StepMonitor:
     def _headroom_message(self, sample: _Sample) -> str:
         outside = max(0, sample.device_total - sample.device_free - sample.reserved)
         left = sample.free_at_peak
-        fraction = left / sample.device_total if sample.device_total else 0.0
+        limit = sample.limit or sample.device_total
+        fraction = left / limit if limit else 0.0
         peak_word = "the step's" if self.reset_peak else "the"
-        return (f"headroom: at {peak_word} reserved peak ({format_bytes(sample.step_peak_reserved)}, peak allocated"
-                f" {format_bytes(sample.step_peak_allocated)}) plus {format_bytes(outside)} outside PyTorch's cache,"
-                f" {format_bytes(max(left, 0))} ({format_percent(max(fraction, 0.0))}) of the"
-                f" {format_bytes(sample.device_total)} device is left, under the {format_percent(self.headroom)}"
-                f" margin: a longer sequence or a larger batch may OOM")
+        where = (f"of the {format_bytes(limit)} limit (a memory fraction of the {format_bytes(sample.device_total)}"
+                 f" device)" if sample.limit else
+                 f"plus {format_bytes(outside)} outside PyTorch's cache, {{left}} of the {format_bytes(sample.device_total)}"
+                 f" device")
+        where = where.replace("{left}", f"{format_bytes(max(left, 0))} ({format_percent(max(fraction, 0.0))})")
+        text = (f"headroom: at {peak_word} reserved peak ({format_bytes(sample.step_peak_reserved)}, peak allocated"
+                f" {format_bytes(sample.step_peak_allocated)}) ")
+        if sample.limit:
+            text += (f"{format_bytes(max(left, 0))} ({format_percent(max(fraction, 0.0))}) is left {where}")
+        else:
+            text += f"{where} is left"
+        if fraction < self.headroom:
+            text += f", under the {format_percent(self.headroom)} margin: a longer sequence or a larger batch may OOM"
+        if sample.steps_to_limit is not None:
+            text += self._forecast(sample).replace("; at this rate", "; at the leak's rate")
+        return text
 
     @staticmethod
     def _oom_message(sample: _Sample, new: int, since_step: int) -> str:
@@ -705,11 +785,12 @@ class StepMonitor:
     def _imbalance_alerts(self, step: int, ranks: list[dict]) -> list[Alert]:
         alerts = []
         for key, words in (("step_peak_allocated", "peak allocated"), ("allocated", "allocated at step end")):
-            high = max(ranks, key=lambda row: row[key])
-            low = min(ranks, key=lambda row: row[key])
-            spread = high[key] - low[key]
-            if high[key] <= 0 or spread < self.imbalance_bytes or spread < self.imbalance * high[key]:
+            imbalanced, high_index, low_index = judge_imbalance([row[key] for row in ranks], self.imbalance,
+                                                                self.imbalance_bytes)
+            if not imbalanced:
                 continue
+            high, low = ranks[high_index], ranks[low_index]
+            spread = high[key] - low[key]
             if not self._should_raise(f"imbalance:{key}", -1, spread, gathered=True):
                 continue
             alerts.append(Alert(
@@ -763,8 +844,11 @@ class StepMonitor:
             "step_peak_reserved": sample.step_peak_reserved, "peak_is_per_step": self.reset_peak,
             "allocations": sample.allocations, "num_alloc_retries": sample.num_alloc_retries,
             "num_ooms": sample.num_ooms, "device_free": sample.device_free, "device_total": sample.device_total,
+            "steps_to_limit": sample.steps_to_limit,
             "alerts": [alert.to_json() for alert in alerts],
         }
+        if sample.limit:
+            line["limit"] = sample.limit
         if ranks is not None:
             line["ranks"] = ranks
         if sample.tags is not None:

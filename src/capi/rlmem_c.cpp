@@ -5,6 +5,7 @@
 #include <rlmem/inspect.hpp>
 #include <rlmem/report.hpp>
 #include <rlmem/rlmem.h>
+#include <rlmem/step_rules.hpp>
 #include <rlmem/snapshot_reader.hpp>
 #include <rlmem/views.hpp>
 
@@ -209,24 +210,141 @@ int rlmem_report_bytes(const void* data, size_t size, const rlmem_inspect_option
   return inspect_to_json(options, "<bytes>", [bytes] { return rlmem::read_snapshot_bytes(bytes); }, html_out, error_out, true);
 }
 
-int rlmem_leak_check(const int64_t* bytes, const uint64_t* counts, size_t n, size_t min_steady_steps,
+namespace {
+
+void fill_verdict(const rlmem::growth_verdict& growth, rlmem_leak_verdict& verdict) {
+  verdict.struct_size = sizeof(rlmem_leak_verdict);
+  verdict.leaking = growth.growing ? 1 : 0;
+  verdict.first_step = growth.first;
+  verdict.steps = growth.steps;
+  verdict.bytes_per_step = growth.bytes_per_step;
+  verdict.stopped = growth.stopped ? 1 : 0;
+  verdict.last_event = growth.last_event;
+  verdict.events = growth.events;
+  verdict.period = growth.period;
+  verdict.noise_bytes = growth.noise_bytes;
+  verdict.level_bytes = growth.level_bytes;
+  verdict.z = growth.z;
+  verdict.kendall_z = growth.kendall_z;
+}
+
+bool fraction_in_range(double value) { return value >= 0 && value <= 1; }  // false for NaN
+
+// The C thresholds as the C++ rules; false when one is out of range.
+bool rules_of(const rlmem_step_rules& given, rlmem::step_rules& rules) {
+  if (given.leak_window < 3 || given.leak_window > rlmem::growth_rule{}.max_points) return false;
+  if (!(given.leak_min_z >= 0) || given.leak_min_events < 2 || !fraction_in_range(given.leak_min_relative_rate) ||
+      given.leak_min_bytes_per_step < 0 || !(given.leak_stop_after_periods >= 1 && given.leak_stop_after_periods <= 1000)) {
+    return false;
+  }
+  if (given.fragmentation_bytes < 0 || !fraction_in_range(given.fragmentation_fraction) ||
+      given.fragmentation_window < 1 || given.fragmentation_window > 1000000 || !fraction_in_range(given.headroom_fraction) ||
+      given.headroom_steps < 0) {
+    return false;
+  }
+  rules.leak_window = given.leak_window;
+  rules.leak.min_z = given.leak_min_z;
+  rules.leak.min_events = given.leak_min_events;
+  rules.leak.min_relative_rate = given.leak_min_relative_rate;
+  rules.leak.min_bytes_per_step = given.leak_min_bytes_per_step;
+  rules.leak.stop_after_periods = given.leak_stop_after_periods;
+  rules.fragmentation_bytes = given.fragmentation_bytes;
+  rules.fragmentation_fraction = given.fragmentation_fraction;
+  rules.fragmentation_window = given.fragmentation_window;
+  rules.headroom_fraction = given.headroom_fraction;
+  rules.headroom_steps = given.headroom_steps;
+  return true;
+}
+
+}  // namespace
+
+int rlmem_leak_check(const int64_t* bytes, const uint64_t* /*counts*/, size_t n, size_t /*min_steady_steps*/,
                      rlmem_leak_verdict* verdict) {
   if (verdict == nullptr || verdict->struct_size != sizeof(rlmem_leak_verdict) || (bytes == nullptr && n > 0)) {
     return RLMEM_E_INVALID_ARGUMENT;
   }
   try {
     std::span<const std::int64_t> series(bytes, bytes == nullptr ? 0 : n);
-    std::span<const std::uint64_t> live_counts(counts, counts == nullptr ? 0 : n);
-    rlmem::leak_trend trend = rlmem::leak_trend_of(
-        series, live_counts, min_steady_steps == 0 ? rlmem::default_min_steady_steps : min_steady_steps);
-    verdict->leaking = trend.leaking ? 1 : 0;
-    verdict->first_step = trend.first_step;
-    verdict->steps = trend.steps;
-    verdict->bytes_per_step = trend.bytes_per_step;
+    fill_verdict(rlmem::judge_growth(series), *verdict);
     return RLMEM_OK;
   } catch (...) {
     return RLMEM_E_INTERNAL;
   }
+}
+
+void rlmem_step_rules_init(rlmem_step_rules* rules) {
+  if (rules == nullptr) return;
+  const rlmem::step_rules defaults;
+  *rules = rlmem_step_rules{};
+  rules->struct_size = sizeof(rlmem_step_rules);
+  rules->leak_window = defaults.leak_window;
+  rules->leak_min_z = defaults.leak.min_z;
+  rules->leak_min_events = defaults.leak.min_events;
+  rules->leak_min_relative_rate = defaults.leak.min_relative_rate;
+  rules->leak_min_bytes_per_step = defaults.leak.min_bytes_per_step;
+  rules->leak_stop_after_periods = defaults.leak.stop_after_periods;
+  rules->fragmentation_bytes = defaults.fragmentation_bytes;
+  rules->fragmentation_fraction = defaults.fragmentation_fraction;
+  rules->fragmentation_window = defaults.fragmentation_window;
+  rules->headroom_fraction = defaults.headroom_fraction;
+  rules->headroom_steps = defaults.headroom_steps;
+}
+
+int rlmem_judge_step(const rlmem_step_sample* history, size_t n, int64_t peak_allocated_before, const rlmem_step_rules* rules,
+                     rlmem_step_judgment* judgment) {
+  if (judgment == nullptr || judgment->struct_size != sizeof(rlmem_step_judgment) || (history == nullptr && n > 0)) {
+    return RLMEM_E_INVALID_ARGUMENT;
+  }
+  rlmem::step_rules chosen;
+  if (rules != nullptr && (rules->struct_size != sizeof(rlmem_step_rules) || !rules_of(*rules, chosen))) {
+    return RLMEM_E_INVALID_ARGUMENT;
+  }
+  try {
+    std::vector<rlmem::step_sample> samples(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const rlmem_step_sample& given = history[i];
+      samples[i] = {given.step, given.allocated, given.reserved, given.inactive_split, given.step_peak_allocated,
+                    given.step_peak_reserved, given.allocations, given.num_alloc_retries, given.num_ooms,
+                    given.device_free, given.device_total, given.limit};
+    }
+    const rlmem::step_judgment judged = rlmem::judge_step(samples, peak_allocated_before, chosen);
+    *judgment = rlmem_step_judgment{};
+    judgment->struct_size = sizeof(rlmem_step_judgment);
+    fill_verdict(judged.leak, judgment->leak);
+    judgment->leak_count_before = judged.leak_count_before;
+    judgment->peak_allocated_seen = judged.peak_allocated_seen;
+    judgment->unused_reserved = judged.unused_reserved;
+    judgment->fragmentation = judged.fragmentation ? 1 : 0;
+    judgment->fragmentation_growth = judged.fragmentation_growth;
+    judgment->fragmentation_steps = judged.fragmentation_steps;
+    judgment->alloc_retries = judged.alloc_retries ? 1 : 0;
+    judgment->new_alloc_retries = judged.new_alloc_retries;
+    judgment->headroom = judged.headroom ? 1 : 0;
+    judgment->outside_bytes = judged.outside_bytes;
+    judgment->limit_bytes = judged.limit_bytes;
+    judgment->free_at_peak = judged.free_at_peak;
+    judgment->steps_to_limit = judged.steps_to_limit.value_or(-1);
+    judgment->oom = judged.oom ? 1 : 0;
+    judgment->new_ooms = judged.new_ooms;
+    return RLMEM_OK;
+  } catch (const std::bad_alloc&) {
+    return RLMEM_E_NO_MEMORY;
+  } catch (...) {
+    return RLMEM_E_INTERNAL;
+  }
+}
+
+int rlmem_judge_imbalance(const int64_t* figure, size_t n, double fraction, int64_t min_bytes, int* imbalanced, size_t* high,
+                          size_t* low) {
+  if (imbalanced == nullptr || high == nullptr || low == nullptr || (figure == nullptr && n > 0) ||
+      !fraction_in_range(fraction) || min_bytes < 0) {
+    return RLMEM_E_INVALID_ARGUMENT;
+  }
+  const rlmem::imbalance_verdict verdict = rlmem::judge_imbalance({figure, figure == nullptr ? 0 : n}, fraction, min_bytes);
+  *imbalanced = verdict.imbalanced ? 1 : 0;
+  *high = verdict.high;
+  *low = verdict.low;
+  return RLMEM_OK;
 }
 
 }  // extern "C"

@@ -5,6 +5,7 @@
 #include "analysis.hpp"
 
 #include <rlmem/saturating.hpp>
+#include <rlmem/step_rules.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -13,35 +14,36 @@
 
 namespace rlmem {
 
-leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const std::uint64_t> counts,
-                         std::size_t min_steady_steps) noexcept {
+namespace {
+
+// The growth rule for one allocation site: a site's live bytes carry no other step's leftovers,
+// so two step ends above the noise suffice (the process-wide monitor asks for three, four
+// without history before the growth), any rate counts, and while fewer than four events show, the site's own allocations must have grown
+// too: a site that holds the latest batch grows with batch sizes without keeping anything.
+growth_rule site_rule() {
+  growth_rule rule;
+  rule.min_events = 2;
+  rule.min_relative_rate = 0;
+  rule.extra_events_without_history = 0;
+  return rule;
+}
+
+constexpr std::size_t events_without_counts = 4;
+
+}  // namespace
+
+leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const std::uint64_t> counts) {
   leak_trend trend;
-  if (bytes.size() < 3) return trend;
-  std::size_t last_step = bytes.size() - 1;
-  auto grew = [&](std::size_t step) { return bytes[step] > bytes[step - 1]; };
-  if (!grew(last_step)) return trend;
-  std::size_t first = last_step;
-  while (first > 1 && grew(first - 1)) --first;
-  std::size_t growing_steps = last_step - first + 1;
-  if (growing_steps < 2) return trend;
-  // Growth is measured in unsigned arithmetic: each delta of the growing run is positive, so its
-  // true value fits in 64 unsigned bits even when the figures span the whole int64 range.
-  auto growth = [&](std::size_t step) { return static_cast<std::uint64_t>(bytes[step]) - static_cast<std::uint64_t>(bytes[step - 1]); };
-  bool count_grows = counts.size() == bytes.size();
-  std::uint64_t smallest = UINT64_MAX;
-  std::uint64_t largest = 0;
-  for (std::size_t step = first; step <= last_step; ++step) {
-    count_grows = count_grows && counts[step] > counts[step - 1];
-    smallest = std::min(smallest, growth(step));
-    largest = std::max(largest, growth(step));
+  growth_verdict growth = judge_growth(bytes, site_rule());
+  if (!growth.growing) return trend;
+  if (growth.events < events_without_counts &&
+      (counts.size() != bytes.size() || counts.back() <= counts[growth.first - 1])) {
+    return trend;
   }
-  bool steady = growing_steps >= min_steady_steps && smallest >= largest - smallest;  // smallest * 2 >= largest
-  if (!count_grows && !steady) return trend;
   trend.leaking = true;
-  trend.first_step = first;
-  trend.steps = growing_steps;
-  std::uint64_t total = static_cast<std::uint64_t>(bytes[last_step]) - static_cast<std::uint64_t>(bytes[first - 1]);
-  trend.bytes_per_step = static_cast<std::int64_t>(std::min<std::uint64_t>(total / growing_steps, INT64_MAX));
+  trend.first_step = growth.first;
+  trend.steps = growth.steps;
+  trend.bytes_per_step = growth.bytes_per_step;
   return trend;
 }
 

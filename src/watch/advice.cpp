@@ -24,34 +24,35 @@ std::string plural(std::int64_t count, const char* one, const char* many) {
   return fmt::format("{} {}", count, count == 1 ? one : many);
 }
 
-// The figures every log rule reads, derived once from the latest step end.
+// The figures every log rule reads, from the step-end rules' judgment of the latest step end.
 struct log_figures {
   std::int64_t total = 0;
+  std::int64_t limit = 0;           ///< the cap judged against: a memory fraction's, else the card
   std::int64_t peak_reserved = 0;
   std::int64_t peak_allocated = 0;
-  std::int64_t unallocated = 0;   ///< reserved - allocated at the step end
-  std::int64_t largest_need = 0;  ///< the largest step peak allocated in the kept steps
-  std::int64_t held = 0;          ///< reserved beyond that: what no step needed
-  std::int64_t free_at_peak = 0;  ///< what stayed free on the device at the peak
-  std::string peak;               ///< how to name the peak
+  std::int64_t unallocated = 0;     ///< reserved - allocated at the step end
+  std::string peak;                 ///< how to name the peak
+  step_judgment judged;
 };
 
-log_figures derive(const log_view& log, const steplog_record& r) {
+log_figures derive(const log_view& log, const steplog_record& r, const advice_thresholds& thresholds) {
   log_figures f;
   f.total = r.device_total;
   f.peak_reserved = std::max(r.reserved, r.step_peak_reserved.value_or(0));
   f.peak_allocated = std::max(r.step_peak_allocated, r.allocated);
   f.unallocated = std::max<std::int64_t>(0, r.reserved - r.allocated);
-  // Reserved only shrinks on empty_cache() or an alloc retry, so against the largest step peak
-  // of the series, not this step's: a short step after a long one is no fragmentation.
-  f.largest_need = std::max(f.peak_allocated, log.max_step_peak_allocated);
-  f.held = std::max<std::int64_t>(0, f.peak_reserved - f.largest_need);
-  // device_free is measured at the step end; what the peak reserved beyond the step end came out
-  // of it. Without step_peak_reserved, the peak reserved at least its allocation.
-  std::int64_t extra = r.step_peak_reserved ? f.peak_reserved - r.reserved : std::max<std::int64_t>(0, f.peak_allocated - r.reserved);
-  f.free_at_peak = std::max<std::int64_t>(0, r.device_free - extra);
   f.peak = r.peak_is_per_step ? "the step's peak" : "the peak since the last reset";
+  f.judged = judge_step(log.samples, 0, rules_of(thresholds));
+  f.limit = f.judged.limit_bytes;
   return f;
+}
+
+// "; at this rate the step peak passes the 80.0 GiB card in about 971 steps", or "".
+std::string forecast(const log_figures& f, const steplog_record& r) {
+  if (!f.judged.steps_to_limit) return {};
+  std::string what = r.limit ? fmt::format("the {} limit", format_bytes(f.limit)) : fmt::format("the {} card", format_bytes(f.total));
+  if (*f.judged.steps_to_limit <= 0) return fmt::format("; the step peak is past {} already", what);
+  return fmt::format("; at this rate the step peak passes {} in about {}", what, plural(*f.judged.steps_to_limit, "step", "steps"));
 }
 
 void advise_oom(const log_view& log, const steplog_record& r, std::vector<watch_advice>& warnings, std::vector<watch_advice>& infos) {
@@ -86,7 +87,7 @@ void advise_retries(const log_view& log, const steplog_record& r, const log_figu
                      "at {}. Each retry synchronises the device: lower the micro-batch or the group size{}",
                      recent, plural(static_cast<std::int64_t>(log.window_steps), "step", "steps"), r.num_alloc_retries,
                      format_bytes(f.peak_reserved), percent_of(f.peak_reserved, f.total), format_bytes(f.total),
-                     format_bytes(f.free_at_peak), f.peak,
+                     format_bytes(std::max<std::int64_t>(0, f.judged.free_at_peak)), f.peak,
                      f.unallocated > 0 ? fmt::format(", or set expandable_segments:True to reuse the {} reserved but unallocated",
                                                      format_bytes(f.unallocated))
                                        : std::string())});
@@ -102,78 +103,67 @@ void advise_retries(const log_view& log, const steplog_record& r, const log_figu
 
 void advise_headroom(const steplog_record& r, const log_figures& f, const advice_thresholds& thresholds,
                      std::vector<watch_advice>& warnings) {
-  if (f.total <= 0 || static_cast<double>(f.free_at_peak) >= thresholds.headroom_fraction * static_cast<double>(f.total)) return;
+  if (!f.judged.headroom) return;
+  const std::int64_t free_at_peak = std::max<std::int64_t>(0, f.judged.free_at_peak);
+  std::string where = r.limit ? fmt::format("the {} limit (a memory fraction of the {} card)", format_bytes(f.limit), format_bytes(f.total))
+                              : fmt::format("the {} card", format_bytes(f.total));
+  const bool thin = static_cast<double>(f.judged.free_at_peak) < thresholds.headroom_fraction * static_cast<double>(f.limit);
   warnings.push_back(
       {"headroom", advice_level::warning,
-       fmt::format("headroom: about {} ({}) of the {} card stays free at {} (device free {} at the step end, less the {} "
-                   "the peak reserved beyond it); under the {:.0f}% margin a longer response or a larger group can OOM. "
-                   "Peak allocated {}, peak reserved {}",
-                   format_bytes(f.free_at_peak), percent_of(f.free_at_peak, f.total), format_bytes(f.total), f.peak,
-                   format_bytes(r.device_free), format_bytes(std::max<std::int64_t>(0, r.device_free - f.free_at_peak)),
-                   100.0 * thresholds.headroom_fraction, format_bytes(f.peak_allocated), format_bytes(f.peak_reserved))});
+       fmt::format("headroom: about {} ({}) of {} stays free at {} (device free {} at the step end, less the {} "
+                   "the peak reserved beyond it); {}. Peak allocated {}, peak reserved {}{}",
+                   format_bytes(free_at_peak), percent_of(free_at_peak, f.limit), where, f.peak, format_bytes(r.device_free),
+                   format_bytes(std::max<std::int64_t>(0, f.peak_reserved - r.reserved)),
+                   thin ? fmt::format("under the {:.0f}% margin a longer response or a larger group can OOM", 100.0 * thresholds.headroom_fraction)
+                        : fmt::format("the leak fills it within {} steps", thresholds.headroom_steps),
+                   format_bytes(f.peak_allocated), format_bytes(f.peak_reserved), forecast(f, r))});
 }
-
-// Steps of measured growth after which it, not the alert's rate, predicts the time left.
-constexpr std::int64_t measured_rate_steps = 4;
 
 void advise_leak(const log_view& log, const steplog_record& r, const log_figures& f, std::vector<watch_advice>& warnings,
                  std::vector<watch_advice>& infos) {
-  if (!log.latest_leak) return;
-  const steplog_alert_seen& seen = *log.latest_leak;
-  std::int64_t since = seen.alert.since_step.value_or(seen.step);
-  // Measured growth: from the last step end before the growth began (or the oldest kept) to now.
-  std::size_t base = 0;
-  for (std::size_t i = 0; i < log.step_history.size(); ++i) {
-    if (log.step_history[i] < since) base = i;
-  }
-  std::int64_t steps = log.step_history.empty() ? 0 : r.step - log.step_history[base];
-  std::int64_t grown = log.allocated_history.empty() ? 0 : r.allocated - log.allocated_history[base];
-  std::int64_t per_step = seen.alert.bytes_per_step.value_or(steps > 0 ? grown / steps : 0);
-  if (steps > 0 && grown <= 0) {
-    infos.push_back({"leak", advice_level::info,
-                     fmt::format("leak: the alert of step {} (+{}/step since step {}) no longer shows: step-end allocated is {} "
-                                 "at step {}, {} at step {}",
-                                 seen.step, format_bytes(per_step), since, format_bytes(r.allocated), r.step,
-                                 format_bytes(log.allocated_history[base]), log.step_history[base])});
+  const growth_verdict& leak = f.judged.leak;
+  const std::optional<steplog_alert_seen>& alerted = log.latest_leak;
+  if (leak.growing) {
+    const step_sample& before = log.samples[leak.first - 1];
+    std::string text = fmt::format("leak: step-end allocated grows {}/step since step {}: {} of the {} step ends since rose above the "
+                                   "{} scatter, {} -> {} allocated",
+                                   format_bytes(leak.bytes_per_step), log.samples[leak.first].step, leak.events,
+                                   leak.steps, format_bytes(leak.noise_bytes), format_bytes(before.allocated), format_bytes(r.allocated));
+    if (alerted && !alerted->alert.cleared) text += fmt::format(" (the monitor's alert at step {})", alerted->step);
+    text += forecast(f, r);
+    if (alerted && !alerted->alert.site.empty()) {
+      text += ". Site: " + alerted->alert.site + (alerted->alert.snapshot.empty() ? "" : " (named by " + alerted->alert.snapshot + ")");
+    } else {
+      text += ". StepMonitor(record_on_leak=3) names the allocation site";
+    }
+    warnings.push_back({"leak", advice_level::warning, std::move(text)});
     return;
   }
-  std::string text = fmt::format("leak: allocated grows {}/step since step {} (the monitor's alert at step {})", format_bytes(per_step),
-                                 since, seen.step);
-  if (steps > 0) {
-    text += fmt::format("; step-end allocated rose {} from step {} to step {} ({}/step)", format_bytes(grown), r.step - steps, r.step,
-                        format_bytes(grown / steps));
+  if (!alerted) return;
+  if (alerted->alert.cleared) {
+    infos.push_back({"leak", advice_level::info, fmt::format("leak: the monitor cleared its alert at step {}", alerted->step)});
+    return;
   }
-  // The alert's rate comes from the monitor's window when it fired; once more steps have passed,
-  // the growth measured since the leak began says more.
-  const bool measured = steps >= measured_rate_steps;
-  const std::int64_t rate = measured ? grown / steps : per_step;
-  if (rate > 0 && f.total > 0) {
-    text += fmt::format("; at {} the {} free at {} is gone in about {}", measured ? "the measured rate" : "that rate",
-                        format_bytes(f.free_at_peak), f.peak, plural(f.free_at_peak / rate, "step", "steps"));
-  }
-  if (!seen.alert.site.empty()) {
-    text += ". Site: " + seen.alert.site + (seen.alert.snapshot.empty() ? "" : " (named by " + seen.alert.snapshot + ")");
-  } else {
-    text += ". rlmem.record() for a few steps lets the monitor name the allocation site";
-  }
-  warnings.push_back({"leak", advice_level::warning, std::move(text)});
+  const step_sample& oldest = log.samples.front();
+  infos.push_back({"leak", advice_level::info,
+                   fmt::format("leak: the alert of step {} (+{}/step since step {}) no longer shows: step-end allocated is {} at step {}, "
+                               "{} at step {}",
+                               alerted->step, format_bytes(alerted->alert.bytes_per_step.value_or(0)),
+                               alerted->alert.since_step.value_or(alerted->step), format_bytes(r.allocated), r.step,
+                               format_bytes(oldest.allocated), oldest.step)});
 }
 
-void advise_fragmentation(const log_view& log, const steplog_record& r, const log_figures& f, const advice_thresholds& thresholds,
-                          std::vector<watch_advice>& warnings) {
-  if (f.held < thresholds.fragmentation_min_bytes ||
-      static_cast<double>(f.held) < thresholds.fragmentation_fraction * static_cast<double>(f.peak_reserved)) {
-    return;
-  }
+void advise_fragmentation(const log_view& log, const steplog_record& r, const log_figures& f, std::vector<watch_advice>& warnings) {
+  if (!f.judged.fragmented) return;
   warnings.push_back(
       {"fragmentation", advice_level::warning,
        fmt::format("fragmentation: {} reserved is {} ({}) more than the largest step peak of the last {} needed ({} "
                    "allocated); reserved but unallocated at the step end is {} ({} of reserved), {} of it in free pieces "
                    "of split blocks (inactive_split). Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so freed "
                    "memory joins into blocks that fit; rlmem replay --compare on a snapshot measures the saving",
-                   format_bytes(f.peak_reserved), format_bytes(f.held), percent_of(f.held, f.peak_reserved),
+                   format_bytes(r.reserved), format_bytes(f.judged.unused_reserved), percent_of(f.judged.unused_reserved, r.reserved),
                    plural(static_cast<std::int64_t>(std::max<std::size_t>(log.steps_kept, 1)), "step", "steps"),
-                   format_bytes(f.largest_need), format_bytes(f.unallocated), percent_of(f.unallocated, r.reserved),
+                   format_bytes(f.judged.peak_allocated_seen), format_bytes(f.unallocated), percent_of(f.unallocated, r.reserved),
                    format_bytes(r.inactive_split))});
 }
 
@@ -181,19 +171,19 @@ void advise_log(const log_view& log, const advice_thresholds& thresholds, std::v
                 std::vector<watch_advice>& infos) {
   if (!log.latest) return;
   const steplog_record& r = *log.latest;
-  const log_figures f = derive(log, r);
+  const log_figures f = derive(log, r, thresholds);
   std::size_t warnings_before = warnings.size();
   advise_oom(log, r, warnings, infos);
   advise_retries(log, r, f, warnings, infos);
   advise_headroom(r, f, thresholds, warnings);
   advise_leak(log, r, f, warnings, infos);
-  advise_fragmentation(log, r, f, thresholds, warnings);
+  advise_fragmentation(log, r, f, warnings);
   if (warnings.size() != warnings_before) return;
   infos.push_back({"fine", advice_level::info,
                    fmt::format("fine: the job's peak reserved {} is {} of the {} card with {} free at {}; no alloc retries or OOMs in the "
                                "last {}; reserved but unallocated {} ({} of reserved)",
                                format_bytes(f.peak_reserved), percent_of(f.peak_reserved, f.total), format_bytes(f.total),
-                               format_bytes(f.free_at_peak), f.peak, plural(static_cast<std::int64_t>(log.window_steps), "step", "steps"),
+                               format_bytes(std::max<std::int64_t>(0, f.judged.free_at_peak)), f.peak, plural(static_cast<std::int64_t>(log.window_steps), "step", "steps"),
                                format_bytes(f.unallocated), percent_of(f.unallocated, r.reserved))});
   if (f.total > 0 && static_cast<double>(f.peak_reserved) < thresholds.under_use_fraction * static_cast<double>(f.total)) {
     infos.push_back({"under_use", advice_level::info,
@@ -254,6 +244,16 @@ void advise_gpus(const watch_frame& frame, const advice_thresholds& thresholds, 
 }
 
 }  // namespace
+
+step_rules rules_of(const advice_thresholds& thresholds) {
+  step_rules rules;
+  rules.leak_window = thresholds.leak_window;
+  rules.headroom_fraction = thresholds.headroom_fraction;
+  rules.headroom_steps = thresholds.headroom_steps;
+  rules.fragmentation_fraction = thresholds.fragmentation_fraction;
+  rules.fragmentation_bytes = thresholds.fragmentation_min_bytes;
+  return rules;
+}
 
 std::vector<watch_advice> advise(const watch_frame& frame, const advice_thresholds& thresholds) {
   std::vector<watch_advice> warnings;

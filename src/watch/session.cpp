@@ -41,6 +41,11 @@ void summarise_steps(const std::deque<steplog_record>& records, const std::deque
   view.step_history.clear();
   view.max_step_peak_allocated = 0;
   view.latest.reset();
+  view.samples.clear();
+  for (const steplog_record& r : records) {
+    view.samples.push_back({r.step, r.allocated, r.reserved, r.inactive_split, r.step_peak_allocated, r.step_peak_reserved.value_or(-1),
+                            r.allocations, r.num_alloc_retries, r.num_ooms, r.device_free, r.device_total, r.limit.value_or(0)});
+  }
   if (!records.empty()) {
     view.latest = records.back();
     view.allocated_history.reserve(records.size());

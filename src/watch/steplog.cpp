@@ -104,6 +104,11 @@ bool parse_alert(const json& item, std::size_t index, steplog_alert& alert, std:
             optional_count(item, "bytes_per_step", alert.bytes_per_step, detail) && optional_text(item, "site", alert.site, detail) &&
             optional_text(item, "snapshot", alert.snapshot, detail);
   if (!ok) return fail(message, where + ": " + detail);
+  auto cleared = item.find("cleared");
+  if (cleared != item.end() && !cleared->is_null()) {
+    if (!cleared->is_boolean()) return fail(message, where + ": 'cleared' is not true or false");
+    alert.cleared = cleared->get<bool>();
+  }
   return true;
 }
 
@@ -139,7 +144,8 @@ bool parse_steplog_line(std::string_view line, steplog_record& out, std::string&
             required_count(document, "num_alloc_retries", record.num_alloc_retries, message) &&
             required_count(document, "num_ooms", record.num_ooms, message) &&
             required_count(document, "device_free", record.device_free, message) &&
-            required_count(document, "device_total", record.device_total, message);
+            required_count(document, "device_total", record.device_total, message) &&
+            optional_count(document, "limit", record.limit, message);
   if (!ok) return false;
   if (record.world_size < 1) return fail(message, "'world_size' is 0");
   auto per_step = document.find("peak_is_per_step");

@@ -176,35 +176,95 @@ static void test_failures(const char* dir) {
 }
 
 static void test_leak_rule(void) {
-  rlmem_leak_verdict verdict = {sizeof(rlmem_leak_verdict), 0, 0, 0, 0};
-  /* Kept allocations from step 3 on: bytes and counts grow together. */
-  const int64_t kept[] = {100, 150, 150, 160, 170, 180};
-  const uint64_t kept_counts[] = {4, 5, 5, 6, 7, 8};
-  CHECK(rlmem_leak_check(kept, kept_counts, 6, 0, &verdict) == RLMEM_OK, "status");
-  CHECK(verdict.leaking == 1 && verdict.first_step == 3 && verdict.steps == 3 && verdict.bytes_per_step == 10,
-        "leaking %d first %llu steps %llu per step %lld", verdict.leaking, (unsigned long long)verdict.first_step,
-        (unsigned long long)verdict.steps, (long long)verdict.bytes_per_step);
-  /* The same bytes with no counts: three growing steps are not yet steady growth. */
-  CHECK(rlmem_leak_check(kept, NULL, 6, 0, &verdict) == RLMEM_OK && verdict.leaking == 0, "leaking %d without counts",
+  rlmem_leak_verdict verdict;
+  memset(&verdict, 0, sizeof verdict);
+  verdict.struct_size = sizeof(rlmem_leak_verdict);
+  /* 10 MiB kept every step from step end 5 on a flat 1 GiB job: three events make a leak. */
+  const int64_t kept[] = {1073741824, 1073741824, 1073741824, 1073741824, 1073741824, 1084227584, 1094713344, 1105199104};
+  CHECK(rlmem_leak_check(kept, NULL, 8, 0, &verdict) == RLMEM_OK, "status");
+  CHECK(verdict.leaking == 1 && verdict.first_step == 5 && verdict.steps == 3 && verdict.bytes_per_step == 10485760 &&
+            verdict.events == 3 && verdict.period == 1 && verdict.stopped == 0,
+        "leaking %d first %llu steps %llu per step %lld events %llu", verdict.leaking, (unsigned long long)verdict.first_step,
+        (unsigned long long)verdict.steps, (long long)verdict.bytes_per_step, (unsigned long long)verdict.events);
+  /* Two events are not enough every step; nor three with no quiet step ends before them. */
+  CHECK(rlmem_leak_check(kept, NULL, 7, 0, &verdict) == RLMEM_OK && verdict.leaking == 0, "two events leaked");
+  CHECK(rlmem_leak_check(kept + 2, NULL, 6, 0, &verdict) == RLMEM_OK && verdict.leaking == 0, "three events without history");
+  /* A cache that filled over three steps and stopped three steps ago is over. */
+  const int64_t filled[] = {1073741824, 1084227584, 1094713344, 1105199104, 1105199104, 1105199104, 1105199104};
+  CHECK(rlmem_leak_check(filled, NULL, 7, 0, &verdict) == RLMEM_OK && verdict.leaking == 0, "filled: leaking %d",
         verdict.leaking);
-  /* Step 1's one-time growth (optimizer state) is not a leak. */
-  const int64_t once[] = {0, 500, 500, 500};
-  CHECK(rlmem_leak_check(once, NULL, 4, 0, &verdict) == RLMEM_OK && verdict.leaking == 0, "one-time growth leaked");
-  /* Figures at the ends of the int64 range: no overflow, the mean clamps. */
-  const int64_t extreme[] = {INT64_MIN, INT64_MIN, -1, INT64_MAX};
-  const uint64_t extreme_counts[] = {1, 1, 2, 3};
-  CHECK(rlmem_leak_check(extreme, extreme_counts, 4, 0, &verdict) == RLMEM_OK && verdict.leaking == 1 &&
-            verdict.bytes_per_step == INT64_MAX,
+  /* Figures at the ends of the int64 range: no overflow; 2^62 a step. */
+  const int64_t extreme[] = {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN / 2, 0, INT64_MAX / 2};
+  CHECK(rlmem_leak_check(extreme, NULL, 8, 0, &verdict) == RLMEM_OK && verdict.leaking == 1 &&
+            verdict.bytes_per_step == INT64_MAX / 2 + 1,
         "leaking %d per step %lld", verdict.leaking, (long long)verdict.bytes_per_step);
   CHECK(rlmem_leak_check(NULL, NULL, 3, 0, &verdict) == RLMEM_E_INVALID_ARGUMENT, "NULL series accepted");
-  CHECK(rlmem_leak_check(kept, NULL, 6, 0, NULL) == RLMEM_E_INVALID_ARGUMENT, "NULL verdict accepted");
-  /* A ramp of four growing batches, no new allocations: steady for inspect's 4, not for 8. */
-  const int64_t ramp[] = {100, 100, 132, 164, 196, 228};
-  CHECK(rlmem_leak_check(ramp, kept_counts, 6, 0, &verdict) == RLMEM_OK && verdict.leaking == 1 && verdict.steps == 4,
-        "leaking %d over %llu steps with the default", verdict.leaking, (unsigned long long)verdict.steps);
-  CHECK(rlmem_leak_check(ramp, NULL, 6, 8, &verdict) == RLMEM_OK && verdict.leaking == 0, "a 4-step ramp leaked at 8");
+  CHECK(rlmem_leak_check(NULL, NULL, 0, 0, &verdict) == RLMEM_OK && verdict.leaking == 0, "an empty series");
+  CHECK(rlmem_leak_check(kept, NULL, 8, 0, NULL) == RLMEM_E_INVALID_ARGUMENT, "NULL verdict accepted");
   verdict.struct_size = 4;
-  CHECK(rlmem_leak_check(kept, NULL, 6, 0, &verdict) == RLMEM_E_INVALID_ARGUMENT, "bad struct_size accepted");
+  CHECK(rlmem_leak_check(kept, NULL, 8, 0, &verdict) == RLMEM_E_INVALID_ARGUMENT, "bad struct_size accepted");
+}
+
+static void test_step_rules(void) {
+  rlmem_step_rules rules;
+  rlmem_step_rules_init(&rules);
+  CHECK(rules.struct_size == sizeof rules && rules.leak_window == 64 && rules.leak_min_events == 3 &&
+            rules.headroom_fraction == 0.10 && rules.headroom_steps == 500,
+        "defaults: window %llu events %llu", (unsigned long long)rules.leak_window, (unsigned long long)rules.leak_min_events);
+  /* 8 GiB allocated, 64 MiB kept every step from step 4; 60 GiB reserved at the peak of an 80 GiB
+   * card with 1 GiB outside PyTorch: 19 GiB left at the reserved peak; the allocated peak
+   * (50 GiB + 320 MiB) may grow by 28.6875 GiB, 459 steps at 64 MiB a step. */
+  const int64_t gib = 1073741824, mib = 1048576;
+  rlmem_step_sample history[8];
+  memset(history, 0, sizeof history);
+  for (int i = 0; i < 8; ++i) {
+    int64_t kept = i >= 3 ? (i - 2) * 64 * mib : 0;
+    history[i].step = i + 1;
+    history[i].allocated = 8 * gib + kept;
+    history[i].reserved = 60 * gib;
+    history[i].step_peak_allocated = 50 * gib + kept;
+    history[i].step_peak_reserved = 60 * gib;
+    history[i].allocations = 100 + (i >= 3 ? i - 2 : 0);
+    history[i].device_total = 80 * gib;
+    history[i].device_free = 80 * gib - 60 * gib - gib;
+  }
+  history[7].num_alloc_retries = 2;
+  rlmem_step_judgment judged;
+  memset(&judged, 0, sizeof judged);
+  judged.struct_size = sizeof judged;
+  CHECK(rlmem_judge_step(history, 8, 0, &rules, &judged) == RLMEM_OK, "status");
+  CHECK(judged.leak.leaking == 1 && judged.leak.first_step == 3 && judged.leak.bytes_per_step == 64 * mib &&
+            judged.leak_count_before == 100,
+        "leak %d first %llu rate %lld", judged.leak.leaking, (unsigned long long)judged.leak.first_step,
+        (long long)judged.leak.bytes_per_step);
+  CHECK(judged.outside_bytes == gib && judged.free_at_peak == 19 * gib && judged.steps_to_limit == 459 && judged.headroom == 1,
+        "outside %lld free at peak %lld steps to limit %lld headroom %d", (long long)judged.outside_bytes,
+        (long long)judged.free_at_peak, (long long)judged.steps_to_limit, judged.headroom);
+  CHECK(judged.alloc_retries == 1 && judged.new_alloc_retries == 2 && judged.oom == 0, "retries %d", judged.alloc_retries);
+  /* A process cap of 64 GiB counts PyTorch's memory alone: 4 GiB left at the reserved peak,
+   * 13.6875 GiB above the allocated peak (219 steps). */
+  history[7].limit = 64 * gib;
+  CHECK(rlmem_judge_step(history, 8, 0, NULL, &judged) == RLMEM_OK && judged.limit_bytes == 64 * gib &&
+            judged.free_at_peak == 4 * gib && judged.steps_to_limit == 219,
+        "limit %lld free %lld steps %lld", (long long)judged.limit_bytes, (long long)judged.free_at_peak,
+        (long long)judged.steps_to_limit);
+  rules.leak_window = 2;
+  CHECK(rlmem_judge_step(history, 8, 0, &rules, &judged) == RLMEM_E_INVALID_ARGUMENT, "a window of 2 accepted");
+  rlmem_step_rules_init(&rules);
+  rules.headroom_fraction = 0.0 / 0.0;
+  CHECK(rlmem_judge_step(history, 8, 0, &rules, &judged) == RLMEM_E_INVALID_ARGUMENT, "a NaN fraction accepted");
+  CHECK(rlmem_judge_step(NULL, 0, 0, NULL, &judged) == RLMEM_OK && judged.leak.leaking == 0, "an empty history");
+  CHECK(rlmem_judge_step(NULL, 3, 0, NULL, &judged) == RLMEM_E_INVALID_ARGUMENT, "NULL history accepted");
+  judged.struct_size = 8;
+  CHECK(rlmem_judge_step(history, 8, 0, NULL, &judged) == RLMEM_E_INVALID_ARGUMENT, "bad struct_size accepted");
+
+  const int64_t figures[] = {30 * gib, 42 * gib, 29 * gib, 42 * gib};
+  int imbalanced = 0;
+  size_t high = 9, low = 9;
+  CHECK(rlmem_judge_imbalance(figures, 4, 0.2, 512 * mib, &imbalanced, &high, &low) == RLMEM_OK && imbalanced == 1 &&
+            high == 1 && low == 2,
+        "imbalanced %d high %zu low %zu", imbalanced, high, low);
+  CHECK(rlmem_judge_imbalance(figures, 4, 1.5, 0, &imbalanced, &high, &low) == RLMEM_E_INVALID_ARGUMENT, "fraction 1.5");
 }
 
 struct thread_job {
@@ -317,6 +377,7 @@ int main(int argc, char** argv) {
   test_bytes_equal_path(argv[1]);
   test_failures(argv[1]);
   test_leak_rule();
+  test_step_rules();
   test_two_threads(argv[1]);
   test_runtime();
   printf("c_abi_test: %d failed checks\n", failures);

@@ -114,21 +114,34 @@ TEST(leak_rule, leaks_are_ranked_by_growth) {
 
 namespace rlmem {
 
-// The rule on one series, as librlmem exposes it to the live monitor.
-TEST(leak_trend, without_counts_only_steady_growth_over_four_steps_leaks) {
+// The per-site rule on one series: the growth rule with two events enough while the site's
+// own allocation count grows, four without.
+TEST(leak_trend, without_counts_four_growing_steps_are_needed) {
   std::vector<std::int64_t> bytes{0, 10, 20, 30};
   EXPECT_FALSE(leak_trend_of(bytes, {}).leaking) << "three growing steps without counts";
   bytes.push_back(40);
   leak_trend trend = leak_trend_of(bytes, {});
-  EXPECT_TRUE(trend.leaking) << "four steady steps";
+  EXPECT_TRUE(trend.leaking) << "four growing steps";
   EXPECT_EQ(trend.first_step, 1u);
   EXPECT_EQ(trend.steps, 4u);
   EXPECT_EQ(trend.bytes_per_step, 10);
 }
 
-TEST(leak_trend, uneven_growth_without_counts_is_not_steady) {
-  std::vector<std::int64_t> bytes{0, 100, 110, 300, 310};
-  EXPECT_FALSE(leak_trend_of(bytes, {}).leaking) << "growth of 100, 10, 190, 10 is not steady";
+TEST(leak_trend, two_growing_steps_with_new_allocations_leak) {
+  std::vector<std::int64_t> bytes{100, 100, 150, 200};
+  EXPECT_FALSE(leak_trend_of(bytes, {}).leaking) << "two steps without counts";
+  leak_trend trend = leak_trend_of(bytes, std::vector<std::uint64_t>{3, 3, 4, 5});
+  EXPECT_TRUE(trend.leaking);
+  EXPECT_EQ(trend.first_step, 2u) << "the change point: growth began at step end 2";
+  EXPECT_EQ(trend.bytes_per_step, 50);
+  EXPECT_FALSE(leak_trend_of(bytes, std::vector<std::uint64_t>{3, 3, 3, 3}).leaking) << "no new allocations";
+}
+
+TEST(leak_trend, a_site_that_grew_and_gave_back_is_no_leak) {
+  std::vector<std::int64_t> bytes{0, 100, 200, 300, 0, 100, 200};
+  std::vector<std::uint64_t> counts{0, 1, 2, 3, 0, 1, 2};
+  leak_trend trend = leak_trend_of(bytes, counts);
+  EXPECT_TRUE(!trend.leaking || trend.first_step >= 4u) << "growth before the drop is not part of it; first " << trend.first_step;
 }
 
 TEST(leak_trend, counts_of_another_length_are_ignored) {
@@ -142,20 +155,7 @@ TEST(leak_trend, figures_across_the_whole_int64_range_do_not_overflow) {
   std::vector<std::uint64_t> counts{0, 0, 1, 2};
   leak_trend trend = leak_trend_of(bytes, counts);
   EXPECT_TRUE(trend.leaking);
-  EXPECT_EQ(trend.bytes_per_step, INT64_MAX) << "the mean of 2^64 - 1 over two steps clamps";
-}
-
-}  // namespace rlmem
-
-namespace rlmem {
-
-TEST(leak_trend, the_steady_path_waits_for_min_steady_steps) {
-  // Four growing batches in a row, no allocation kept: a whole process's step ends do this.
-  std::vector<std::int64_t> ramp{100, 100, 132, 164, 196, 228};
-  EXPECT_TRUE(leak_trend_of(ramp, {}).leaking) << "inspect's default of 4 steps";
-  EXPECT_FALSE(leak_trend_of(ramp, {}, 8).leaking) << "the monitor's 8 steps";
-  std::vector<std::int64_t> longer{100, 100, 132, 164, 196, 228, 260, 292, 324, 356};
-  EXPECT_TRUE(leak_trend_of(longer, {}, 8).leaking) << "eight steady steps";
+  EXPECT_EQ(trend.bytes_per_step, INT64_MAX) << "a rate of 2^63 per step clamps";
 }
 
 }  // namespace rlmem

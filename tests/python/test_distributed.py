@@ -103,9 +103,9 @@ def test_each_rank_logs_its_own_alerts(job):
     rank1 = check_steplog(job / "mem-1.jsonl")
     assert all("ranks" not in r for r in rank1), "only rank 0 carries the gathered figures"
     own = [(r["step"], a["kind"], a.get("site")) for r in rank1 for a in r["alerts"]]
-    assert own == [(9, "leak", None), (11, "leak", "rl/record.py:41 logprobs_of")], own
-    assert (job / "snapshots" / "rlmem-rank1-leak-step000011.pickle").is_file()
+    assert own == [(10, "leak", None), (12, "leak", "rl/record.py:41 logprobs_of")], own
+    assert (job / "snapshots" / "rlmem-rank1-leak-step000012.pickle").is_file()
     rank2 = check_steplog(job / "mem-2.jsonl")
     assert [a for r in rank2 for a in r["alerts"]] == [], "rank 2 alone sees no imbalance"
     on_alert = json.loads((job / "alerts-1.json").read_text())
-    assert [(step, kind) for step, kind, *_ in on_alert] == [(9, "leak"), (11, "leak")]
+    assert [(step, kind) for step, kind, *_ in on_alert] == [(10, "leak"), (12, "leak")]
