@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rlmem {
@@ -113,7 +114,14 @@ struct leak {
   std::uint64_t live_count_at_end = 0;
   std::vector<std::int64_t> bytes_at_step_end;  ///< trace start, then each step end
   std::vector<leak_line> lines;         ///< by line number
+  /// Live blocks of its lines when the snapshot was taken (address, rounded size), largest first,
+  /// at most `max_leak_blocks`: what the Python side matches to the tensors that hold them.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> live_blocks;
+  std::uint64_t live_blocks_left_out = 0;  ///< blocks past the cap
 };
+
+/// Live blocks listed per leak.
+inline constexpr std::size_t max_leak_blocks = 256;
 
 /// The growth of allocated memory at step ends after step 1, and how much of it the named leaks
 /// explain. Step 1 is left out as the leak rule leaves it out: optimizer state fills once there.

@@ -27,6 +27,7 @@ from . import _dist, _torch
 from ._format import format_bytes, format_percent, format_signed_bytes
 from .core import inspect
 from .errors import RlmemError
+from .holders import find_holders
 from .recording import record
 from .rules import StepRules, judge_imbalance, judge_step
 
@@ -253,6 +254,8 @@ class StepMonitor:
         snapshot_dir: Optional[str | os.PathLike] = None,
         record_max_entries: int = 1_000_000,
         record_stacks: str = "python",
+        holder_budget: float = 1.0,
+        holder_roots: Optional[dict] = None,
         gather_every: int = 10,
         device_info_every: int = 1,
         on_alert: Optional[Callable[[Alert], Any]] = None,
@@ -287,6 +290,10 @@ class StepMonitor:
             positive(name, value, 0)
         if record_on_leak and snapshot_dir is None and log is None:
             raise ValueError("record_on_leak needs a snapshot_dir (or a log, whose directory gets rlmem-snapshots/)")
+        if isinstance(holder_budget, bool) or not isinstance(holder_budget, (int, float)) or not 0 <= holder_budget <= 60:
+            raise ValueError(f"holder_budget must be seconds in [0, 60], not {holder_budget!r}")
+        if holder_roots is not None and not isinstance(holder_roots, dict):
+            raise TypeError("holder_roots must be a dict of {name: object}")
         if on_alert is not None and not callable(on_alert):
             raise TypeError("on_alert must be callable")
         self.log_path = os.fspath(log) if log is not None else None
@@ -310,6 +317,8 @@ class StepMonitor:
         self.snapshot_dir = os.fspath(snapshot_dir) if snapshot_dir is not None else None
         self.record_max_entries = record_max_entries
         self.record_stacks = record_stacks
+        self.holder_budget = holder_budget
+        self.holder_roots = holder_roots
         self.gather_every = gather_every
         self.device_info_every = device_info_every
         self.on_alert = on_alert
@@ -689,10 +698,12 @@ class StepMonitor:
                 site += f" <- {top['user_frame']}"
             self.leak_site, self.leak_snapshot = site, path
             alert.site = site
+            alert.holder = self._name_holder(top)
+            kept_by = f"; {alert.holder}" if alert.holder else ""
             others = f"; {len(leaks) - 1} more leak{'s' if len(leaks) > 2 else ''} in it" if len(leaks) > 1 else ""
             found = (report.get("steps") or {}).get("count", 0)
             alert.message = (f"leak: {format_signed_bytes(recording.bytes_per_step)}/step since step"
-                             f" {recording.since_step} comes from {site}: in a recording of the next"
+                             f" {recording.since_step} comes from {site}{kept_by}: in a recording of the next"
                              f" {recording.steps} steps it grew {format_signed_bytes(top['bytes_per_step'])}/step over"
                              f" {top['steps']} of the {found} step ends rlmem inspect found, holding"
                              f" {format_bytes(top['live_bytes_at_end'])} at the last (rlmem inspect {path}){others}")
@@ -705,6 +716,24 @@ class StepMonitor:
                          f" {method}): the growth may come from memory allocated before the recording, or stopped;"
                          f" snapshot: {path}")
         return alert
+
+    def _name_holder(self, leak: dict) -> Optional[str]:
+        """The Python object that keeps the leak's live blocks alive ("kept by `trainer.metrics`,
+        a list of 12 tensors (46.9 MiB)"), found within ``holder_budget`` seconds, or None."""
+        blocks = [(block["address"], block["size"]) for block in leak.get("live_blocks") or []]
+        if not blocks or self.holder_budget <= 0:
+            return None
+        try:
+            found = find_holders(blocks, budget_seconds=self.holder_budget, max_results=1, roots=self.holder_roots)
+        except Exception as failure:  # naming the holder must never stop training
+            logger.warning("rlmem: could not name the object that holds the leak: %s", failure)
+            return None
+        if not found.holders:
+            return None
+        text = str(found.holders[0])
+        if not found.complete:
+            text += f" (the search stopped after {found.seconds:.1f} s: {found.reason})"
+        return text
 
     # -- many ranks -----------------------------------------------------------------------------
 

@@ -589,6 +589,34 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   std::size_t leaks_found = 0;
   result.leaks = detail::detect_leaks(stacks.frames(), series, sites.step_ends(), options.max_leaks, leaks_found);
   result.summary_of_leaks = detail::summarize_leaks(result.steps, result.leaks);
+  // The blocks each leak holds at dump time: the segments' live blocks whose site is one of its
+  // lines. O(blocks + leaks x lines).
+  if (!result.leaks.empty()) {
+    std::unordered_map<std::uint32_t, std::size_t> leak_of_site;
+    for (std::size_t index = 0; index < result.leaks.size(); ++index) {
+      for (const leak_line& covered : result.leaks[index].lines) {
+        auto found = std::find_if(series.begin(), series.end(),
+                                  [&](const detail::site_series& one) { return one.site.label == covered.site.label; });
+        if (found != series.end()) leak_of_site.emplace(static_cast<std::uint32_t>(found - series.begin()), index);
+      }
+    }
+    for (const segment& held : snap.segments) {
+      if (held.device != result.device) continue;
+      for (const block& one : std::span(snap.blocks).subspan(held.first_block, held.block_count)) {
+        if (one.state != block_state::active_allocated || one.stack == 0) continue;
+        auto owner = leak_of_site.find(stacks.site(one.stack, false));
+        if (owner != leak_of_site.end()) result.leaks[owner->second].live_blocks.emplace_back(one.address, one.size);
+      }
+    }
+    for (leak& found : result.leaks) {
+      std::sort(found.live_blocks.begin(), found.live_blocks.end(),
+                [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+      if (found.live_blocks.size() > max_leak_blocks) {
+        found.live_blocks_left_out = found.live_blocks.size() - max_leak_blocks;
+        found.live_blocks.resize(max_leak_blocks);
+      }
+    }
+  }
 
   if (!steps.problem.empty()) result.notes.push_back(steps.problem);
   if (result.steps.size() < 3 && !events.empty()) {

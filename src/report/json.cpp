@@ -48,6 +48,12 @@ json stack_json(const snapshot& snap, stack_id stack) {
   return frames;
 }
 
+json live_blocks_json(const leak& found) {
+  json blocks = json::array();
+  for (const auto& [address, size] : found.live_blocks) blocks.push_back({{"address", address}, {"size", size}});
+  return blocks;
+}
+
 json event_or_null(std::int64_t event) { return event < 0 ? json(nullptr) : json(event); }
 
 // A time as torch recorded it, or null when the trace carries no times.
@@ -142,7 +148,9 @@ std::string render_inspection_json(const snapshot& snap, const inspection& resul
                      {"live_bytes_at_end", found.live_bytes_at_end},
                      {"live_count_at_end", found.live_count_at_end},
                      {"bytes_at_step_end", found.bytes_at_step_end},
-                     {"lines", lines}});
+                     {"lines", lines},
+                     {"live_blocks", live_blocks_json(found)},
+                     {"live_blocks_left_out", found.live_blocks_left_out}});
   }
   out["leaks"] = leaks;
   const leak_summary& growth = result.summary_of_leaks;

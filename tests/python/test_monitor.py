@@ -383,3 +383,51 @@ def test_gather_vector_size_is_documented(rlmem):
     assert "344 bytes" in rlmem.StepMonitor.__doc__
     docs = (Path(__file__).resolve().parents[2] / "docs" / "monitor.md").read_text(encoding="utf-8")
     assert "344 bytes per rank" in docs
+
+
+class _Trainer:
+    """A user's trainer that keeps a metric with every step by mistake."""
+
+    def __init__(self):
+        self.metrics = {"entropy": []}
+
+
+TRAINER = _Trainer()
+
+
+def test_record_on_leak_names_the_python_object_that_holds_the_leak(rlmem, tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    # CPU tensors stand in for the leaked CUDA tensors: their storages' addresses are what the
+    # recorded snapshot lists as the leak's live blocks.
+    TRAINER.metrics["entropy"] = [torch.zeros(4096) for _ in range(12)]
+    blocks = [{"address": t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else t.storage().data_ptr(),
+               "size": 16384} for t in TRAINER.metrics["entropy"]]
+    real_inspect = rlmem.monitor.inspect
+
+    def inspect_with_these_blocks(path, **options):
+        report = real_inspect(path, **options)
+        report["leaks"][0]["live_blocks"] = blocks
+        return report
+
+    monkeypatch.setattr(rlmem.monitor, "inspect", inspect_with_these_blocks)
+    cuda = FakeCuda(synthetic(25, leak_at=15), snapshot_bytes=(SNAPSHOTS / "grpo_leak_logits.pickle.zst").read_bytes())
+    try:
+        with rlmem.StepMonitor(tmp_path / "mem.jsonl", cuda=cuda, record_on_leak=3) as monitor:
+            raised = replay(monitor, cuda)
+    finally:
+        TRAINER.metrics["entropy"] = []
+    named = raised[20][0]
+    assert named.holder is not None and named.holder.startswith(
+        "kept by `test_monitor.TRAINER.metrics['entropy']`, a list of 12 tensors (192.0 KiB)"), named.holder
+    assert f"comes from rl/record.py:41 logprobs_of; {named.holder}: in a recording" in named.message, named.message
+    logged = {r["step"]: r["alerts"] for r in check_steplog(tmp_path / "mem.jsonl") if r["alerts"]}
+    assert logged[20][0]["holder"] == named.holder
+
+
+def test_holder_search_can_be_turned_off_and_is_bounded(rlmem):
+    with pytest.raises(ValueError, match="holder_budget"):
+        rlmem.StepMonitor(holder_budget=-1)
+    with pytest.raises(TypeError, match="holder_roots"):
+        rlmem.StepMonitor(holder_roots=["model"])
+    monitor = rlmem.StepMonitor(holder_budget=0)
+    assert monitor._name_holder({"live_blocks": [{"address": 4096, "size": 4096}]}) is None
