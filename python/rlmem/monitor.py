@@ -564,6 +564,10 @@ class StepMonitor:
         return Alert("leak", sample.rank, f"leak: cleared at step {sample.step}: {why}", sample.step,
                      bytes_per_step=0, cleared=True)
 
+    # inspect names a site whose own allocation count stays flat (a tensor re-made larger each step,
+    # `history = torch.cat([history, x])`) only after four growing step ends.
+    FLAT_COUNT_RECORD_STEPS = 5
+
     def _leak_alert(self, sample: _Sample, per_step: int, since: int, allocations_before: int) -> Alert:
         message = self._leak_message(sample, per_step, since, allocations_before)
         alert = Alert("leak", sample.rank, message, sample.step, bytes_per_step=per_step, since_step=since,
@@ -573,8 +577,11 @@ class StepMonitor:
             alert.snapshot = self.leak_snapshot
             alert.message += f"; the growing allocation site (from {self.leak_snapshot}): {self.leak_site}"
         elif self.record_on_leak and not self._leak_recorded and self._recording is None:
-            self._start_recording(sample, per_step, since)
-            alert.message += (f"; recording the next {self.record_on_leak} steps to name the allocation site"
+            steps = self.record_on_leak
+            if sample.allocations <= allocations_before:
+                steps = max(steps, self.FLAT_COUNT_RECORD_STEPS)
+            self._start_recording(sample, per_step, since, steps)
+            alert.message += (f"; recording the next {steps} steps to name the allocation site"
                               f" (snapshot in {self.snapshot_dir})")
         return alert
 
@@ -651,7 +658,7 @@ class StepMonitor:
 
     # -- recording a leak -----------------------------------------------------------------------
 
-    def _start_recording(self, sample: _Sample, per_step: int, since: int) -> None:
+    def _start_recording(self, sample: _Sample, per_step: int, since: int, steps: int) -> None:
         recorder = record(self.snapshot_dir, keep=1_000_000, max_entries=self.record_max_entries,
                           stacks=self.record_stacks, on_oom=False, dump_at_exit=False, cuda=self._cuda)
         try:
@@ -661,7 +668,7 @@ class StepMonitor:
             self._leak_recorded = True
             return
         self._leak_recorded = True
-        self._recording = _LeakRecording(recorder, self.record_on_leak, sample.step, 0, per_step, since)
+        self._recording = _LeakRecording(recorder, steps, sample.step, 0, per_step, since)
 
     def _advance_recording(self, number: int) -> list[Alert]:
         recording = self._recording

@@ -8,6 +8,7 @@ their C types, calls, and converts back. docs/monitor.md explains each rule.
 
 from __future__ import annotations
 
+import array
 import ctypes
 import math
 from dataclasses import dataclass, fields
@@ -28,21 +29,23 @@ SAMPLE_FIELDS = ("step", "allocated", "reserved", "inactive_split", "step_peak_a
                  "allocations", "num_alloc_retries", "num_ooms", "device_free", "device_total", "limit")
 
 
+def _whole(name: str, value, low: int, high: int) -> int:
+    """`value` as an int of the C type [low, high], or the error that names it."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} is a bool, not a number")
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise TypeError(f"{name} is {value!r}, not an integer") from None
+    if number != value:
+        raise InvalidArgumentError(f"{name} = {value!r} is not a whole number")
+    if not low <= number <= high:
+        raise InvalidArgumentError(f"{name} = {number} is outside [{low}, {high}]")
+    return number
+
+
 def _int_series(name: str, values: Iterable[int], low: int, high: int) -> list[int]:
-    out = []
-    for index, value in enumerate(values):
-        if isinstance(value, bool):
-            raise TypeError(f"{name}[{index}] is a bool, not a number")
-        try:
-            number = int(value)
-        except (TypeError, ValueError, OverflowError):
-            raise TypeError(f"{name}[{index}] is {value!r}, not an integer") from None
-        if number != value:
-            raise InvalidArgumentError(f"{name}[{index}] = {value!r} is not a whole number")
-        if not low <= number <= high:
-            raise InvalidArgumentError(f"{name}[{index}] = {number} is outside [{low}, {high}]")
-        out.append(number)
-    return out
+    return [_whole(f"{name}[{index}]", value, low, high) for index, value in enumerate(values)]
 
 
 def _check(lib, status: int, call: str) -> None:
@@ -134,6 +137,18 @@ class StepRules:
     headroom_fraction: float = 0.10
     headroom_steps: int = 500
 
+    def __post_init__(self) -> None:
+        self._struct()  # every field checked against its C type
+        ranges = {"leak_window": (3, 256), "leak_min_events": (2, _UINT64_MAX), "leak_min_relative_rate": (0, 1),
+                  "leak_min_z": (0, math.inf), "leak_stop_after_periods": (1, 1000), "fragmentation_fraction": (0, 1),
+                  "fragmentation_window": (1, 1_000_000), "headroom_fraction": (0, 1),
+                  "leak_min_bytes_per_step": (0, _INT64_MAX), "fragmentation_bytes": (0, _INT64_MAX),
+                  "headroom_steps": (0, _INT64_MAX)}
+        for name, (low, high) in ranges.items():
+            value = getattr(self, name)
+            if not low <= value <= high:
+                raise InvalidArgumentError(f"{name} must be in [{low}, {high}], not {value!r}")
+
     def _struct(self) -> _lib.StepRulesStruct:
         struct = _lib.StepRulesStruct()
         struct.struct_size = ctypes.sizeof(_lib.StepRulesStruct)
@@ -180,13 +195,16 @@ def judge_step(history: Sequence[dict], peak_allocated_before: int = 0,
     oldest first; ``step_peak_reserved`` -1 and ``limit`` 0 when unknown)."""
     lib, _ = _lib.load()
     n = len(history)
-    samples = (_lib.StepSampleStruct * n)()
+    flat = []
     for index, sample in enumerate(history):
         for name in SAMPLE_FIELDS:
             value = sample.get(name, -1 if name == "step_peak_reserved" else 0)
-            _int_series(f"history[{index}].{name}", [value], _INT64_MIN, _INT64_MAX)
-            setattr(samples[index], name, int(value))
-    _int_series("peak_allocated_before", [peak_allocated_before], _INT64_MIN, _INT64_MAX)
+            if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:  # the common case is one check
+                value = _whole(f"history[{index}].{name}", value, _INT64_MIN, _INT64_MAX)
+            flat.append(value)
+    # One copy into the C array (the monitor calls this at every step end).
+    samples = (_lib.StepSampleStruct * n).from_buffer_copy(array.array("q", flat)) if n else (_lib.StepSampleStruct * 0)()
+    _whole("peak_allocated_before", peak_allocated_before, _INT64_MIN, _INT64_MAX)
     rules_struct = (rules or StepRules())._struct()
     out = _lib.StepJudgmentStruct()
     out.struct_size = ctypes.sizeof(_lib.StepJudgmentStruct)
@@ -208,7 +226,7 @@ def judge_imbalance(figures: Sequence[int], fraction: float, min_bytes: int) -> 
     values = _int_series("figures", figures, _INT64_MIN, _INT64_MAX)
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
         raise InvalidArgumentError(f"fraction must be in [0, 1], not {fraction!r}")
-    _int_series("min_bytes", [min_bytes], 0, _INT64_MAX)
+    _whole("min_bytes", min_bytes, 0, _INT64_MAX)
     array = (ctypes.c_int64 * len(values))(*values)
     imbalanced, high, low = ctypes.c_int(), ctypes.c_size_t(), ctypes.c_size_t()
     _check(lib, lib.rlmem_judge_imbalance(array, len(values), float(fraction), int(min_bytes), ctypes.byref(imbalanced),

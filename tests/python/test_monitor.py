@@ -431,3 +431,14 @@ def test_holder_search_can_be_turned_off_and_is_bounded(rlmem):
         rlmem.StepMonitor(holder_roots=["model"])
     monitor = rlmem.StepMonitor(holder_budget=0)
     assert monitor._name_holder({"live_blocks": [{"address": 4096, "size": 4096}]}) is None
+
+
+def test_a_leak_with_a_flat_count_is_recorded_long_enough_for_inspect_to_name_it(rlmem, tmp_path):
+    # One tensor re-made larger every step keeps the live count flat; inspect names such a site
+    # after four growing step ends, so the monitor records 5 steps however few were asked for.
+    cuda = FakeCuda(synthetic(25, leak_at=8, leak_bytes=8 * MiB, leak_count=0),
+                    snapshot_bytes=(SNAPSHOTS / "grpo_leak_logits.pickle.zst").read_bytes())
+    with rlmem.StepMonitor(cuda=cuda, record_on_leak=3, snapshot_dir=tmp_path) as monitor:
+        raised = replay(monitor, cuda)
+    assert kinds(raised) == {10: ["leak"], 15: ["leak"]}, kinds(raised)
+    assert "; recording the next 5 steps to name the allocation site" in raised[10][0].message, raised[10][0].message
