@@ -162,7 +162,8 @@ typedef struct rlmem_step_judgment {
   int64_t leak_count_before;      /**< live allocations at the step end before the growth */
   int64_t peak_allocated_seen;    /**< the largest allocated peak: history and peak_allocated_before */
   int64_t unused_reserved;        /**< reserved beyond it at the newest step end */
-  int fragmentation;
+  int fragmented;                 /**< the state: unused reserved over both fragmentation thresholds */
+  int fragmentation;              /**< the alert: fragmented, and grown with reserved over the window */
   int64_t fragmentation_growth;   /**< unused reserved gained over the window */
   uint64_t fragmentation_steps;
   int alloc_retries;

@@ -98,6 +98,7 @@ class StepJudgmentStruct(ctypes.Structure):
         ("leak_count_before", ctypes.c_int64),
         ("peak_allocated_seen", ctypes.c_int64),
         ("unused_reserved", ctypes.c_int64),
+        ("fragmented", ctypes.c_int),
         ("fragmentation", ctypes.c_int),
         ("fragmentation_growth", ctypes.c_int64),
         ("fragmentation_steps", ctypes.c_uint64),

@@ -175,6 +175,7 @@ class StepJudgment:
     leak_count_before: int
     peak_allocated_seen: int
     unused_reserved: int
+    fragmented: bool
     fragmentation: bool
     fragmentation_growth: int
     fragmentation_steps: int
@@ -212,7 +213,7 @@ def judge_step(history: Sequence[dict], peak_allocated_before: int = 0,
                                      ctypes.byref(out)), "rlmem_judge_step")
     return StepJudgment(
         leak=_verdict(out.leak), leak_count_before=out.leak_count_before, peak_allocated_seen=out.peak_allocated_seen,
-        unused_reserved=out.unused_reserved, fragmentation=bool(out.fragmentation),
+        unused_reserved=out.unused_reserved, fragmented=bool(out.fragmented), fragmentation=bool(out.fragmentation),
         fragmentation_growth=out.fragmentation_growth, fragmentation_steps=out.fragmentation_steps,
         alloc_retries=bool(out.alloc_retries), new_alloc_retries=out.new_alloc_retries, headroom=bool(out.headroom),
         outside_bytes=out.outside_bytes, limit_bytes=out.limit_bytes, free_at_peak=out.free_at_peak,

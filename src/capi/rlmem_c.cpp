@@ -314,6 +314,7 @@ int rlmem_judge_step(const rlmem_step_sample* history, size_t n, int64_t peak_al
     judgment->leak_count_before = judged.leak_count_before;
     judgment->peak_allocated_seen = judged.peak_allocated_seen;
     judgment->unused_reserved = judged.unused_reserved;
+    judgment->fragmented = judged.fragmented ? 1 : 0;
     judgment->fragmentation = judged.fragmentation ? 1 : 0;
     judgment->fragmentation_growth = judged.fragmentation_growth;
     judgment->fragmentation_steps = judged.fragmentation_steps;

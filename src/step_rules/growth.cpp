@@ -246,7 +246,8 @@ growth_verdict judge_growth(std::span<const std::int64_t> bytes, const growth_ru
   }
   // Without step ends before the growth to measure the noise on, a run of rises can be chance.
   if (start - 1 < enough_changes) needed = std::max(needed, rule.min_events + rule.extra_events_without_history);
-  const bool by_events = events.size() >= std::max<std::size_t>(needed, 2) && verdict.z >= rule.min_z &&
+  // Where the noise hides single steps, events are the noise's own: only the trend judges there.
+  const bool by_events = !noisy && events.size() >= std::max<std::size_t>(needed, 2) && verdict.z >= rule.min_z &&
                          verdict.kendall_z >= rule.min_kendall_z && rate > 0 && rate >= rate_floor && similar;
   if (!by_events && !trend) return verdict;
   // Going on? The gap since the last event, and whether the gaps widen.

@@ -47,8 +47,11 @@ def evaluate(run: dict, rlmem) -> dict:
         start = truth.get("start_step")
         if run["leaking"] and start is not None and entry["step"] == start + 4:
             rate_at_5 = leak.bytes_per_step if leak.leaking else None
+            # The true slope: what the leak held over its 5 step ends; for a leak kept every k-th
+            # step, its mean rate (5 step ends of a staircase are no slope of their own).
             held = entry.get("held_bytes", 0)
-            true_rate = held / 5 if held else truth.get("mean_bytes_per_step")
+            every = truth.get("every") or 1
+            true_rate = truth.get("mean_bytes_per_step") if every > 1 or not held else held / 5
             rate_at_5 = (rate_at_5, true_rate)
     return {"alerted_at": alerted_at, "since": since, "rate_at_5": rate_at_5, "alert_steps": alert_steps,
             "cleared_at": cleared_at}
