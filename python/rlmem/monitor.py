@@ -564,8 +564,8 @@ class StepMonitor:
         return Alert("leak", sample.rank, f"leak: cleared at step {sample.step}: {why}", sample.step,
                      bytes_per_step=0, cleared=True)
 
-    # inspect names a site whose own allocation count stays flat (a tensor re-made larger each step,
-    # `history = torch.cat([history, x])`) only after four growing step ends.
+    # inspect names a site whose own allocation count does not grow with it (a tensor re-made
+    # larger each step, `history = torch.cat([history, x])`) only after four growing step ends.
     FLAT_COUNT_RECORD_STEPS = 5
 
     def _leak_alert(self, sample: _Sample, per_step: int, since: int, allocations_before: int) -> Alert:
@@ -578,7 +578,7 @@ class StepMonitor:
             alert.message += f"; the growing allocation site (from {self.leak_snapshot}): {self.leak_site}"
         elif self.record_on_leak and not self._leak_recorded and self._recording is None:
             steps = self.record_on_leak
-            if sample.allocations <= allocations_before:
+            if sample.allocations - allocations_before < sample.step - since + 1:  # fewer new allocations than steps
                 steps = max(steps, self.FLAT_COUNT_RECORD_STEPS)
             self._start_recording(sample, per_step, since, steps)
             alert.message += (f"; recording the next {steps} steps to name the allocation site"

@@ -52,7 +52,9 @@ std::string forecast(const log_figures& f, const steplog_record& r) {
   if (!f.judged.steps_to_limit) return {};
   std::string what = r.limit ? fmt::format("the {} limit", format_bytes(f.limit)) : fmt::format("the {} card", format_bytes(f.total));
   if (*f.judged.steps_to_limit <= 0) return fmt::format("; the step peak is past {} already", what);
-  return fmt::format("; at this rate the step peak passes {} in about {}", what, plural(*f.judged.steps_to_limit, "step", "steps"));
+  const std::int64_t steps = *f.judged.steps_to_limit;
+  return fmt::format("; at this rate the step peak passes {} in about {} {}", what, format_count(static_cast<std::uint64_t>(steps)),
+                     steps == 1 ? "step" : "steps");
 }
 
 void advise_oom(const log_view& log, const steplog_record& r, std::vector<watch_advice>& warnings, std::vector<watch_advice>& infos) {
@@ -125,10 +127,14 @@ void advise_leak(const log_view& log, const steplog_record& r, const log_figures
   const std::optional<steplog_alert_seen>& alerted = log.latest_leak;
   if (leak.growing) {
     const step_sample& before = log.samples[leak.first - 1];
-    std::string text = fmt::format("leak: step-end allocated grows {}/step since step {}: {} of the {} step ends since rose above the "
-                                   "{} scatter, {} -> {} allocated",
-                                   format_bytes(leak.bytes_per_step), log.samples[leak.first].step, leak.events,
-                                   leak.steps, format_bytes(leak.noise_bytes), format_bytes(before.allocated), format_bytes(r.allocated));
+    // Growth seen step by step, or a trend through noise that hides single steps.
+    std::string how = 2 * leak.events > leak.steps || leak.period > 1
+                          ? fmt::format("{} of the {} step ends since rose above the {} scatter", leak.events, leak.steps,
+                                        format_bytes(leak.noise_bytes))
+                          : fmt::format("a trend over {} step ends through {} of scatter", leak.steps, format_bytes(leak.noise_bytes));
+    std::string text = fmt::format("leak: step-end allocated grows {}/step since step {}: {}, {} -> {} allocated",
+                                   format_bytes(leak.bytes_per_step), log.samples[leak.first].step, how,
+                                   format_bytes(before.allocated), format_bytes(r.allocated));
     if (alerted && !alerted->alert.cleared) text += fmt::format(" (the monitor's alert at step {})", alerted->step);
     text += forecast(f, r);
     if (alerted && !alerted->alert.site.empty()) {

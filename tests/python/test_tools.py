@@ -13,7 +13,7 @@ from conftest import ROOT
 from fakes import FakeCuda, load_series
 
 TOOLS = ROOT / "tools" / "monitor"
-SCRIPTS = ["grpo_loop.py", "oom_run.py", "grpo_common.py"]
+SCRIPTS = ["grpo_loop.py", "oom_run.py", "grpo_common.py", "leak_matrix.py", "leak_rule_table.py", "holder_check.py"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -26,6 +26,23 @@ def test_help(name):
     done = subprocess.run([sys.executable, str(TOOLS / name), "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "--out" in done.stdout and "--stats-out" in done.stdout
+
+
+@pytest.mark.parametrize("name", ["leak_matrix.py", "holder_check.py"])
+def test_help_of_the_leak_tools(name):
+    done = subprocess.run([sys.executable, str(TOOLS / name), "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "--out" in done.stdout
+
+
+def test_leak_rule_table_replays_the_matrix(rlmem):
+    """docs/monitor.md's matrix table, from the recorded runs: every leak alerted, none missed."""
+    done = subprocess.run([sys.executable, str(TOOLS / "leak_rule_table.py"), "--markdown"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == 43, f"43 recorded runs, saw {len(rows)}"
+    assert not any("MISSED" in row for row in rows), done.stdout
 
 
 def test_stats_series_is_what_the_fake_replays(tmp_path, monkeypatch):

@@ -166,7 +166,7 @@ TEST(watch_advice, a_leak_becomes_a_rate_and_a_forecast_from_the_monitors_rule) 
   EXPECT_CONTAINS(leak.text, "7.00 GiB -> 7.28 GiB allocated");
   // The allocated peak (30 GiB + 288 MiB) may grow into 80 GiB less 512 MiB outside PyTorch:
   // 49.2 GiB at 48 MiB a step.
-  EXPECT_CONTAINS(leak.text, "at this rate the step peak passes the 80.0 GiB card in about 1050 steps");
+  EXPECT_CONTAINS(leak.text, "at this rate the step peak passes the 80.0 GiB card in about 1,050 steps");
   EXPECT_CONTAINS(leak.text, "StepMonitor(record_on_leak=3) names the allocation site");
 
   steplog_alert alert{"leak", 0, "allocated grows", 48 * mib, 5, "rl/grpo.py:212 compute_logprobs", "runs/leak_step8.pickle"};

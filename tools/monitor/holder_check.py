@@ -76,7 +76,7 @@ def run(shape: str, args, rlmem, torch) -> dict:
     del grpo
     torch.cuda.empty_cache()
     # the steps that recorded (K after the alert) and dumped are not ordinary: leave them out
-    recorded = {a["step"] + k for a in alerts if a["kind"] == "leak" and a["site"] is None for k in range(0, 4)}
+    recorded = {a["step"] + k for a in alerts if a["kind"] == "leak" and a["site"] is None for k in range(0, 7)}
     plain = [i for i in range(len(step_seconds)) if i + 1 not in recorded and i > 0]
     share = [monitor_seconds[i] / step_seconds[i] for i in plain]
     return {"alerts": alerts, "holder_named": any(a["holder"] for a in alerts),
