@@ -314,20 +314,13 @@ struct watch_advice {
   std::string text;  ///< may quote strings from the log (a leak's site): escape before printing
 };
 
-/// Thresholds of the advice rules (docs/watch.md explains each).
+/// Thresholds of the advice rules (docs/watch.md explains each): the step-end rules' own (the
+/// monitor's defaults, so watch and the monitor that wrote the log judge alike), and watch's.
 struct advice_thresholds {
-  double headroom_fraction = 0.10;       ///< warn when less than this share of the card is free at the peak
-  double fragmentation_fraction = 0.20;  ///< reserved beyond the largest step peak, as a share of reserved
-  std::int64_t fragmentation_min_bytes = std::int64_t{512} << 20;  ///< ... and at least this much
+  step_rules rules;                      ///< leak, fragmentation, headroom (fraction and forecast steps)
   double under_use_fraction = 0.25;      ///< peak below this share of the card: room to grow
   std::size_t window_steps = 20;         ///< step ends over which retries and OOMs count as rising
-  std::size_t leak_window = 64;          ///< step ends the leak rule judges (the monitor's default)
-  std::int64_t headroom_steps = 500;     ///< warn when the leak fills the headroom within this many steps
 };
-
-/// The step-end rules (include/rlmem/step_rules.hpp) with these thresholds: watch judges a log
-/// with the code the monitor that wrote it runs.
-step_rules rules_of(const advice_thresholds& thresholds);
 
 /// Everything one refresh shows.
 struct watch_frame {

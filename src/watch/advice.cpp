@@ -42,7 +42,7 @@ log_figures derive(const log_view& log, const steplog_record& r, const advice_th
   f.peak_allocated = std::max(r.step_peak_allocated, r.allocated);
   f.unallocated = std::max<std::int64_t>(0, r.reserved - r.allocated);
   f.peak = r.peak_is_per_step ? "the step's peak" : "the peak since the last reset";
-  f.judged = judge_step(log.samples, 0, rules_of(thresholds));
+  f.judged = judge_step(log.samples, 0, thresholds.rules);
   f.limit = f.judged.limit_bytes;
   return f;
 }
@@ -109,15 +109,15 @@ void advise_headroom(const steplog_record& r, const log_figures& f, const advice
   const std::int64_t free_at_peak = std::max<std::int64_t>(0, f.judged.free_at_peak);
   std::string where = r.limit ? fmt::format("the {} limit (a memory fraction of the {} card)", format_bytes(f.limit), format_bytes(f.total))
                               : fmt::format("the {} card", format_bytes(f.total));
-  const bool thin = static_cast<double>(f.judged.free_at_peak) < thresholds.headroom_fraction * static_cast<double>(f.limit);
+  const bool thin = static_cast<double>(f.judged.free_at_peak) < thresholds.rules.headroom_fraction * static_cast<double>(f.limit);
   warnings.push_back(
       {"headroom", advice_level::warning,
        fmt::format("headroom: about {} ({}) of {} stays free at {} (device free {} at the step end, less the {} "
                    "the peak reserved beyond it); {}. Peak allocated {}, peak reserved {}{}",
                    format_bytes(free_at_peak), percent_of(free_at_peak, f.limit), where, f.peak, format_bytes(r.device_free),
                    format_bytes(std::max<std::int64_t>(0, f.peak_reserved - r.reserved)),
-                   thin ? fmt::format("under the {:.0f}% margin a longer response or a larger group can OOM", 100.0 * thresholds.headroom_fraction)
-                        : fmt::format("the leak fills it within {} steps", thresholds.headroom_steps),
+                   thin ? fmt::format("under the {:.0f}% margin a longer response or a larger group can OOM", 100.0 * thresholds.rules.headroom_fraction)
+                        : fmt::format("the leak fills it within {} steps", thresholds.rules.headroom_steps),
                    format_bytes(f.peak_allocated), format_bytes(f.peak_reserved), forecast(f, r))});
 }
 
@@ -213,7 +213,7 @@ void advise_gpus(const watch_frame& frame, const advice_thresholds& thresholds, 
       return static_cast<double>(one.memory.used_bytes) / static_cast<double>(one.memory.total_bytes);
     };
     if (fullest == nullptr || share(gpu) > share(*fullest)) fullest = &gpu;
-    if (static_cast<double>(used) >= (1.0 - thresholds.headroom_fraction) * static_cast<double>(total)) {
+    if (static_cast<double>(used) >= (1.0 - thresholds.rules.headroom_fraction) * static_cast<double>(total)) {
       std::string holder;
       if (!gpu.processes.empty() && gpu.processes.front().process.used_bytes) {
         holder = fmt::format("; pid {} holds {}", gpu.processes.front().process.pid,
@@ -250,16 +250,6 @@ void advise_gpus(const watch_frame& frame, const advice_thresholds& thresholds, 
 }
 
 }  // namespace
-
-step_rules rules_of(const advice_thresholds& thresholds) {
-  step_rules rules;
-  rules.leak_window = thresholds.leak_window;
-  rules.headroom_fraction = thresholds.headroom_fraction;
-  rules.headroom_steps = thresholds.headroom_steps;
-  rules.fragmentation_fraction = thresholds.fragmentation_fraction;
-  rules.fragmentation_bytes = thresholds.fragmentation_min_bytes;
-  return rules;
-}
 
 std::vector<watch_advice> advise(const watch_frame& frame, const advice_thresholds& thresholds) {
   std::vector<watch_advice> warnings;

@@ -107,7 +107,7 @@ TEST(watch_advice, a_short_step_after_a_long_one_is_no_fragmentation) {
   EXPECT_CONTAINS(find(advice, "fine").text, "peak reserved 33.0 GiB is 41% of the 80.0 GiB card");
 
   advice_thresholds stricter;
-  stricter.fragmentation_fraction = 0.05;  // 3 GiB over 30 is 9%: the threshold is a parameter
+  stricter.rules.fragmentation_fraction = 0.05;  // 3 GiB over 30 is 9%: the threshold is a parameter
   EXPECT_CONTAINS(find(advise(frame_of(records), stricter), "fragmentation").text, "3.00 GiB (9.1%) more than");
 }
 
@@ -149,7 +149,7 @@ TEST(watch_advice, headroom_counts_what_the_peak_reserved_beyond_the_step_end) {
   EXPECT_CONTAINS(headroom.text, "Peak allocated 70.0 GiB, peak reserved 74.0 GiB");
 
   advice_thresholds looser;
-  looser.headroom_fraction = 0.05;
+  looser.rules.headroom_fraction = 0.05;
   EXPECT_FALSE(has(advise(frame_of({r}), looser), "headroom"));
 }
 
@@ -192,7 +192,7 @@ TEST(watch_advice, the_headroom_warning_comes_with_the_leaks_forecast) {
   EXPECT_CONTAINS(headroom.text, "the leak fills it within 500 steps");
   EXPECT_CONTAINS(headroom.text, "at this rate the step peak passes the 80.0 GiB card in about 53 steps");
   advice_thresholds later;
-  later.headroom_steps = 20;
+  later.rules.headroom_steps = 20;
   EXPECT_FALSE(has(advise(frame_of(records), later), "headroom"));
 }
 
