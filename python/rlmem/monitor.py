@@ -194,20 +194,28 @@ class StepMonitor:
 
     Alerts (thresholds are the parameters below; docs/monitor.md explains each rule):
 
-    * **leak**: step-end allocated bytes and live allocation counts of the last ``leak_window``
-      samples, judged by :func:`rlmem.leak_check` (the rule ``rlmem inspect`` applies to each
-      allocation site): growth with new allocations kept alive over two step ends, or steady
-      growth over ``leak_steady_steps`` (8; inspect's 4 would take a ramp of four growing batches
-      left alive at the step end for a leak). With ``record_on_leak=K`` the monitor then records the next K steps,
-      dumps a snapshot into ``snapshot_dir``, runs :func:`rlmem.inspect` on it and raises the
-      alert again naming the allocation site that grows.
+    * **leak**: librlmem's growth rule (:func:`rlmem.judge_step`, the code ``rlmem watch`` runs)
+      on the step-end allocated bytes of the last ``leak_window`` (64) samples: a change point,
+      a Theil-Sen slope significant against the series' own noise, step ends that rose above it
+      (3 every step; 2 alike ones every few steps) or, over a noisy series, a Mann-Kendall trend,
+      still going at the newest step end. The alert carries the forecast ``steps_to_limit`` (step
+      ends until the step's allocated peak no longer fits the card, or ``limit``); when the rule
+      stops holding (a cache that filled), one ``cleared`` alert says so. With
+      ``record_on_leak=K`` the monitor then records the next K steps (5 when the growth came
+      with fewer new allocations than steps), dumps a snapshot into ``snapshot_dir``, runs
+      :func:`rlmem.inspect` on it and raises the alert again naming the allocation site that
+      grows and, within ``holder_budget`` seconds, the Python object that holds the leaked
+      tensors (``holder_roots``: ``{name: object}`` to name paths through). ``leak_steady_steps``
+      is accepted and no longer used.
     * **fragmentation**: reserved memory beyond the largest allocated peak seen (memory no step
       has needed at once) at least ``fragmentation_bytes`` and ``fragmentation_fraction`` of
       reserved, and grown over the last ``fragmentation_window`` samples.
     * **alloc_retries**: ``num_alloc_retries`` rose: cudaMalloc failed, the allocator emptied
       its cache and retried; the job runs at the memory limit.
     * **headroom**: at the step's reserved peak, less than ``headroom`` (a fraction) of the device
-      was left free.
+      (or of ``limit``) was left free, or a leak's forecast is under ``headroom_steps`` (500).
+      ``limit``: the process's cap in bytes; by default torch's per-process memory fraction of the
+      device when one below 1 is set.
     * **oom**: ``num_ooms`` rose (an OOM was raised, perhaps caught).
     * **imbalance** (rank 0 of a distributed job): allocated or peak bytes across ranks differ by
       ``imbalance`` of the largest and ``imbalance_bytes``.

@@ -442,3 +442,26 @@ def test_a_leak_with_a_flat_count_is_recorded_long_enough_for_inspect_to_name_it
         raised = replay(monitor, cuda)
     assert kinds(raised) == {10: ["leak"], 15: ["leak"]}, kinds(raised)
     assert "; recording the next 5 steps to name the allocation site" in raised[10][0].message, raised[10][0].message
+
+
+def test_a_memory_fraction_is_the_limit_of_the_forecast_and_the_headroom(rlmem, tmp_path):
+    # torch.cuda.set_per_process_memory_fraction(0.1): 8 GiB of the 80 GiB card. The leak of
+    # 47 MiB a step fills what the allocated peak leaves of it in about 50 steps, under
+    # headroom_steps (500): the headroom alert says so, against the limit, not the card.
+    cuda = FakeCuda(synthetic(24, leak_at=12))
+    cuda.get_per_process_memory_fraction = lambda device=None: 0.1
+    with rlmem.StepMonitor(tmp_path / "m.jsonl", cuda=cuda) as monitor:
+        raised = replay(monitor, cuda)
+    records = check_steplog(tmp_path / "m.jsonl")
+    assert all(r["limit"] == 8 * GiB for r in records), records[0]
+    leak = raised[14][0]
+    peak = max(entry["allocated_bytes.all.peak"] for entry in cuda.series["steps"][:14])
+    assert leak.steps_to_limit == -(-(8 * GiB - peak) // (47 * MiB)), leak
+    assert "at this rate the step peak passes the 8.00 GiB limit in about" in leak.message, leak.message
+    headroom = [a for alerts in raised.values() for a in alerts if a.kind == "headroom"]
+    assert headroom and "of the 8.00 GiB limit (a memory fraction of the 80.0 GiB device)" in headroom[0].message, headroom
+
+    explicit = FakeCuda(synthetic(6))
+    with rlmem.StepMonitor(tmp_path / "n.jsonl", cuda=explicit, limit=40 * GiB) as monitor:
+        replay(monitor, explicit)
+    assert {r["limit"] for r in check_steplog(tmp_path / "n.jsonl")} == {40 * GiB}
