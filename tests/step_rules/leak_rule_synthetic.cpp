@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
           const bool before_leak = !series.leaking || end < series.start;
           // Caches and buffers may be alerted while they still grow (within 3 step ends).
           bool growing_lately = false;
-          for (std::size_t back = end >= 2 ? end - 2 : 1; back <= end; ++back) growing_lately |= series.held[back] > series.held[back - 1];
+          for (std::size_t back = end > 2 ? end - 2 : 1; back <= end; ++back) growing_lately |= series.held[back] > series.held[back - 1];
           if (before_leak) {
             const bool allowed = !series.leaking && growing_lately;
             must_not += !allowed;

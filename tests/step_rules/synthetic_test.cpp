@@ -102,7 +102,7 @@ TEST(synthetic_series, buffers_grown_to_the_longest_length_seldom_alert) {
       synthetic_series series = make_series(synthetic_shape::high_water, noise, steps_per_series, rng);
       for (std::size_t end = 2; end < series.allocated.size(); ++end, ++samples) {
         bool grew_lately = false;
-        for (std::size_t back = end >= 2 ? end - 2 : 1; back <= end; ++back) grew_lately |= series.held[back] > series.held[back - 1];
+        for (std::size_t back = end > 2 ? end - 2 : 1; back <= end; ++back) grew_lately |= series.held[back] > series.held[back - 1];
         late += judge_at(series, end).growing && !grew_lately;
       }
     }
