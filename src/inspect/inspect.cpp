@@ -70,6 +70,12 @@ class stack_index {
     return cached;
   }
   const allocation_site& site_info(std::uint32_t id) const { return sites_[id]; }
+  // The site a label names, among those resolved from stacks (not the two special ones).
+  std::optional<std::uint32_t> site_named(const std::string& label) const {
+    auto found = site_by_label_.find(label);
+    if (found == site_by_label_.end()) return std::nullopt;
+    return found->second;
+  }
   std::size_t site_count() const { return sites_.size(); }
 
   // The site `id` as a report shows it: with `stack` as its representative and that stack's
@@ -590,14 +596,12 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   result.leaks = detail::detect_leaks(stacks.frames(), series, sites.step_ends(), options.max_leaks, leaks_found);
   result.summary_of_leaks = detail::summarize_leaks(result.steps, result.leaks);
   // The blocks each leak holds at dump time: the segments' live blocks whose site is one of its
-  // lines. O(blocks + leaks x lines).
+  // lines. O(blocks + leak lines).
   if (!result.leaks.empty()) {
     std::unordered_map<std::uint32_t, std::size_t> leak_of_site;
     for (std::size_t index = 0; index < result.leaks.size(); ++index) {
       for (const leak_line& covered : result.leaks[index].lines) {
-        auto found = std::find_if(series.begin(), series.end(),
-                                  [&](const detail::site_series& one) { return one.site.label == covered.site.label; });
-        if (found != series.end()) leak_of_site.emplace(static_cast<std::uint32_t>(found - series.begin()), index);
+        if (std::optional<std::uint32_t> id = stacks.site_named(covered.site.label)) leak_of_site.emplace(*id, index);
       }
     }
     for (const segment& held : snap.segments) {
