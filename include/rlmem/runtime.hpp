@@ -193,7 +193,8 @@ class runtime {
   std::vector<tag_statistics> statistics() const;
   runtime_snapshot snapshot() const;
   runtime_totals totals() const;
-  /// The reason of the last failure, in one line (empty when none).
+  /// The reason of the calling thread's last failure, in one line (empty when none): each
+  /// thread reads its own, so another thread's failure never replaces it.
   std::string last_error() const;
 
  private:
@@ -253,7 +254,6 @@ class runtime {
   std::uint64_t history_dropped_ = 0;
   std::vector<void*> spare_slabs_;
   runtime_totals totals_;
-  std::string last_error_;
 };
 
 }  // namespace rlmem

@@ -26,6 +26,10 @@ std::int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// The reason of this thread's last failure: read by the caller right after the call that
+// failed, so that another thread's failure in between cannot replace it.
+thread_local std::string calling_thread_error;
+
 rlmem_policy_options for_a_long_run(rlmem_policy_options options) {
   options.keep_segment_events = false;
   return options;
@@ -126,7 +130,7 @@ void runtime::refresh_mapped(tag_state& tag) {
 }
 
 runtime_errc runtime::fail(runtime_errc code, std::string message) {
-  last_error_ = std::move(message);
+  calling_thread_error = std::move(message);
   return code;
 }
 
@@ -315,16 +319,22 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
     std::uint64_t previous_mark = 0;
     address_run previous_range;
     bool pending = false;
-    auto finish_previous = [&]() -> bool {
-      if (!pending) return true;
+    // Empty when the previous piece's copy finished and its pages went back; else the reason.
+    auto finish_previous = [&]() -> std::string {
+      if (!pending) return {};
       device_errc waited = gpu_.wait_mark(previous_mark);
       pending = false;
-      if (waited != device_errc::ok) {
+      if (waited != device_errc::ok) return "backup copy: " + std::string(device_error_name(waited));
+      if (!policy_.release_range(previous_range, true)) {
+        std::string why = "releasing backed-up pages: " + policy_.fault();
         policy_.clear_fault();
-        last_error_ = "backup copy: " + std::string(device_error_name(waited));
-        return false;
+        return why;
       }
-      return policy_.release_range(previous_range, true);
+      return {};
+    };
+    auto paused_part_way = [&](const std::string& why) {
+      return fail(runtime_errc::device_error, "pause of tag '" + std::string(name) + "': " + why +
+                                                  "; pages backed up so far are paused, the rest still mapped");
     };
     for (const backup_chunk& piece : tag->backup) {
       device_errc enqueued = gpu_.copy_to_host_async(piece.host, piece.range.address, piece.range.bytes);
@@ -333,16 +343,15 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
       if (enqueued != device_errc::ok) {
         finish_previous();
         gpu_.wait_copies();
-        return fail(runtime_errc::device_error, "backup of tag '" + std::string(name) + "': " + std::string(device_error_name(enqueued)) +
-                                                    "; pages backed up so far are paused, the rest still mapped");
+        return paused_part_way("backup copy: " + std::string(device_error_name(enqueued)));
       }
-      if (!finish_previous()) return device_fault("pause");
+      if (std::string why = finish_previous(); !why.empty()) return paused_part_way(why);
       pending = true;
       previous_mark = mark;
       previous_range = piece.range;
       copied += piece.range.bytes;
     }
-    if (!finish_previous()) return device_fault("pause");
+    if (std::string why = finish_previous(); !why.empty()) return paused_part_way(why);
     tag->stats.host_backup_bytes = copied;
   }
   // What is left: the tag's cached pages, and every page of a discard.
@@ -584,9 +593,6 @@ runtime_totals runtime::totals() const {
   return totals_;
 }
 
-std::string runtime::last_error() const {
-  std::lock_guard hold(lock_);
-  return last_error_;
-}
+std::string runtime::last_error() const { return calling_thread_error; }
 
 }  // namespace rlmem
