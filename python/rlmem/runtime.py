@@ -32,7 +32,7 @@ import types
 import weakref
 from typing import Any, Iterator, Optional
 
-from . import _lib
+from . import _lib, _torch_stats
 from .errors import InvalidArgumentError, RuntimeStateError, error_for_status
 
 __all__ = [
@@ -162,6 +162,7 @@ def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
             ) from None
         _installed = True
         _history_entries = int(history)
+        _torch_stats.enable()  # torch.cuda.memory_allocated() & co. answered by rlmem (docs/runtime-compat.md)
 
 
 def installed() -> bool:
