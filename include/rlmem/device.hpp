@@ -69,7 +69,9 @@ class device {
   virtual device_errc release(physical_handle handle) noexcept = 0;
 
   /// Maps a whole handle at `address`. Pre: size is the handle's size; the range lies inside one
-  /// reservation and none of it is mapped; the handle is not mapped elsewhere.
+  /// reservation and none of it is mapped. A handle may be mapped at several addresses at once,
+  /// each seeing the same memory (the runtime's checking mode maps one poison page under every
+  /// paused page); its memory returns once it is released and every mapping unmapped.
   virtual device_errc map(std::uint64_t address, std::uint64_t size, physical_handle handle) noexcept = 0;
   /// Gives this device read and write access: a new mapping has none. Pre: the range is covered
   /// by mappings.

@@ -107,7 +107,7 @@ class fake_device final : public device {
   struct handle_state {
     std::uint64_t size = 0;
     bool released = false;
-    bool mapped = false;
+    std::uint32_t mappings = 0;  // a handle may be mapped at several addresses, as CUDA allows
     std::unique_ptr<std::byte[]> bytes;  // host_backed only
   };
   struct mapping {

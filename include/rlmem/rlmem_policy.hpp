@@ -41,6 +41,15 @@ struct rlmem_policy_options {
   /// a run goes back to the device only as a whole: once no block uses any of its pages (or
   /// when its tag pauses again). The page size (the granularity) restores page by page.
   std::uint64_t restore_run_bytes = std::uint64_t{64} << 20;
+  /// allocate() maps the pages that lie wholly inside a new block in runs of up to this many
+  /// bytes, one allocation and one mapping each, as a resume does (a 512 MiB activation: 16
+  /// driver mappings instead of 256, each costing about the same); pages at a block's ends,
+  /// which neighbours may share, are mapped one by one. A run goes back only as a whole, so a
+  /// free page inside a run another block still uses stays mapped until that block goes: the
+  /// price in memory. 32 MiB: on the recorded workloads replayed (docs/runtime.md) the smallest
+  /// capacity that completes rises by at most 2% against page by page (64 MiB: 3%). The page
+  /// size maps page by page.
+  std::uint64_t allocation_run_bytes = std::uint64_t{32} << 20;
 };
 
 /// Told of every page mapped (true) or unmapped (false), with the key of its arena.
@@ -145,8 +154,8 @@ class rlmem_policy final : public allocator_policy {
     arena* owner = nullptr;
     std::uint64_t run = 0;  // the start of the restored run it is mapped in; 0 when mapped alone
   };
-  /// Pages restore_range() mapped as one allocation and one mapping.
-  struct restored_run {
+  /// Pages mapped as one allocation and one mapping (by allocate() or restore_range()).
+  struct memory_run {
     physical_handle handle = 0;
     std::uint64_t bytes = 0;
   };
@@ -156,6 +165,11 @@ class rlmem_policy final : public allocator_policy {
   void give_back(arena& where, std::uint64_t address, std::uint64_t size);
   bool map_pages(arena& owner, std::uint64_t address, std::uint64_t size);
   bool map_page(arena& owner, std::uint64_t address);
+  /// Maps `bytes` of pages no one has at `address` as one run (one page: an ordinary page), each
+  /// page with one user. False with nothing changed.
+  bool map_new_run(arena& owner, std::uint64_t address, std::uint64_t bytes);
+  /// Pages under [address, address + size) that no one has: what mapping a block there takes.
+  std::uint64_t pages_missing(std::uint64_t address, std::uint64_t size) const;
   /// create + map + set_access of `bytes` at `address`, as one allocation; the handle, or 0
   /// with fault_ set unless out of memory.
   physical_handle new_memory(std::uint64_t address, std::uint64_t bytes);
@@ -164,12 +178,16 @@ class rlmem_policy final : public allocator_policy {
   void unmap_page(std::uint64_t address);
   /// Maps [address, address + bytes) of paused pages as one run; false with nothing changed.
   bool map_restored_run(std::uint64_t address, std::uint64_t bytes);
-  /// Unmaps a restored run: its unused pages are forgotten, the others paused. Pre: fenced.
-  bool unmap_restored_run(std::uint64_t start);
-  bool restored_run_unused(std::uint64_t start) const;
+  /// Unmaps a run: its unused pages are forgotten, the others paused. Pre: fenced.
+  bool unmap_run(std::uint64_t start);
+  bool run_unused(std::uint64_t start) const;
   /// Gives a page no block uses back: alone, or with its run once the whole run is unused.
   void release_unused_page(std::uint64_t address);
-  bool release_cached_pages();
+  /// Gives cached pages back (fenced first) until `pages` more fit under the capacity, with
+  /// as many again to spare so that the next requests do not fence again at once, keeping those
+  /// in `keep` (the request's own); every cached page when the device itself ran short
+  /// (`pages` 0, or no capacity). True when any went.
+  bool release_cached_pages(std::uint64_t pages = 0, address_run keep = {});
   bool room_for(std::uint64_t pages) const noexcept;
   /// Contiguous runs of the pages in `range` for which `wanted(page)` holds.
   template <typename Wanted>
@@ -186,7 +204,7 @@ class rlmem_policy final : public allocator_policy {
   std::uint64_t mapped_pages_ = 0;
   std::uint64_t paused_pages_ = 0;
   std::set<std::uint64_t> cached_;                     // mapped pages no block uses
-  std::map<std::uint64_t, restored_run> restored_runs_;  // by start address
+  std::map<std::uint64_t, memory_run> runs_;  // by start address
   std::deque<model_block> storage_;
   std::vector<model_block*> recycled_;
   std::vector<model_segment_event> events_;

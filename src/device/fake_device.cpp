@@ -131,7 +131,7 @@ device_errc fake_device::create(std::uint64_t size, physical_handle& handle) noe
 }
 
 void fake_device::drop_if_gone(std::unordered_map<physical_handle, handle_state>::iterator found) noexcept {
-  if (!found->second.released || found->second.mapped) return;
+  if (!found->second.released || found->second.mappings > 0) return;
   used_bytes_ -= found->second.size;
   handles_.erase(found);
 }
@@ -157,7 +157,7 @@ std::map<std::uint64_t, std::uint64_t>::const_iterator fake_device::reservation_
 device_errc fake_device::map(std::uint64_t address, std::uint64_t size, physical_handle handle) noexcept {
   if (injected_failure()) return logged(device_op::map, address, size, handle, device_errc::out_of_memory);
   auto found = handles_.find(handle);
-  bool usable = found != handles_.end() && !found->second.released && !found->second.mapped && found->second.size == size;
+  bool usable = found != handles_.end() && !found->second.released && found->second.size == size;
   if (!usable || !aligned(address) || reservation_holding(address, size) == reservations_.end()) {
     return logged(device_op::map, address, size, handle, device_errc::invalid_argument);
   }
@@ -174,7 +174,7 @@ device_errc fake_device::map(std::uint64_t address, std::uint64_t size, physical
   } catch (const std::bad_alloc&) {
     return logged(device_op::map, address, size, handle, device_errc::out_of_memory);
   }
-  found->second.mapped = true;
+  ++found->second.mappings;
   mapped_bytes_ += size;
   return logged(device_op::map, address, size, handle, device_errc::ok);
 }
@@ -211,7 +211,7 @@ device_errc fake_device::unmap(std::uint64_t address, std::uint64_t size) noexce
   mappings_.erase(found);
   mapped_bytes_ -= size;
   auto state = handles_.find(handle);
-  state->second.mapped = false;
+  --state->second.mappings;
   drop_if_gone(state);
   return logged(device_op::unmap, address, size, handle, device_errc::ok);
 }

@@ -30,7 +30,7 @@ rlmem_policy::~rlmem_policy() {
     gpu_.unmap(address, page_bytes_);
     gpu_.release(held.handle);
   }
-  for (const auto& [start, run] : restored_runs_) {
+  for (const auto& [start, run] : runs_) {
     gpu_.unmap(start, run.bytes);
     gpu_.release(run.handle);
   }
@@ -126,32 +126,76 @@ bool rlmem_policy::map_page(arena& owner, std::uint64_t address) {
   return true;
 }
 
-// Every page under [address, address + size) gains a user, mapped when new. On failure the
-// pages taken so far are left again and those this call mapped go back to the device: nothing
-// changed.
+std::uint64_t rlmem_policy::pages_missing(std::uint64_t address, std::uint64_t size) const {
+  std::uint64_t missing = 0;
+  for (std::uint64_t at = address / page_bytes_ * page_bytes_; at < address + size; at += page_bytes_) missing += pages_.count(at) == 0 ? 1 : 0;
+  return missing;
+}
+
+bool rlmem_policy::map_new_run(arena& owner, std::uint64_t address, std::uint64_t bytes) {
+  if (bytes == page_bytes_) return map_page(owner, address);
+  std::uint64_t pages = bytes / page_bytes_;
+  if (!room_for(pages)) return false;
+  physical_handle handle = new_memory(address, bytes);
+  if (handle == 0) return false;
+  runs_.emplace(address, memory_run{handle, bytes});
+  for (std::uint64_t at = address; at < address + bytes; at += page_bytes_) {
+    pages_.emplace(at, page{handle, 1, &owner, address});
+    record(true, at, owner);
+  }
+  mapped_pages_ += pages;
+  owner.mapped_pages += pages;
+  return true;
+}
+
+// Every page under [address, address + size) gains a user; those no one had are mapped, the
+// ones wholly inside the block in runs. On failure the pages taken so far are left again and
+// those this call mapped go back to the device: nothing changed.
 bool rlmem_policy::map_pages(arena& owner, std::uint64_t address, std::uint64_t size) {
   std::uint64_t first = address / page_bytes_ * page_bytes_;
-  std::vector<std::uint64_t> mapped_here;
-  for (std::uint64_t at = first; at < address + size; at += page_bytes_) {
+  std::uint64_t end = address + size;
+  std::uint64_t most = std::max(page_bytes_, options_.allocation_run_bytes / page_bytes_ * page_bytes_);
+  std::vector<std::uint64_t> mapped_here;  // the start of each page or run this call mapped
+  std::uint64_t at = first;
+  bool ok = true;
+  while (at < end) {
     auto found = pages_.find(at);
-    bool paused = found != pages_.end() && found->second.handle == 0;
-    if (paused) {
+    if (found != pages_.end() && found->second.handle == 0) {
       fault_ = "a block placed in a paused range";
-    } else if (found != pages_.end()) {
+      ok = false;
+      break;
+    }
+    if (found != pages_.end()) {
       if (found->second.users++ == 0) cached_.erase(at);
+      at += page_bytes_;
       continue;
     }
-    if (paused || !map_page(owner, at)) {
-      // Pages mapped by this call were never used: no fence is needed to give them back.
-      if (at > first) leave_pages(first, at - first);
-      for (std::uint64_t page_address : mapped_here) {
-        if (cached_.erase(page_address) > 0) unmap_page(page_address);
-      }
-      return false;
+    // A page at either end of the block may be shared later: alone. Inside: as long a run of
+    // pages no one has as the block covers.
+    std::uint64_t bytes = page_bytes_;
+    if (at >= address) {
+      while (bytes < most && at + bytes + page_bytes_ <= end && pages_.find(at + bytes) == pages_.end()) bytes += page_bytes_;
+    }
+    if (!map_new_run(owner, at, bytes)) {
+      ok = false;
+      break;
     }
     mapped_here.push_back(at);
+    at += bytes;
   }
-  return true;
+  if (ok) return true;
+  // Pages mapped by this call were never used: no fence is needed to give them back.
+  if (at > first) leave_pages(first, at - first);
+  for (std::uint64_t start : mapped_here) {
+    auto held = pages_.find(start);
+    if (held == pages_.end() || held->second.users > 0) continue;  // already given back, or shared meanwhile
+    if (held->second.run != 0) {
+      unmap_run(start);
+    } else if (cached_.erase(start) > 0) {
+      unmap_page(start);
+    }
+  }
+  return false;
 }
 
 void rlmem_policy::unmap_page(std::uint64_t address) {
@@ -179,7 +223,7 @@ void rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size) {
     }
     cached_.insert(at);
     std::uint64_t run = found->second.run;
-    if (options_.release_free_pages && (run == 0 || restored_run_unused(run))) {
+    if (options_.release_free_pages && (run == 0 || run_unused(run))) {
       gpu_.synchronize();
       release_unused_page(at);
     }
@@ -189,21 +233,29 @@ void rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size) {
 void rlmem_policy::release_unused_page(std::uint64_t address) {
   std::uint64_t run = pages_.at(address).run;
   if (run != 0) {
-    unmap_restored_run(run);
+    unmap_run(run);
     return;
   }
   cached_.erase(address);
   unmap_page(address);
 }
 
-bool rlmem_policy::release_cached_pages() {
+bool rlmem_policy::release_cached_pages(std::uint64_t pages, address_run keep) {
   if (cached_.empty()) return false;
   gpu_.synchronize();
+  // Enough for the request and as much again, so that the requests after it map without
+  // fencing once more; all of it when the device, not the capacity, ran short.
+  bool all = pages == 0 || options_.capacity_bytes == 0 || room_for(pages);
+  auto enough = [&] { return !all && room_for(2 * pages); };
   bool released = false;
-  for (auto at = cached_.begin(); at != cached_.end();) {
+  for (auto at = cached_.begin(); at != cached_.end() && !enough();) {
     std::uint64_t address = *at;
+    if (!all && address + page_bytes_ > keep.address && address < keep.address + keep.bytes) {
+      ++at;  // the request itself will use it
+      continue;
+    }
     std::uint64_t run = pages_.at(address).run;
-    if (run != 0 && !restored_run_unused(run)) {
+    if (run != 0 && !run_unused(run)) {
       ++at;  // other pages of its run are in use: the run stays mapped
       continue;
     }
@@ -214,8 +266,8 @@ bool rlmem_policy::release_cached_pages() {
   return released;
 }
 
-bool rlmem_policy::restored_run_unused(std::uint64_t start) const {
-  const restored_run& run = restored_runs_.at(start);
+bool rlmem_policy::run_unused(std::uint64_t start) const {
+  const memory_run& run = runs_.at(start);
   for (auto at = pages_.find(start); at != pages_.end() && at->first < start + run.bytes; ++at) {
     if (at->second.users > 0) return false;
   }
@@ -226,7 +278,7 @@ bool rlmem_policy::map_restored_run(std::uint64_t address, std::uint64_t bytes) 
   physical_handle handle = new_memory(address, bytes);
   if (handle == 0) return false;
   bool alone = bytes == page_bytes_;  // a run of one page is an ordinary page
-  if (!alone) restored_runs_.emplace(address, restored_run{handle, bytes});
+  if (!alone) runs_.emplace(address, memory_run{handle, bytes});
   for (std::uint64_t at = address; at < address + bytes; at += page_bytes_) {
     page& held = pages_.at(at);
     held.handle = handle;
@@ -239,16 +291,16 @@ bool rlmem_policy::map_restored_run(std::uint64_t address, std::uint64_t bytes) 
   return true;
 }
 
-bool rlmem_policy::unmap_restored_run(std::uint64_t start) {
-  auto found = restored_runs_.find(start);
-  restored_run run = found->second;
+bool rlmem_policy::unmap_run(std::uint64_t start) {
+  auto found = runs_.find(start);
+  memory_run run = found->second;
   device_errc code = gpu_.unmap(start, run.bytes);
   if (code == device_errc::ok) code = gpu_.release(run.handle);
   if (code != device_errc::ok) {
     fault_ = "releasing restored memory: " + std::string(device_error_name(code));
     return false;
   }
-  restored_runs_.erase(found);
+  runs_.erase(found);
   for (std::uint64_t address = start; address < start + run.bytes; address += page_bytes_) {
     auto at = pages_.find(address);
     page& held = at->second;
@@ -294,9 +346,16 @@ model_block* rlmem_policy::allocate(std::uint64_t requested_bytes, std::uint64_t
   if (!place(*where, size, address)) return nullptr;
   if (!map_pages(*where, address, size)) {
     // Short of memory: the pages no block uses go back, once, and the request tries again.
-    bool released = release_cached_pages();
+    // Short of memory: cached pages go back, first as many as the request needs (those
+    // under it kept), then, if that was not enough, all of them.
+    bool released = release_cached_pages(pages_missing(address, size), {address, size});
+    bool mapped = released && map_pages(*where, address, size);
+    if (!mapped && fault_.empty() && release_cached_pages()) {
+      released = true;
+      mapped = map_pages(*where, address, size);
+    }
     if (released) ++retries_;
-    if (!released || !map_pages(*where, address, size)) {
+    if (!mapped) {
       give_back(*where, address, size);
       return nullptr;
     }
@@ -362,7 +421,7 @@ bool rlmem_policy::grow(std::uint64_t key, std::uint64_t bytes) {
   std::uint64_t start = buffer.top;
   for (std::uint64_t at = buffer.base + start; buffer.top < wanted; at += page_bytes_) {
     bool mapped = map_page(buffer, at);
-    if (!mapped && fault_.empty() && release_cached_pages()) {
+    if (!mapped && fault_.empty() && release_cached_pages((wanted - buffer.top) / page_bytes_)) {
       ++retries_;
       mapped = map_page(buffer, at);
     }
@@ -391,7 +450,7 @@ void rlmem_policy::release_growable(std::uint64_t key) {
     std::uint64_t address = at->first;
     if (at->second.run != 0) {
       // Its pages come back paused (the buffer uses them) and are dropped as such below.
-      unmap_restored_run(at->second.run);
+      unmap_run(at->second.run);
       at = pages_.lower_bound(address);
       continue;
     }
@@ -453,12 +512,12 @@ bool rlmem_policy::release_range(address_run range, bool fenced) {
     if (held.run != 0) {
       // A restored run goes as a whole once the range reaches its end; the pages of it after
       // `range` are released with a later range (a pause releases each piece once it is copied).
-      std::uint64_t run_end = held.run + restored_runs_.at(held.run).bytes;
+      std::uint64_t run_end = held.run + runs_.at(held.run).bytes;
       if (run_end > range.address + range.bytes) {
         ++at;
         continue;
       }
-      if (!unmap_restored_run(held.run)) return false;
+      if (!unmap_run(held.run)) return false;
       at = pages_.lower_bound(run_end);
       continue;
     }
@@ -490,7 +549,7 @@ bool rlmem_policy::restore_range(address_run range, std::vector<address_run>& re
     for (std::uint64_t start : mapped_here) {
       page& held = pages_.at(start);
       if (held.run != 0) {
-        unmap_restored_run(start);  // its pages are in use: paused again
+        unmap_run(start);  // its pages are in use: paused again
         continue;
       }
       gpu_.unmap(start, page_bytes_);
@@ -522,7 +581,7 @@ bool rlmem_policy::restore_range(address_run range, std::vector<address_run>& re
     // Short of memory, the cached pages of every arena go back once, as for an allocation.
     auto mapped = [&] { return room_for(bytes / page_bytes_) && map_restored_run(start, bytes); };
     bool ok = mapped();
-    if (!ok && fault_.empty() && release_cached_pages()) {
+    if (!ok && fault_.empty() && release_cached_pages(bytes / page_bytes_)) {
       ++retries_;
       ok = mapped();
     }

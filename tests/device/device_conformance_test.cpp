@@ -77,6 +77,30 @@ TYPED_TEST(device_conformance, describes_itself) {
   EXPECT_LE(free_bytes, total_bytes);
 }
 
+// One handle mapped at two addresses: both see the same memory, which stays until the handle is
+// released and both mappings are gone (the runtime's checking mode maps one poison page under
+// every paused page).
+TYPED_TEST(device_conformance, maps_one_handle_at_two_addresses) {
+  device& gpu = *this->device_;
+  std::uint64_t page = this->granularity_;
+  std::uint64_t base = this->reserve(2);
+  physical_handle handle = this->create(1);
+  ASSERT_EQ(gpu.map(base, page, handle), device_errc::ok);
+  ASSERT_EQ(gpu.map(base + page, page, handle), device_errc::ok);
+  ASSERT_EQ(gpu.set_access(base, 2 * page), device_errc::ok);
+  std::vector<std::byte> written(page, std::byte{0x5a});
+  ASSERT_EQ(gpu.copy_from_host(base, written.data(), page), device_errc::ok);
+  std::vector<std::byte> seen(page);
+  ASSERT_EQ(gpu.copy_to_host(seen.data(), base + page, page), device_errc::ok);
+  EXPECT_EQ(seen, written) << "a write through the first mapping is read through the second";
+  ASSERT_EQ(gpu.release(handle), device_errc::ok);
+  ASSERT_EQ(gpu.unmap(base, page), device_errc::ok);
+  ASSERT_EQ(gpu.copy_to_host(seen.data(), base + page, page), device_errc::ok) << "the other mapping still holds the memory";
+  EXPECT_EQ(seen, written);
+  ASSERT_EQ(gpu.unmap(base + page, page), device_errc::ok);
+  EXPECT_EQ(gpu.free_reservation(base, 2 * page), device_errc::ok);
+}
+
 // Two handles mapped side by side read and write as one range, before and after the release of
 // their handles (memory lives until it is unmapped), and everything goes back.
 TYPED_TEST(device_conformance, mapped_pages_hold_what_was_copied_in) {

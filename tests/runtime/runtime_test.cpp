@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -319,12 +320,16 @@ TEST(runtime, freeing_a_paused_block_releases_nothing_twice_and_its_pages_are_no
   ASSERT_EQ(rt.resume("train"), runtime_errc::ok) << rt.last_error();
   EXPECT_EQ(gpu.used_bytes(), 4 * mib) << "only the block still live is mapped again";
   EXPECT_TRUE(holds(rt, kept, 4 * mib, 8));
-  std::size_t releases = 0;
+  std::set<physical_handle> released;
+  std::uint64_t unmapped_bytes = 0;
   for (const device_call& call : gpu.log()) {
     EXPECT_EQ(call.result, device_errc::ok) << device_op_name(call.op) << " failed: the runtime broke a precondition";
-    releases += call.op == device_op::release;
+    if (call.op == device_op::release) {
+      EXPECT_TRUE(released.insert(call.handle).second) << "handle " << call.handle << " released twice";
+    }
+    if (call.op == device_op::unmap) unmapped_bytes += call.size;
   }
-  EXPECT_EQ(releases, 5u) << "5 pages released once each at the pause";
+  EXPECT_EQ(unmapped_bytes, 10 * mib) << "the 5 pages of both blocks unmapped once each at the pause";
 }
 
 TEST(runtime, a_pause_whose_backup_cannot_be_pinned_changes_nothing) {
