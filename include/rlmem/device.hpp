@@ -24,6 +24,15 @@ enum class device_errc : int {
 /// "out_of_memory" etc.; "unknown" for a value outside the enum.
 std::string_view device_error_name(device_errc code) noexcept;
 
+/// The primitives of the seam, as logs and counters name them.
+enum class device_op : std::uint8_t {
+  reserve, free_reservation, create, release, map, set_access, unmap, copy_to_host, copy_from_host,
+  synchronize, host_allocate, host_free, copy_to_host_async, copy_from_host_async, fill, wait_copies, mark_copies, wait_mark,
+  count_
+};
+/// "map" etc.; "unknown" outside the enum.
+std::string_view device_op_name(device_op op) noexcept;
+
 class device;
 /// A physical allocation made by `create`; 0 is never a handle.
 using physical_handle = std::uint64_t;
@@ -112,6 +121,11 @@ class device {
   /// mark is waited for exactly once.
   virtual device_errc mark_copies(std::uint64_t& mark) noexcept = 0;
   virtual device_errc wait_mark(std::uint64_t mark) noexcept = 0;
+
+  /// Whether work enqueued on `stream` (a CUstream as an integer; 0 the legacy default stream)
+  /// is being captured into a CUDA graph now: memory allocated for it then is what every replay
+  /// of the graph reads and writes. A stream the device cannot ask about is not capturing.
+  virtual bool stream_capturing(std::uint64_t stream) noexcept = 0;
 };
 
 }  // namespace rlmem

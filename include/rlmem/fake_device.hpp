@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -38,11 +39,6 @@ struct fake_device_options {
   bool keep_log = false;
 };
 
-enum class device_op : std::uint8_t {
-  reserve, free_reservation, create, release, map, set_access, unmap, copy_to_host, copy_from_host,
-  synchronize, host_allocate, host_free, copy_to_host_async, copy_from_host_async, fill, wait_copies, mark_copies, wait_mark
-};
-std::string_view device_op_name(device_op op) noexcept;
 
 /// One call as the fake saw it.
 struct device_call {
@@ -85,6 +81,9 @@ class fake_device final : public device {
   device_errc wait_mark(std::uint64_t mark) noexcept override;
   /// Marks made and not yet waited for.
   std::size_t open_marks() const noexcept { return open_marks_.size(); }
+  bool stream_capturing(std::uint64_t stream) noexcept override { return capturing_.count(stream) > 0; }
+  /// A test's CUDA graph capture on `stream` begins (true) or ends.
+  void set_capturing(std::uint64_t stream, bool capturing);
 
   /// Physical bytes held: handles not yet both released and unmapped.
   std::uint64_t used_bytes() const noexcept { return used_bytes_; }
@@ -143,6 +142,7 @@ class fake_device final : public device {
   physical_handle next_handle_ = 1;
   std::uint64_t used_bytes_ = 0;
   std::uint64_t mapped_bytes_ = 0;
+  std::set<std::uint64_t> capturing_;
   std::uint64_t calls_ = 0;
   std::map<std::uint64_t, std::uint64_t> reservations_;  // start -> size
   std::map<std::uint64_t, mapping> mappings_;            // start -> mapping

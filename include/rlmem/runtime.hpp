@@ -8,6 +8,7 @@
 
 #include <rlmem/device.hpp>
 #include <rlmem/rlmem_policy.hpp>
+#include <rlmem/timed_device.hpp>
 
 #include <cstdint>
 #include <map>
@@ -57,6 +58,15 @@ struct runtime_options {
   /// Every byte of a discarded tag's memory after resume: zeros, so that a KV cache or buffer
   /// read before it is written holds no stale data from another tag.
   std::uint8_t discard_fill = 0;
+  /// The checking mode (RLMEM_CHECK_PAUSED=1 in librlmem): a paused tag's used pages are backed
+  /// by one page of check_fill of the tag's own instead of nothing, so that a kernel reading
+  /// paused memory sees NaNs instead of faulting and a write into it is counted at resume
+  /// (writes_while_paused); a discarded tag comes back as check_fill, not discard_fill, so that
+  /// weights discarded and never loaded again train to NaN, and blocks_still_filled() names
+  /// them. Costs a map per page at pause and an unmap per page at resume.
+  bool check_contents = false;
+  /// 0xFF bytes: a NaN in every floating-point type (fp32, fp16, bf16, fp8 e5m2, fp64).
+  std::uint8_t check_fill = 0xFF;
   /// Keep the last this many allocator events (allocations, frees, pages mapped and unmapped,
   /// OOMs) for snapshot(), as torch's _record_memory_history keeps its trace; 0: none.
   std::uint64_t history_entries = 0;
@@ -115,6 +125,11 @@ struct tag_statistics {
   std::uint64_t pauses = 0;
   std::uint64_t resumes = 0;
   std::uint64_t failed_allocations = 0;
+  /// Checking mode: resumes that found the tag's paused memory written while it was paused.
+  std::uint64_t writes_while_paused = 0;
+  /// Blocks a CUDA graph capture allocated that the program has freed since: kept, because every
+  /// replay of the graph still uses them, until release_graph_memory().
+  std::uint64_t graph_held_bytes = 0;
   /// The last pause and resume: bytes copied (0 for a discard) and seconds, from the call to
   /// its return, copies included.
   std::uint64_t last_pause_copied_bytes = 0;
@@ -130,6 +145,7 @@ struct runtime_totals {
   std::uint64_t alloc_retries = 0;
   std::uint64_t ooms = 0;
   std::uint64_t host_buffer_bytes = 0;  ///< pinned slabs held: backups and those kept for reuse
+  device_call_totals device_calls;      ///< every device call the runtime made, counted and timed
 };
 
 /// Thread-safe: every member takes one lock.
@@ -144,20 +160,33 @@ class runtime {
 
   /// The tag of every allocation made outside a region.
   static constexpr std::string_view default_tag = "default";
+  /// The tag of memory torch's libraries keep for themselves (cuBLAS and cuBLASLt workspaces,
+  /// made once per stream and used by every later GEMM, whatever region it runs in): never
+  /// paused, and no region may name it.
+  static constexpr std::string_view library_tag = "libraries";
 
   /// Allocations from now on (any thread) go to `tag`, created on first use; regions nest.
-  void enter_region(std::string_view tag);
+  /// invalid_argument for library_tag.
+  runtime_errc enter_region(std::string_view tag);
   /// Back to the enclosing region's tag; invalid_argument when no region is open.
   runtime_errc leave_region();
   std::string current_tag() const;
 
   /// `bytes` (> 0) on `stream` in the current tag: the address, or an error. Blocks of one tag
   /// and stream share pages, never with another tag or stream.
+  /// A block allocated while `stream` is being captured into a CUDA graph is kept when freed
+  /// (every replay uses it) until release_graph_memory().
   runtime_errc allocate(std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address);
+  /// The same in library_tag, whatever region is open: memory a library keeps for itself.
+  runtime_errc allocate_for_library(std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address);
   /// Gives a block back; allowed while its tag is paused (its pages are then not restored).
   runtime_errc free(std::uint64_t address);
+  /// Frees the blocks graph captures allocated that the program freed since, in `tag` (empty:
+  /// every tag): call it once the graphs that used them are gone.
+  runtime_errc release_graph_memory(std::string_view tag);
 
   /// Releases the tag's physical memory, keeping its addresses. Fences the device first.
+  /// invalid_argument for library_tag.
   runtime_errc pause(std::string_view tag, keep_contents keep);
   /// Maps new memory at the same addresses and restores or fills the contents. Memory
   /// allocated elsewhere meanwhile may leave too little: then nothing changes and the tag stays
@@ -187,6 +216,11 @@ class runtime {
   runtime_errc read(std::uint64_t address, void* destination, std::uint64_t size);
   runtime_errc write(std::uint64_t address, const void* source, std::uint64_t size);
 
+  /// The live blocks of `tag` (not paused) whose every byte is still the fill a discard left
+  /// (check_fill in the checking mode, else discard_fill): memory discarded and never written
+  /// since, such as weights not loaded again. Reads every such block through the device.
+  runtime_errc blocks_still_filled(std::string_view tag, std::vector<address_run>& blocks);
+
   /// Every peak back to its current value (a per-step peak, as torch.cuda.reset_peak_memory_stats).
   void reset_peaks();
 
@@ -207,12 +241,16 @@ class runtime {
     std::vector<std::uint64_t> arena_keys;  // one per stream the tag allocated on
     std::vector<backup_chunk> backup;       // pieces of slabs, in the order copied
     std::vector<void*> slabs;
+    physical_handle poison = 0;             // checking mode: the page of check_fill
+    std::vector<std::uint64_t> poisoned;    // pages it is mapped under while paused
   };
   struct live_block {
     model_block* block = nullptr;
     std::uint32_t tag = 0;
     std::uint64_t stream = 0;
     std::uint64_t requested = 0;
+    bool captured = false;        // allocated while its stream was captured into a CUDA graph
+    bool held_for_graph = false;  // captured, and freed by the program since
   };
   struct growable {
     std::uint64_t key = 0;
@@ -220,6 +258,13 @@ class runtime {
   };
 
   tag_state& tag_named(std::string_view name);
+  runtime_errc allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address);
+  void free_block(std::unordered_map<std::uint64_t, live_block>::iterator found);
+  /// Checking mode: maps the tag's poison page under every page its live blocks use.
+  runtime_errc poison(tag_state& tag);
+  /// Checking mode: counts a write into the poison page, then unmaps it from the tag's pages
+  /// (all of them, or those inside `within`).
+  runtime_errc unpoison(tag_state& tag, address_run within = {0, ~std::uint64_t{0}});
   tag_state* find_tag(std::string_view name);
   std::uint64_t arena_key(std::uint32_t tag, std::uint64_t stream);
   void refresh_mapped(tag_state& tag);
@@ -238,7 +283,7 @@ class runtime {
   std::vector<address_run> chunks_in_use(const tag_state& tag) const;
 
   mutable std::mutex lock_;
-  device& gpu_;
+  timed_device gpu_;  // the device, every call counted and timed
   runtime_options options_;
   rlmem_policy policy_;
   std::vector<tag_state> tags_;                   // by id; 0 is the default tag

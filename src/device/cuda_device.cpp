@@ -197,6 +197,13 @@ class cuda_device final : public device {
     return device_errc::ok;
   }
 
+  bool stream_capturing(std::uint64_t stream) noexcept override {
+    if (bind() != device_errc::ok) return false;
+    int status = 0;
+    auto* asked = reinterpret_cast<cu::stream>(static_cast<std::uintptr_t>(stream));
+    return driver_.stream_is_capturing(asked, &status) == cu::success && status == cu::stream_capture_status_active;
+  }
+
   device_errc wait_mark(std::uint64_t mark) noexcept override {
     if (mark == 0) return device_errc::invalid_argument;
     if (device_errc bound = bind(); bound != device_errc::ok) return bound;
@@ -267,7 +274,8 @@ std::unique_ptr<device> open_cuda_device(int ordinal, std::string& why) {
                   load(library, "cuMemsetD8Async", driver.fill_async) && load(library, "cuEventCreate", driver.event_create) &&
                   load(library, "cuEventRecord", driver.event_record) &&
                   load(library, "cuEventSynchronize", driver.event_synchronize) &&
-                  load(library, "cuEventDestroy_v2", driver.event_destroy);
+                  load(library, "cuEventDestroy_v2", driver.event_destroy) &&
+                  load(library, "cuStreamIsCapturing", driver.stream_is_capturing);
   if (!complete) return give_up("the CUDA driver lacks the virtual-memory API (a driver older than CUDA 10.2)");
   if (cu::result code = driver.init(0); code != cu::success) {
     return give_up(code == cu::error_no_device ? "no CUDA device" : failed("cuInit", code));

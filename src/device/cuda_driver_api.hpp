@@ -34,6 +34,7 @@ constexpr int access_read_write = 3;        // CU_MEM_ACCESS_FLAGS_PROT_READWRIT
 constexpr int granularity_minimum = 0;      // CU_MEM_ALLOC_GRANULARITY_MINIMUM
 constexpr unsigned int stream_non_blocking = 1;  // CU_STREAM_NON_BLOCKING
 constexpr unsigned int event_disable_timing = 2;  // CU_EVENT_DISABLE_TIMING
+constexpr int stream_capture_status_active = 1;   // CU_STREAM_CAPTURE_STATUS_ACTIVE
 
 struct memory_location {  // CUmemLocation
   int type;
@@ -98,6 +99,7 @@ struct entry_points {
   result (*event_record)(event recorded, stream on);                              // cuEventRecord
   result (*event_synchronize)(event waited);                                      // cuEventSynchronize
   result (*event_destroy)(event destroyed);                                       // cuEventDestroy_v2
+  result (*stream_is_capturing)(stream asked, int* status);                       // cuStreamIsCapturing
 };
 
 }  // namespace rlmem::cuda_driver

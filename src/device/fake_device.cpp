@@ -12,29 +12,6 @@
 
 namespace rlmem {
 
-std::string_view device_op_name(device_op op) noexcept {
-  switch (op) {
-    case device_op::reserve: return "reserve";
-    case device_op::free_reservation: return "free_reservation";
-    case device_op::create: return "create";
-    case device_op::release: return "release";
-    case device_op::map: return "map";
-    case device_op::set_access: return "set_access";
-    case device_op::unmap: return "unmap";
-    case device_op::copy_to_host: return "copy_to_host";
-    case device_op::copy_from_host: return "copy_from_host";
-    case device_op::synchronize: return "synchronize";
-    case device_op::host_allocate: return "host_allocate";
-    case device_op::host_free: return "host_free";
-    case device_op::copy_to_host_async: return "copy_to_host_async";
-    case device_op::copy_from_host_async: return "copy_from_host_async";
-    case device_op::fill: return "fill";
-    case device_op::wait_copies: return "wait_copies";
-    case device_op::mark_copies: return "mark_copies";
-    case device_op::wait_mark: return "wait_mark";
-  }
-  return "unknown";
-}
 
 fake_device::fake_device(fake_device_options options) : options_(options) {
   config_.ordinal = 0;
@@ -319,6 +296,14 @@ device_errc fake_device::wait_mark(std::uint64_t mark) noexcept {
   if (found == open_marks_.end()) return logged(device_op::wait_mark, mark, 0, 0, device_errc::invalid_argument);
   open_marks_.erase(found);
   return logged(device_op::wait_mark, mark, 0, 0, device_errc::ok);
+}
+
+void fake_device::set_capturing(std::uint64_t stream, bool capturing) {
+  if (capturing) {
+    capturing_.insert(stream);
+  } else {
+    capturing_.erase(stream);
+  }
 }
 
 }  // namespace rlmem

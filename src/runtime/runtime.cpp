@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <iterator>
 #include <new>
 
 namespace rlmem {
@@ -57,10 +58,11 @@ void counter::set(std::uint64_t value) noexcept {
 }
 
 runtime::runtime(device& gpu, runtime_options options)
-    : gpu_(gpu), options_(options), policy_(gpu, for_a_long_run(options.policy)) {
+    : gpu_(gpu), options_(options), policy_(gpu_, for_a_long_run(options.policy)) {
   std::uint64_t page = policy_.page_bytes();
   options_.copy_chunk_bytes = std::max(page, options_.copy_chunk_bytes / page * page);
   tag_named(default_tag);
+  tag_named(library_tag);
   if (options_.history_entries > 0) {
     history_.reserve(options_.history_entries);
     policy_.observe_pages([this](bool mapped, std::uint64_t address, std::uint64_t size, std::uint64_t key) {
@@ -72,6 +74,10 @@ runtime::runtime(device& gpu, runtime_options options)
 }
 
 runtime::~runtime() {
+  for (tag_state& tag : tags_) {
+    unpoison(tag);
+    if (tag.poison != 0) gpu_.release(tag.poison);
+  }
   for (tag_state& tag : tags_) {
     for (void* slab : tag.slabs) gpu_.host_free(slab);
   }
@@ -92,10 +98,14 @@ runtime::tag_state* runtime::find_tag(std::string_view name) {
   return found == tag_ids_.end() ? nullptr : &tags_[found->second];
 }
 
-void runtime::enter_region(std::string_view tag) {
+runtime_errc runtime::enter_region(std::string_view tag) {
   std::lock_guard hold(lock_);
+  if (tag == library_tag) {
+    return fail(runtime_errc::invalid_argument, "tag '" + std::string(library_tag) + "' is the runtime's own, for memory torch's libraries keep: name another");
+  }
   tag_named(tag);
   regions_.push_back(tag_ids_.at(std::string(tag)));
+  return runtime_errc::ok;
 }
 
 runtime_errc runtime::leave_region() {
@@ -142,8 +152,16 @@ runtime_errc runtime::device_fault(std::string_view what) {
 
 runtime_errc runtime::allocate(std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address) {
   std::lock_guard hold(lock_);
+  return allocate_in(regions_.empty() ? 0 : regions_.back(), bytes, stream, address);
+}
+
+runtime_errc runtime::allocate_for_library(std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address) {
+  std::lock_guard hold(lock_);
+  return allocate_in(tag_ids_.at(std::string(library_tag)), bytes, stream, address);
+}
+
+runtime_errc runtime::allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address) {
   if (bytes == 0) return fail(runtime_errc::invalid_argument, "an allocation of 0 bytes");
-  std::uint32_t tag_id = regions_.empty() ? 0 : regions_.back();
   if (tags_[tag_id].stats.paused) {
     ++tags_[tag_id].stats.failed_allocations;
     return fail(runtime_errc::paused, "tag '" + tags_[tag_id].stats.name + "' is paused: resume it before allocating in it");
@@ -154,7 +172,7 @@ runtime_errc runtime::allocate(std::uint64_t bytes, std::uint64_t stream, std::u
     std::uint64_t retries_before = policy_.alloc_retries();
     block = policy_.allocate(bytes, key);
     if (policy_.alloc_retries() != retries_before) totals_.alloc_retries = policy_.alloc_retries();
-    if (block != nullptr) live_.emplace(block->ptr, live_block{block, tag_id, stream, bytes});
+    if (block != nullptr) live_.emplace(block->ptr, live_block{block, tag_id, stream, bytes, gpu_.stream_capturing(stream), false});
   } catch (const std::bad_alloc&) {
     if (block != nullptr) policy_.free_completed(block);
     return fail(runtime_errc::out_of_memory, "out of host memory for the runtime's bookkeeping");
@@ -185,8 +203,40 @@ runtime_errc runtime::allocate(std::uint64_t bytes, std::uint64_t stream, std::u
 runtime_errc runtime::free(std::uint64_t address) {
   std::lock_guard hold(lock_);
   auto found = live_.find(address);
-  if (found == live_.end()) return fail(runtime_errc::unknown_pointer, "free of an address rlmem did not hand out, or freed twice");
-  auto [block, tag_id, stream, requested] = found->second;
+  if (found == live_.end() || found->second.held_for_graph) {
+    return fail(runtime_errc::unknown_pointer, "free of an address rlmem did not hand out, or freed twice");
+  }
+  if (found->second.captured) {
+    // A CUDA graph's replays still read and write it: kept until release_graph_memory().
+    found->second.held_for_graph = true;
+    tags_[found->second.tag].stats.graph_held_bytes += found->second.block->size;
+    return runtime_errc::ok;
+  }
+  free_block(found);
+  if (!policy_.fault().empty()) return device_fault("free");
+  return runtime_errc::ok;
+}
+
+runtime_errc runtime::release_graph_memory(std::string_view tag) {
+  std::lock_guard hold(lock_);
+  if (!tag.empty() && find_tag(tag) == nullptr) return fail(runtime_errc::unknown_tag, "no tag '" + std::string(tag) + "'");
+  for (auto at = live_.begin(); at != live_.end();) {
+    auto next = std::next(at);
+    if (at->second.held_for_graph && (tag.empty() || tags_[at->second.tag].stats.name == tag)) {
+      tags_[at->second.tag].stats.graph_held_bytes -= at->second.block->size;
+      free_block(at);
+    }
+    at = next;
+  }
+  if (!policy_.fault().empty()) return device_fault("release_graph_memory");
+  return runtime_errc::ok;
+}
+
+void runtime::free_block(std::unordered_map<std::uint64_t, live_block>::iterator found) {
+  model_block* block = found->second.block;
+  std::uint32_t tag_id = found->second.tag;
+  std::uint64_t stream = found->second.stream;
+  std::uint64_t address = found->first;
   std::uint64_t size = block->size;
   std::int64_t now = now_us();
   remember({history_event::kind::free_requested, address, size, stream, now, 0});
@@ -199,8 +249,6 @@ runtime_errc runtime::free(std::uint64_t address) {
   totals_.allocated_bytes.remove(size);
   totals_.allocations.remove(1);
   refresh_mapped(tag);
-  if (!policy_.fault().empty()) return device_fault("free");
-  return runtime_errc::ok;
 }
 
 std::vector<address_run> runtime::chunks_in_use(const tag_state& tag) const {
@@ -276,6 +324,11 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
   std::lock_guard hold(lock_);
   tag_state* tag = find_tag(name);
   if (tag == nullptr) return fail(runtime_errc::unknown_tag, "no tag '" + std::string(name) + "': nothing was allocated in it");
+  if (name == library_tag) {
+    return fail(runtime_errc::invalid_argument, "tag '" + std::string(library_tag) +
+                                                    "' holds what torch's libraries keep for themselves (cuBLAS workspaces, used by "
+                                                    "every later GEMM): it is never paused");
+  }
   if (tag->stats.paused) return fail(runtime_errc::already_paused, "tag '" + std::string(name) + "' is already paused");
   auto start = std::chrono::steady_clock::now();
   // Every stream may still be using the tag's memory: fence before copying or unmapping.
@@ -367,7 +420,70 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
   ++tag->stats.pauses;
   refresh_mapped(*tag);
   tag->stats.last_pause_copied_bytes = copied;
+  if (options_.check_contents) {
+    if (runtime_errc code = poison(*tag); code != runtime_errc::ok) return code;
+  }
   tag->stats.last_pause_seconds = seconds_since(start);
+  return runtime_errc::ok;
+}
+
+runtime_errc runtime::poison(tag_state& tag) {
+  std::uint64_t page = policy_.page_bytes();
+  bool fresh = tag.poison == 0;
+  if (fresh) {
+    if (device_errc code = gpu_.create(page, tag.poison); code != device_errc::ok) {
+      tag.poison = 0;
+      return fail(runtime_errc::device_error, "checking mode: a page to back paused memory: " + std::string(device_error_name(code)));
+    }
+  }
+  for (std::uint64_t key : tag.arena_keys) {
+    address_run range;
+    if (!policy_.arena_range(key, range)) continue;
+    for (address_run run : policy_.used_runs(range)) {
+      for (std::uint64_t at = run.address; at < run.address + run.bytes; at += page) {
+        if (device_errc code = gpu_.map(at, page, tag.poison); code != device_errc::ok) {
+          return fail(runtime_errc::device_error, "checking mode: mapping the check page: " + std::string(device_error_name(code)));
+        }
+        tag.poisoned.push_back(at);
+      }
+      if (device_errc code = gpu_.set_access(run.address, run.bytes); code != device_errc::ok) {
+        return fail(runtime_errc::device_error, "checking mode: access to the check page: " + std::string(device_error_name(code)));
+      }
+    }
+  }
+  if (fresh && !tag.poisoned.empty()) {
+    device_errc code = gpu_.fill_async(tag.poisoned.front(), page, options_.check_fill);
+    if (code == device_errc::ok) code = gpu_.wait_copies();
+    if (code != device_errc::ok) return fail(runtime_errc::device_error, "checking mode: filling the check page: " + std::string(device_error_name(code)));
+  }
+  return runtime_errc::ok;
+}
+
+runtime_errc runtime::unpoison(tag_state& tag, address_run within) {
+  if (tag.poisoned.empty()) return runtime_errc::ok;
+  std::uint64_t page = policy_.page_bytes();
+  if (device_errc code = gpu_.synchronize(); code != device_errc::ok) {
+    return fail(runtime_errc::device_error, "synchronize before unmapping the check page: " + std::string(device_error_name(code)));
+  }
+  // A write into paused memory landed in the check page: count it, and fill the page again
+  // while a mapping of it is left to fill through.
+  std::vector<std::uint8_t> seen(page);
+  if (gpu_.copy_to_host(seen.data(), tag.poisoned.front(), page) == device_errc::ok &&
+      std::any_of(seen.begin(), seen.end(), [&](std::uint8_t byte) { return byte != options_.check_fill; })) {
+    ++tag.stats.writes_while_paused;
+    if (gpu_.fill_async(tag.poisoned.front(), page, options_.check_fill) == device_errc::ok) gpu_.wait_copies();
+  }
+  std::uint64_t within_end = within.address + within.bytes < within.address ? ~std::uint64_t{0} : within.address + within.bytes;
+  for (auto at = tag.poisoned.begin(); at != tag.poisoned.end();) {
+    if (*at < within.address || *at >= within_end) {
+      ++at;
+      continue;
+    }
+    if (device_errc code = gpu_.unmap(*at, page); code != device_errc::ok) {
+      return fail(runtime_errc::device_error, "checking mode: unmapping the check page: " + std::string(device_error_name(code)));
+    }
+    at = tag.poisoned.erase(at);
+  }
   return runtime_errc::ok;
 }
 
@@ -377,6 +493,7 @@ runtime_errc runtime::resume(std::string_view name) {
   if (tag == nullptr) return fail(runtime_errc::unknown_tag, "no tag '" + std::string(name) + "': nothing was allocated in it");
   if (!tag->stats.paused) return fail(runtime_errc::not_paused, "tag '" + std::string(name) + "' is not paused");
   auto start = std::chrono::steady_clock::now();
+  if (runtime_errc code = unpoison(*tag); code != runtime_errc::ok) return code;
   std::vector<address_run> restored_ranges;  // to release again if the resume cannot finish
   std::uint64_t copied = 0;
   device_errc code = device_errc::ok;
@@ -407,7 +524,7 @@ runtime_errc runtime::resume(std::string_view name) {
       }
       restored_ranges.push_back(range);
       for (address_run run : restored) {
-        code = gpu_.fill_async(run.address, run.bytes, options_.discard_fill);
+        code = gpu_.fill_async(run.address, run.bytes, options_.check_contents ? options_.check_fill : options_.discard_fill);
         if (code != device_errc::ok) break;
       }
     }
@@ -423,6 +540,7 @@ runtime_errc runtime::resume(std::string_view name) {
     policy_.clear_fault();
     for (address_run range : restored_ranges) policy_.release_range(range);
     refresh_mapped(*tag);
+    if (options_.check_contents) poison(*tag);
     if (short_of_memory) {
       return fail(runtime_errc::out_of_memory, "resume of tag '" + std::string(name) + "': not enough free device memory (" +
                                                    mib(static_cast<std::uint64_t>(policy_.reserved_bytes())) +
@@ -498,6 +616,10 @@ runtime_errc runtime::release_growable(std::uint64_t address) {
   auto found = growables_.find(address);
   if (found == growables_.end()) return fail(runtime_errc::unknown_pointer, "not a growable buffer's address, or released twice");
   auto [key, tag_id] = found->second;
+  address_run range;
+  if (policy_.arena_range(key, range)) {
+    if (runtime_errc code = unpoison(tags_[tag_id], range); code != runtime_errc::ok) return code;
+  }
   std::uint64_t grown = policy_.grown_bytes(key);
   policy_.release_growable(key);
   tag_state& tag = tags_[tag_id];
@@ -590,7 +712,34 @@ std::vector<tag_statistics> runtime::statistics() const {
 
 runtime_totals runtime::totals() const {
   std::lock_guard hold(lock_);
-  return totals_;
+  runtime_totals now = totals_;
+  now.device_calls = gpu_.totals();
+  return now;
+}
+
+runtime_errc runtime::blocks_still_filled(std::string_view name, std::vector<address_run>& blocks) {
+  std::lock_guard hold(lock_);
+  blocks.clear();
+  tag_state* tag = find_tag(name);
+  if (tag == nullptr) return fail(runtime_errc::unknown_tag, "no tag '" + std::string(name) + "'");
+  if (tag->stats.paused) return fail(runtime_errc::paused, "tag '" + std::string(name) + "' is paused: resume it first");
+  std::uint8_t fill = options_.check_contents ? options_.check_fill : options_.discard_fill;
+  std::uint32_t tag_id = static_cast<std::uint32_t>(tag - tags_.data());
+  std::vector<std::uint8_t> chunk(std::min<std::uint64_t>(options_.copy_chunk_bytes, std::uint64_t{4} << 20));
+  for (const auto& [address, held] : live_) {
+    if (held.tag != tag_id) continue;
+    bool filled = true;
+    for (std::uint64_t at = address; filled && at < address + held.requested; at += chunk.size()) {
+      std::uint64_t size = std::min<std::uint64_t>(chunk.size(), address + held.requested - at);
+      if (device_errc code = gpu_.copy_to_host(chunk.data(), at, size); code != device_errc::ok) {
+        return fail(runtime_errc::device_error, "reading a block: " + std::string(device_error_name(code)));
+      }
+      filled = std::all_of(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(size), [&](std::uint8_t byte) { return byte == fill; });
+    }
+    if (filled) blocks.push_back({address, held.block->size});
+  }
+  std::sort(blocks.begin(), blocks.end(), [](const address_run& a, const address_run& b) { return a.address < b.address; });
+  return runtime_errc::ok;
 }
 
 std::string runtime::last_error() const { return calling_thread_error; }

@@ -64,6 +64,7 @@ static_assert(declared_as<decltype(points::host_alloc), decltype(&::cuMemHostAll
 static_assert(declared_as<decltype(points::host_free), decltype(&::cuMemFreeHost)>);
 static_assert(sizeof(stream) == sizeof(CUstream) && stream_non_blocking == CU_STREAM_NON_BLOCKING);
 static_assert(sizeof(event) == sizeof(CUevent) && event_disable_timing == CU_EVENT_DISABLE_TIMING);
+static_assert(stream_capture_status_active == CU_STREAM_CAPTURE_STATUS_ACTIVE && sizeof(int) == sizeof(CUstreamCaptureStatus));
 
 }  // namespace
 }  // namespace rlmem::cuda_driver

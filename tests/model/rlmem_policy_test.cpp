@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace rlmem {
 namespace {
 
@@ -76,6 +78,59 @@ TEST(rlmem_policy, under_a_capacity_cached_pages_go_back_before_a_request_fails)
   EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(6 * mib)) << "a failed request leaves nothing mapped";
   EXPECT_EQ(policy.allocated_bytes(), static_cast<std::int64_t>(6 * mib));
   EXPECT_NE(policy.allocate(2 * mib, stream), nullptr) << "and its address space is free again";
+}
+
+TEST(rlmem_policy, pages_wholly_inside_a_block_map_in_runs_and_its_end_pages_alone) {
+  fake_device gpu(two_mib_pages(256));
+  rlmem_policy_options options;
+  options.allocation_run_bytes = 32 * mib;
+  rlmem_policy policy(gpu, options);
+  // 1 MiB first, so that the next block starts inside a page another block uses.
+  ASSERT_NE(policy.allocate(mib, stream), nullptr);
+  model_block* large = policy.allocate(100 * mib, stream);
+  ASSERT_NE(large, nullptr);
+  std::vector<std::uint64_t> mapped_sizes;
+  for (const device_call& call : gpu.log()) {
+    if (call.op == device_op::map) mapped_sizes.push_back(call.size);
+  }
+  // Pages: [0,2) shared with the first block (mapped for it), [2,100) inside in 32 MiB runs and
+  // a 2 MiB rest, [100,102) the end page, which the block only partly covers.
+  std::vector<std::uint64_t> expected{2 * mib, 32 * mib, 32 * mib, 32 * mib, 2 * mib, 2 * mib};
+  EXPECT_EQ(mapped_sizes, expected);
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(102 * mib));
+  policy.free_completed(large);
+  policy.empty_cache();
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(2 * mib)) << "every run given back once unused";
+}
+
+TEST(rlmem_policy, a_run_another_block_still_uses_stays_mapped_until_that_block_goes) {
+  fake_device gpu(two_mib_pages(256));
+  rlmem_policy_options options;
+  options.allocation_run_bytes = 32 * mib;
+  rlmem_policy policy(gpu, options);
+  model_block* large = policy.allocate(32 * mib, stream);  // one run
+  policy.free_completed(large);
+  model_block* small = policy.allocate(mib, stream);  // best fit: the run's first page
+  ASSERT_EQ(small->ptr, large->ptr);
+  policy.empty_cache();
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(32 * mib)) << "the price of a run: it goes back whole";
+  policy.free_completed(small);
+  policy.empty_cache();
+  EXPECT_EQ(policy.reserved_bytes(), 0);
+}
+
+TEST(rlmem_policy, memory_pressure_releases_what_the_request_needs_twice_over_not_the_whole_cache) {
+  fake_device gpu(two_mib_pages());
+  rlmem_policy_options options;
+  options.capacity_bytes = 20 * mib;  // 10 pages
+  rlmem_policy policy(gpu, options);
+  std::vector<model_block*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(policy.allocate(2 * mib, stream));
+  for (model_block* block : blocks) policy.free_completed(block);  // 8 cached pages
+  ASSERT_NE(policy.allocate(6 * mib, stream + 1), nullptr) << "3 pages on another stream: 1 short";
+  // Released until 2 x 3 pages fit: 4 of the 8 cached pages went, 4 stay for the next requests.
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(14 * mib));
+  EXPECT_EQ(policy.alloc_retries(), 1u);
 }
 
 TEST(rlmem_policy, released_free_pages_keep_reserved_at_the_pages_live_blocks_use) {

@@ -448,5 +448,116 @@ TEST(runtime, threads_on_several_streams_and_tags_keep_their_contents) {
   EXPECT_EQ(rt.totals().allocated_bytes.current, 0u);
 }
 
+TEST(runtime, library_memory_goes_to_its_own_tag_whatever_the_region_and_is_never_paused) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, small_chunks());
+  ASSERT_EQ(rt.enter_region("kv"), runtime_errc::ok);
+  std::uint64_t workspace = 0;
+  ASSERT_EQ(rt.allocate_for_library(32 * mib, 0, workspace), runtime_errc::ok) << rt.last_error();
+  std::uint64_t cache = 0;
+  ASSERT_EQ(rt.allocate(8 * mib, 0, cache), runtime_errc::ok);
+  rt.leave_region();
+  std::vector<std::uint8_t> bytes = pattern(32 * mib, 11);
+  ASSERT_EQ(rt.write(workspace, bytes.data(), bytes.size()), runtime_errc::ok);
+  EXPECT_EQ(stats_of(rt.statistics(), runtime::library_tag).allocated_bytes.current, 32 * mib);
+  EXPECT_EQ(stats_of(rt.statistics(), "kv").allocated_bytes.current, 8 * mib);
+
+  ASSERT_EQ(rt.pause("kv", keep_contents::discard), runtime_errc::ok) << rt.last_error();
+  EXPECT_TRUE(holds(rt, workspace, 32 * mib, 11)) << "the workspace stays mapped and intact while 'kv' is paused";
+  EXPECT_EQ(rt.pause(runtime::library_tag, keep_contents::host), runtime_errc::invalid_argument);
+  EXPECT_NE(rt.last_error().find("never paused"), std::string::npos) << rt.last_error();
+  EXPECT_EQ(rt.enter_region(runtime::library_tag), runtime_errc::invalid_argument) << "no region may name it";
+  EXPECT_EQ(rt.current_tag(), runtime::default_tag);
+}
+
+TEST(runtime, a_block_a_graph_capture_allocated_is_kept_when_freed_until_the_graph_memory_is_released) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, small_chunks());
+  constexpr std::uint64_t capture_stream = 9;
+  gpu.set_capturing(capture_stream, true);
+  rt.enter_region("graph");
+  std::uint64_t intermediate = 0;
+  ASSERT_EQ(rt.allocate(6 * mib, capture_stream, intermediate), runtime_errc::ok);
+  std::uint64_t ordinary = 0;
+  ASSERT_EQ(rt.allocate(2 * mib, 0, ordinary), runtime_errc::ok) << "a stream not capturing";
+  rt.leave_region();
+  gpu.set_capturing(capture_stream, false);
+  std::vector<std::uint8_t> bytes = pattern(6 * mib, 12);
+  ASSERT_EQ(rt.write(intermediate, bytes.data(), bytes.size()), runtime_errc::ok);
+
+  ASSERT_EQ(rt.free(intermediate), runtime_errc::ok) << "freed by the program during the capture";
+  ASSERT_EQ(rt.free(ordinary), runtime_errc::ok);
+  EXPECT_EQ(rt.free(intermediate), runtime_errc::unknown_pointer) << "a second free";
+  EXPECT_EQ(stats_of(rt.statistics(), "graph").graph_held_bytes, 6 * mib);
+  ASSERT_EQ(rt.empty_cache(), runtime_errc::ok);
+  EXPECT_TRUE(holds(rt, intermediate, 6 * mib, 12)) << "a replay's memory stays mapped through empty_cache";
+  ASSERT_EQ(rt.pause("graph", keep_contents::host), runtime_errc::ok) << rt.last_error();
+  ASSERT_EQ(rt.resume("graph"), runtime_errc::ok) << rt.last_error();
+  EXPECT_TRUE(holds(rt, intermediate, 6 * mib, 12)) << "and comes back bit-exact at the same address after a pause";
+
+  ASSERT_EQ(rt.release_graph_memory("graph"), runtime_errc::ok);
+  EXPECT_EQ(stats_of(rt.statistics(), "graph").graph_held_bytes, 0u);
+  EXPECT_EQ(stats_of(rt.statistics(), "graph").allocated_bytes.current, 0u);
+  ASSERT_EQ(rt.empty_cache(), runtime_errc::ok);
+  EXPECT_EQ(gpu.used_bytes(), 0u);
+}
+
+runtime_options checking() {
+  runtime_options options = small_chunks();
+  options.check_contents = true;
+  return options;
+}
+
+TEST(runtime, in_the_checking_mode_paused_memory_reads_as_nan_bytes_and_a_write_into_it_is_counted) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, checking());
+  std::uint64_t weights = filled(rt, "train", 10 * mib, 13);
+  std::uint64_t used_before = gpu.used_bytes();
+  ASSERT_EQ(rt.pause("train", keep_contents::host), runtime_errc::ok) << rt.last_error();
+  EXPECT_EQ(gpu.used_bytes(), used_before - 10 * mib + 2 * mib) << "the memory goes back but for one check page";
+  std::vector<std::uint8_t> seen(10 * mib);
+  ASSERT_EQ(rt.read(weights, seen.data(), seen.size()), runtime_errc::ok) << "a read while paused does not fault";
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](std::uint8_t byte) { return byte == 0xFF; }));
+  std::uint8_t stray = 1;
+  ASSERT_EQ(rt.write(weights + 5 * mib, &stray, 1), runtime_errc::ok);
+  ASSERT_EQ(rt.resume("train"), runtime_errc::ok) << rt.last_error();
+  EXPECT_EQ(stats_of(rt.statistics(), "train").writes_while_paused, 1u);
+  EXPECT_TRUE(holds(rt, weights, 10 * mib, 13)) << "the backup, not the stray write, comes back";
+  ASSERT_EQ(rt.pause("train", keep_contents::host), runtime_errc::ok);
+  ASSERT_EQ(rt.resume("train"), runtime_errc::ok);
+  EXPECT_EQ(stats_of(rt.statistics(), "train").writes_while_paused, 1u) << "a clean pause counts nothing";
+}
+
+TEST(runtime, in_the_checking_mode_weights_discarded_and_not_loaded_again_are_named) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, checking());
+  std::uint64_t loaded = filled(rt, "weights", 4 * mib, 14);
+  std::uint64_t forgotten = filled(rt, "weights", 6 * mib, 15);
+  ASSERT_EQ(rt.pause("weights", keep_contents::discard), runtime_errc::ok);
+  ASSERT_EQ(rt.resume("weights"), runtime_errc::ok) << rt.last_error();
+  std::vector<std::uint8_t> reloaded = pattern(4 * mib, 14);
+  ASSERT_EQ(rt.write(loaded, reloaded.data(), reloaded.size()), runtime_errc::ok);
+  std::vector<address_run> still;
+  ASSERT_EQ(rt.blocks_still_filled("weights", still), runtime_errc::ok) << rt.last_error();
+  ASSERT_EQ(still.size(), 1u);
+  EXPECT_EQ(still[0].address, forgotten);
+  EXPECT_EQ(still[0].bytes, 6 * mib);
+  EXPECT_EQ(gpu.used_bytes(), 10 * mib + 2 * mib) << "the check page stays for the next pause";
+}
+
+TEST(runtime, every_device_call_is_counted_and_timed) {
+  fake_device gpu(device_of(128));
+  runtime rt(gpu, small_chunks());
+  filled(rt, "train", 64 * mib, 16);
+  runtime_totals totals = rt.totals();
+  EXPECT_EQ(totals.device_calls[device_op::map].calls, 2u) << "64 MiB from a page boundary: two 32 MiB runs";
+  EXPECT_EQ(totals.device_calls[device_op::create].calls, 2u);
+  ASSERT_EQ(rt.pause("train", keep_contents::discard), runtime_errc::ok);
+  totals = rt.totals();
+  EXPECT_EQ(totals.device_calls[device_op::unmap].calls, 2u);
+  EXPECT_EQ(totals.device_calls[device_op::synchronize].calls, 1u) << "one fence for the pause";
+  EXPECT_GE(totals.device_calls[device_op::map].seconds, 0.0);
+}
+
 }  // namespace
 }  // namespace rlmem
