@@ -20,10 +20,10 @@ extern "C" {
 #define RLMEM_API
 #endif
 
-/** Version of this header; rlmem_version() tells the library's. */
-#define RLMEM_VERSION_MAJOR 0
-#define RLMEM_VERSION_MINOR 2
-#define RLMEM_VERSION_PATCH 0
+/* Version of this header: RLMEM_VERSION_MAJOR, _MINOR, _PATCH and RLMEM_VERSION_STRING, generated
+ * from CMakeLists.txt into the build tree (<build>/include/rlmem/version.h: put <build>/include on
+ * the include path next to include/). rlmem_version() tells the library's. */
+#include <rlmem/version.h>
 
 /** Status codes: 0 is success, failures are negative. rlmem_status_name() names each. */
 typedef enum rlmem_status {
@@ -36,7 +36,23 @@ typedef enum rlmem_status {
   RLMEM_E_DEVICE = -6            /**< runtime: no CUDA driver or device, or the driver failed */
 } rlmem_status;
 
-/** "0.1.0": the library's version. Never NULL; static storage. */
+/* Structs with a struct_size (rlmem_inspect_options, rlmem_leak_verdict, rlmem_step_rules,
+ * rlmem_step_judgment, rlmem_runtime_options): struct_size is the caller's sizeof, so that a library
+ * newer than the caller's header still works with the caller's older, smaller struct.
+ * - Accepted: the size of one of the struct's published layouts (each struct lists them below; all
+ *   are layouts of this SONAME, librlmem.so.MAJOR.MINOR). Refused with RLMEM_E_INVALID_ARGUMENT,
+ *   and a one-line reason where the function has an error_out: any other size, smaller than the
+ *   first layout, between two, or larger than this library's struct (a header newer than the
+ *   library: it does not know what the extra fields mean).
+ * - The library reads and writes only the caller's struct_size bytes: fields past them take
+ *   their defaults, and an output struct keeps the caller's struct_size.
+ * - The *_init() functions are macros over *_init_sized(struct, sizeof *struct), so that they
+ *   too write only the caller's struct. The functions of the same name remain for callers that
+ *   cannot use the macros (ctypes, dlsym, binaries built against the 0.2 release's header): they
+ *   write that release's layout, never a later one. */
+
+/** "MAJOR.MINOR.PATCH": the library's version (RLMEM_VERSION_STRING of the header it was built
+ *  with). Never NULL; static storage. */
 RLMEM_API const char* rlmem_version(void);
 
 /** "RLMEM_E_BAD_INPUT" for a status code; "RLMEM_E_UNKNOWN" for other values. Static storage. */
@@ -47,7 +63,7 @@ RLMEM_API void rlmem_string_free(char* text);
 
 /** Options of rlmem_inspect_*; the same as `rlmem inspect`'s flags.
  *  IMPORTANT: call rlmem_inspect_options_init() first, then set fields: struct_size lets a newer
- *  library accept an older caller's smaller struct. */
+ *  library accept an older caller's smaller struct. One layout so far: all of it (0.1.0 on). */
 typedef struct rlmem_inspect_options {
   size_t struct_size;          /**< sizeof(rlmem_inspect_options), set by init */
   int64_t device;              /**< CUDA device to report; -1: the one with the longest trace */
@@ -58,8 +74,16 @@ typedef struct rlmem_inspect_options {
   const char* source_name;     /**< name in the report's "file" field; NULL: the path, or "<bytes>" */
 } rlmem_inspect_options;
 
-/** Fills `options` with the defaults (device -1, top 10, everything else empty). */
+/** Fills the caller's `struct_size` bytes of `options` with the defaults (device -1, top 10,
+ *  everything else empty) and struct_size.
+ *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL options; a struct_size that is no layout:
+ *    only struct_size is written, when it fits, so that the functions taking the struct refuse
+ *    it with a reason). */
+RLMEM_API int rlmem_inspect_options_init_sized(rlmem_inspect_options* options, size_t struct_size);
+/** The function behind rlmem_inspect_options_init() for ctypes and dlsym: writes the 0.2 release's layout. */
 RLMEM_API void rlmem_inspect_options_init(rlmem_inspect_options* options);
+/** Fills `options` (of the caller's sizeof) with the defaults. */
+#define rlmem_inspect_options_init(options) ((void)rlmem_inspect_options_init_sized((options), sizeof *(options)))
 
 /** Inspects the snapshot at `path` (pickle, gzip or zstd, as torch.cuda.memory._dump_snapshot
  *  writes it; nothing in it is executed) and returns the JSON document `rlmem inspect --json`
@@ -67,7 +91,7 @@ RLMEM_API void rlmem_inspect_options_init(rlmem_inspect_options* options);
  *  `options` may be NULL (defaults). `*error_out`, when error_out is not NULL, receives a one-line
  *  message on failure (the line the CLI prints after "rlmem: ") and NULL on success.
  *  Free both with rlmem_string_free().
- *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL path or json_out, bad struct_size, invalid
+ *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL path or json_out, a struct_size of no layout, invalid
  *    step marker, unknown device, bad rules text), RLMEM_E_BAD_INPUT (unreadable or malformed
  *    snapshot), RLMEM_E_NO_MEMORY, RLMEM_E_INTERNAL. */
 RLMEM_API int rlmem_inspect_file(const char* path, const rlmem_inspect_options* options, char** json_out,
@@ -90,9 +114,11 @@ RLMEM_API int rlmem_report_file(const char* path, const rlmem_inspect_options* o
 RLMEM_API int rlmem_report_bytes(const void* data, size_t size, const rlmem_inspect_options* options,
                                  char** html_out, char** error_out);
 
-/** The verdict of the growth rule (docs/monitor.md, "The leak rule") on one series. */
+/** The verdict of the growth rule (docs/monitor.md, "The leak rule") on one series.
+ *  Layouts: up to bytes_per_step (0.1.0 and 0.2's first builds), and all of it; the library
+ *  writes the fields of the caller's layout and nothing past it. */
 typedef struct rlmem_leak_verdict {
-  size_t struct_size;      /**< set by the caller to sizeof(rlmem_leak_verdict) */
+  size_t struct_size;      /**< set by the caller to sizeof(rlmem_leak_verdict) (or an older layout's size) */
   int leaking;             /**< 1: the series grows like a leak, up to its last figure */
   uint64_t first_step;     /**< index in the series of the first step end of the growth (>= 1) */
   uint64_t steps;          /**< step ends from first_step to the last */
@@ -115,8 +141,8 @@ typedef struct rlmem_leak_verdict {
  *  series' level per step. `counts` (may be NULL) is accepted for compatibility and not read: a
  *  leak into one tensor keeps the count flat. `min_steady_steps` is no longer read either.
  *  Any int64 values and any n are accepted.
- *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL bytes with n > 0, NULL verdict, bad
- *    struct_size), RLMEM_E_INTERNAL. */
+ *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL bytes with n > 0, NULL verdict, a
+ *    struct_size of no layout), RLMEM_E_INTERNAL. No message: the status alone. */
 RLMEM_API int rlmem_leak_check(const int64_t* bytes, const uint64_t* counts, size_t n, size_t min_steady_steps,
                                rlmem_leak_verdict* verdict);
 
@@ -136,7 +162,8 @@ typedef struct rlmem_step_sample {
   int64_t limit;                /**< the process's cap (memory fraction x total), 0: none */
 } rlmem_step_sample;
 
-/** Thresholds of the step-end rules. Call rlmem_step_rules_init() first, then set fields. */
+/** Thresholds of the step-end rules. Call rlmem_step_rules_init() first, then set fields.
+ *  One layout so far: all of it. */
 typedef struct rlmem_step_rules {
   size_t struct_size;                /**< sizeof(rlmem_step_rules), set by init */
   uint64_t leak_window;              /**< newest step ends the leak rule judges (64; 3 to 256) */
@@ -152,13 +179,21 @@ typedef struct rlmem_step_rules {
   int64_t headroom_steps;            /**< or the leak fills it within this many steps (500; 0: never) */
 } rlmem_step_rules;
 
-/** Fills `rules` with the defaults above. */
+/** Fills the caller's `struct_size` bytes of `rules` with the defaults above and struct_size.
+ *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL rules; a struct_size that is no layout:
+ *    only struct_size is written, when it fits). */
+RLMEM_API int rlmem_step_rules_init_sized(rlmem_step_rules* rules, size_t struct_size);
+/** The function behind rlmem_step_rules_init() for ctypes and dlsym: writes the 0.2 release's layout. */
 RLMEM_API void rlmem_step_rules_init(rlmem_step_rules* rules);
+/** Fills `rules` (of the caller's sizeof) with the defaults. */
+#define rlmem_step_rules_init(rules) ((void)rlmem_step_rules_init_sized((rules), sizeof *(rules)))
 
-/** What the rules say at the newest step end of a history. */
+/** What the rules say at the newest step end of a history. One layout so far: all of it.
+ *  IMPORTANT: `leak` is the whole rlmem_leak_verdict of this header: that struct cannot grow
+ *  again without a new layout of this one. */
 typedef struct rlmem_step_judgment {
   size_t struct_size;             /**< set by the caller to sizeof(rlmem_step_judgment) */
-  rlmem_leak_verdict leak;        /**< indexes into the history; leak.struct_size is set too */
+  rlmem_leak_verdict leak;        /**< indexes into the history; leak.struct_size is sizeof(rlmem_leak_verdict) */
   int64_t leak_count_before;      /**< live allocations at the step end before the growth */
   int64_t peak_allocated_seen;    /**< the largest allocated peak: history and peak_allocated_before */
   int64_t unused_reserved;        /**< reserved beyond it at the newest step end */

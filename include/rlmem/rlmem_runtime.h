@@ -3,7 +3,9 @@
  * process, as PyTorch's pluggable allocator entry points and as plain C calls (tags, pause and
  * resume, statistics). Unlike the rest of the C ABI it keeps process-wide state: the runtime of
  * each device opened. Every function but rlmem_torch_malloc catches everything; each is safe
- * from any thread. */
+ * from any thread. A failure's `*error_out` (when error_out is not NULL) is the line of that call's
+ * failure, whatever other threads' calls fail meanwhile; NULL on success. Free it with
+ * rlmem_string_free(). */
 #ifndef RLMEM_RLMEM_RUNTIME_H
 #define RLMEM_RLMEM_RUNTIME_H
 
@@ -13,7 +15,10 @@
 extern "C" {
 #endif
 
-/** Options of rlmem_runtime_open_*: call rlmem_runtime_options_init() first, then set fields. */
+/** Options of rlmem_runtime_open_*: call rlmem_runtime_options_init() first, then set fields.
+ *  Layouts (rlmem.h says what struct_size accepts): up to copy_chunk_bytes, up to
+ *  keep_host_buffers, and all of it; fields past the caller's struct_size take their defaults
+ *  (0 for each here). */
 typedef struct rlmem_runtime_options {
   size_t struct_size;          /**< sizeof(rlmem_runtime_options), set by init */
   uint64_t capacity_bytes;     /**< most bytes the runtime maps (a memory fraction); 0: the device */
@@ -24,15 +29,26 @@ typedef struct rlmem_runtime_options {
   uint64_t history_entries;    /**< allocator events kept for rlmem_runtime_snapshot_json; 0: none */
 } rlmem_runtime_options;
 
+/** Fills the caller's `struct_size` bytes of `options` with the defaults (every field 0) and
+ *  struct_size.
+ *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL options; a struct_size that is no layout:
+ *    only struct_size is written, when it fits, so that rlmem_runtime_open_* refuses it with a
+ *    reason). */
+RLMEM_API int rlmem_runtime_options_init_sized(rlmem_runtime_options* options, size_t struct_size);
+/** The function behind rlmem_runtime_options_init() for ctypes and dlsym: writes the 0.2 release's layout. */
 RLMEM_API void rlmem_runtime_options_init(rlmem_runtime_options* options);
+/** Fills `options` (of the caller's sizeof) with the defaults. */
+#define rlmem_runtime_options_init(options) ((void)rlmem_runtime_options_init_sized((options), sizeof *(options)))
 
 /** Options for every runtime opened from now on by first use (rlmem_torch_malloc on a device
- *  with no runtime yet); NULL restores the defaults. */
+ *  with no runtime yet), copied; NULL restores the defaults. RLMEM_E_INVALID_ARGUMENT with the
+ *  reason for a struct_size of no layout. */
 RLMEM_API int rlmem_runtime_configure(const rlmem_runtime_options* options, char** error_out);
 
 /** Opens the runtime of CUDA device `ordinal` (the driver loaded at run time, on the primary context
  *  PyTorch uses). `options` NULL: rlmem_runtime_configure's, or the defaults. RLMEM_E_STATE when it is open already; RLMEM_E_DEVICE
- *  with the reason when there is no driver or device. */
+ *  with the reason when there is no driver or device; RLMEM_E_INVALID_ARGUMENT with the reason
+ *  for a struct_size of no layout. */
 RLMEM_API int rlmem_runtime_open_cuda(int ordinal, const rlmem_runtime_options* options, char** error_out);
 
 /** Opens the runtime of device `ordinal` over a fake device in host memory of `total_bytes` with

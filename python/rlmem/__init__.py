@@ -21,8 +21,6 @@ Errors are :class:`RlmemError` subclasses carrying the CLI's message.
 
 from __future__ import annotations
 
-__version__ = "0.2.0"
-
 from .core import inspect, library_path, report, version
 from .errors import (
     BadInputError,
@@ -72,4 +70,14 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
+    # __version__ is read when asked for, from the one place rlmem's version is written
+    # (CMakeLists.txt, stamped into an installed package): see rlmem._version.
+    if name == "__version__":
+        from ._version import package_version  # noqa: PLC0415
+
+        found = package_version()
+        if found is None:
+            raise AttributeError("rlmem.__version__: this package has neither the stamp of an installed package nor the "
+                                 "checkout's CMakeLists.txt beside it")
+        return found
     raise AttributeError(f"module 'rlmem' has no attribute {name!r}")

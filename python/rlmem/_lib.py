@@ -21,8 +21,6 @@ from pathlib import Path
 from .errors import LibraryError
 
 LIBRARY_NAME = "librlmem.so"
-# The C ABI this package speaks: rlmem.h's RLMEM_VERSION_MAJOR.MINOR.
-ABI_VERSION = (0, 2)
 
 _lock = threading.Lock()
 _loaded: tuple[ctypes.CDLL, str] | None = None
@@ -230,6 +228,34 @@ def _declare_runtime(lib: ctypes.CDLL) -> None:
     lib.rlmem_runtime_is_open.restype = ctypes.c_int
 
 
+def _major_minor(version: str) -> tuple[int, int] | None:
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return None
+    return major, minor
+
+
+def _check_abi(path: Path, library_version: str) -> None:
+    """The library must speak the C ABI of the tree this package comes from: the same
+    MAJOR.MINOR (librlmem's SONAME), read from CMakeLists.txt through rlmem._version."""
+    from ._version import package_version  # noqa: PLC0415
+
+    speaks = _major_minor(library_version)
+    if speaks is None:
+        raise LibraryError(f"{path}: reports version {library_version!r}, not MAJOR.MINOR.PATCH")
+    package = package_version()
+    if package is None:
+        raise LibraryError(f"{path}: cannot tell which librlmem ABI this package speaks (no stamp of an installed package, "
+                           f"no CMakeLists.txt of a checkout beside it): reinstall it with `pip install ./python`")
+    if speaks != _major_minor(package):
+        raise LibraryError(
+            f"{path} is librlmem {library_version}; this rlmem package ({package}) speaks the "
+            f"{'.'.join(package.split('.')[:2])} ABI: rebuild the library (`make build`) or reinstall the package from "
+            f"the same checkout"
+        )
+
+
 def load() -> tuple[ctypes.CDLL, str]:
     """The loaded library and its path (loaded once per process)."""
     global _loaded
@@ -245,16 +271,7 @@ def load() -> tuple[ctypes.CDLL, str]:
             _declare(lib)
         except AttributeError as error:
             raise LibraryError(f"{path}: not a librlmem this package can use ({error})") from None
-        version = lib.rlmem_version().decode("utf-8", "replace")
-        try:
-            major, minor = (int(part) for part in version.split(".")[:2])
-        except ValueError:
-            raise LibraryError(f"{path}: reports version {version!r}, not MAJOR.MINOR.PATCH") from None
-        if (major, minor) != ABI_VERSION:
-            raise LibraryError(
-                f"{path} is librlmem {version}; this rlmem package speaks the {ABI_VERSION[0]}.{ABI_VERSION[1]} ABI: "
-                f"rebuild the library (`make build`) or reinstall the package from the same checkout"
-            )
+        _check_abi(path, lib.rlmem_version().decode("utf-8", "replace"))
         _loaded = (lib, str(path))
         return _loaded
 

@@ -22,7 +22,7 @@ _UINT32_MAX = 2**32 - 1
 
 
 def version() -> str:
-    """The version of the loaded librlmem, e.g. ``"0.2.0"``."""
+    """The version of the loaded librlmem, ``"MAJOR.MINOR.PATCH"`` (the package's own is ``rlmem.__version__``)."""
     lib, _ = _lib.load()
     return lib.rlmem_version().decode("utf-8", "replace")
 

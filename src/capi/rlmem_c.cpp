@@ -2,6 +2,8 @@
 // librlmem's C entry points: each checks its arguments, calls the same C++ the CLI runs, and
 // turns every failure, exceptions included, into a status code and a one-line message.
 
+#include "caller_struct.hpp"
+
 #include <rlmem/inspect.hpp>
 #include <rlmem/report.hpp>
 #include <rlmem/rlmem.h>
@@ -9,6 +11,7 @@
 #include <rlmem/snapshot_reader.hpp>
 #include <rlmem/views.hpp>
 
+#include <cstddef>  // offsetof
 #include <cstdlib>  // std::malloc, std::free
 #include <cstring>  // std::memcpy
 #include <new>      // std::bad_alloc
@@ -17,9 +20,35 @@
 
 namespace {
 
-constexpr char library_version[] = "0.2.0";
-static_assert(RLMEM_VERSION_MAJOR == 0 && RLMEM_VERSION_MINOR == 2 && RLMEM_VERSION_PATCH == 0,
-              "rlmem.h's version and library_version must move together");
+// CMakeLists.txt's project version, through the generated rlmem/version.h.
+constexpr char library_version[] = RLMEM_VERSION_STRING;
+
+using rlmem::capi::layout_ending_at;
+
+// The layouts each struct has had, oldest first (rlmem.h: what struct_size accepts).
+constexpr rlmem::capi::struct_layouts<1> inspect_options_layouts{
+    "rlmem_inspect_options", "call rlmem_inspect_options_init() first", {sizeof(rlmem_inspect_options)}};
+static_assert(inspect_options_layouts.sizes.back() ==
+                  layout_ending_at<rlmem_inspect_options>(offsetof(rlmem_inspect_options, source_name) + sizeof(const char*)),
+              "rlmem_inspect_options grew: append its new layout, and keep rlmem_inspect_options_init() at the 0.2 release's");
+// 0.1.0's layout (kept by 0.2 until 4d70348) ended at bytes_per_step; stopped to kendall_z came then.
+constexpr rlmem::capi::struct_layouts<2> leak_verdict_layouts{
+    "rlmem_leak_verdict", "set it to sizeof(rlmem_leak_verdict)",
+    {layout_ending_at<rlmem_leak_verdict>(offsetof(rlmem_leak_verdict, bytes_per_step) + sizeof(int64_t)),
+     sizeof(rlmem_leak_verdict)}};
+static_assert(leak_verdict_layouts.sizes.back() ==
+                  layout_ending_at<rlmem_leak_verdict>(offsetof(rlmem_leak_verdict, kendall_z) + sizeof(double)),
+              "rlmem_leak_verdict grew: append its new layout (and rlmem_step_judgment embeds it: a new layout of that too)");
+constexpr rlmem::capi::struct_layouts<1> step_rules_layouts{
+    "rlmem_step_rules", "call rlmem_step_rules_init() first", {sizeof(rlmem_step_rules)}};
+static_assert(step_rules_layouts.sizes.back() ==
+                  layout_ending_at<rlmem_step_rules>(offsetof(rlmem_step_rules, headroom_steps) + sizeof(int64_t)),
+              "rlmem_step_rules grew: append its new layout, and keep rlmem_step_rules_init() at the 0.2 release's");
+constexpr rlmem::capi::struct_layouts<1> step_judgment_layouts{
+    "rlmem_step_judgment", "set it to sizeof(rlmem_step_judgment)", {sizeof(rlmem_step_judgment)}};
+static_assert(step_judgment_layouts.sizes.back() ==
+                  layout_ending_at<rlmem_step_judgment>(offsetof(rlmem_step_judgment, new_ooms) + sizeof(int64_t)),
+              "rlmem_step_judgment grew: append its new layout");
 
 // A failure on its way out: the status and the line for the caller.
 struct failure {
@@ -39,16 +68,28 @@ void set_error(char** error_out, const std::string& message) noexcept {
   if (error_out != nullptr) *error_out = copy_out(message);
 }
 
-// Reads the caller's options into inspect_options, or says what is wrong with them.
-bool convert_options(const rlmem_inspect_options* given, rlmem::inspect_options& options, failure& problem) {
-  if (given == nullptr) return true;
-  if (given->struct_size != sizeof(rlmem_inspect_options)) {
-    problem = {RLMEM_E_INVALID_ARGUMENT, "rlmem_inspect_options.struct_size is " + std::to_string(given->struct_size) +
-                                             ", this librlmem (" + library_version + ") expects " +
-                                             std::to_string(sizeof(rlmem_inspect_options)) +
-                                             ": call rlmem_inspect_options_init() first"};
+rlmem_inspect_options inspect_defaults() noexcept {
+  rlmem_inspect_options options{};
+  options.struct_size = sizeof(rlmem_inspect_options);
+  options.device = -1;
+  options.top = 10;
+  return options;
+}
+
+// The caller's options (NULL: the defaults) as this library's struct, or what is wrong with them.
+bool read_options(const rlmem_inspect_options* caller, rlmem_inspect_options& read, failure& problem) {
+  read = inspect_defaults();
+  if (caller == nullptr) return true;
+  if (std::string why; !rlmem::capi::known_layout(inspect_options_layouts, rlmem::capi::caller_struct_size(caller), why)) {
+    problem = {RLMEM_E_INVALID_ARGUMENT, why};
     return false;
   }
+  read = rlmem::capi::read_caller_struct(caller, inspect_defaults());
+  return true;
+}
+
+// Reads the options into inspect_options, or says what is wrong with them.
+bool convert_options(const rlmem_inspect_options* given, rlmem::inspect_options& options, failure& problem) {
   if (given->device < -1) {
     problem = {RLMEM_E_INVALID_ARGUMENT, "device " + std::to_string(given->device) + " is not a CUDA device (-1: the default)"};
     return false;
@@ -94,12 +135,13 @@ int inspect_to_json(const rlmem_inspect_options* given, const std::string& defau
                     char** error_out, bool html = false) noexcept {
   try {
     failure problem{RLMEM_OK, {}};
+    rlmem_inspect_options caller_options;
     rlmem::inspect_options options;
-    if (!convert_options(given, options, problem)) {
+    if (!read_options(given, caller_options, problem) || !convert_options(&caller_options, options, problem)) {
       set_error(error_out, problem.message);
       return problem.status;
     }
-    std::string source = given != nullptr && given->source_name != nullptr ? std::string(given->source_name) : default_name;
+    std::string source = caller_options.source_name != nullptr ? std::string(caller_options.source_name) : default_name;
     rlmem::result<rlmem::snapshot> loaded = read();
     if (!loaded.ok()) {
       set_error(error_out, source + ": " + rlmem::describe(loaded.failure()));
@@ -163,12 +205,13 @@ const char* rlmem_status_name(int status) {
 
 void rlmem_string_free(char* text) { std::free(text); }
 
-void rlmem_inspect_options_init(rlmem_inspect_options* options) {
-  if (options == nullptr) return;
-  *options = rlmem_inspect_options{};
-  options->struct_size = sizeof(rlmem_inspect_options);
-  options->device = -1;
-  options->top = 10;
+int rlmem_inspect_options_init_sized(rlmem_inspect_options* options, size_t struct_size) {
+  return rlmem::capi::init_caller_struct(options, struct_size, inspect_options_layouts, inspect_defaults());
+}
+
+// Binaries built against the 0.2 release's header (and ctypes) call this one: it writes that layout.
+void(rlmem_inspect_options_init)(rlmem_inspect_options* options) {
+  rlmem_inspect_options_init_sized(options, inspect_options_layouts.sizes[0]);
 }
 
 int rlmem_inspect_file(const char* path, const rlmem_inspect_options* options, char** json_out, char** error_out) {
@@ -260,44 +303,55 @@ bool rules_of(const rlmem_step_rules& given, rlmem::step_rules& rules) {
 
 int rlmem_leak_check(const int64_t* bytes, const uint64_t* /*counts*/, size_t n, size_t /*min_steady_steps*/,
                      rlmem_leak_verdict* verdict) {
-  if (verdict == nullptr || verdict->struct_size != sizeof(rlmem_leak_verdict) || (bytes == nullptr && n > 0)) {
-    return RLMEM_E_INVALID_ARGUMENT;
-  }
+  if (verdict == nullptr || (bytes == nullptr && n > 0)) return RLMEM_E_INVALID_ARGUMENT;
+  const std::size_t caller_size = rlmem::capi::caller_struct_size(verdict);
+  if (std::string why; !rlmem::capi::known_layout(leak_verdict_layouts, caller_size, why)) return RLMEM_E_INVALID_ARGUMENT;
   try {
     std::span<const std::int64_t> series(bytes, bytes == nullptr ? 0 : n);
-    fill_verdict(rlmem::judge_growth(series), *verdict);
+    rlmem_leak_verdict whole{};
+    fill_verdict(rlmem::judge_growth(series), whole);
+    rlmem::capi::write_caller_struct(verdict, whole, caller_size);
     return RLMEM_OK;
   } catch (...) {
     return RLMEM_E_INTERNAL;
   }
 }
 
-void rlmem_step_rules_init(rlmem_step_rules* rules) {
-  if (rules == nullptr) return;
+rlmem_step_rules step_rules_defaults() noexcept {
   const rlmem::step_rules defaults;
-  *rules = rlmem_step_rules{};
-  rules->struct_size = sizeof(rlmem_step_rules);
-  rules->leak_window = defaults.leak_window;
-  rules->leak_min_z = defaults.leak.min_z;
-  rules->leak_min_events = defaults.leak.min_events;
-  rules->leak_min_relative_rate = defaults.leak.min_relative_rate;
-  rules->leak_min_bytes_per_step = defaults.leak.min_bytes_per_step;
-  rules->leak_stop_after_periods = defaults.leak.stop_after_periods;
-  rules->fragmentation_bytes = defaults.fragmentation_bytes;
-  rules->fragmentation_fraction = defaults.fragmentation_fraction;
-  rules->fragmentation_window = defaults.fragmentation_window;
-  rules->headroom_fraction = defaults.headroom_fraction;
-  rules->headroom_steps = defaults.headroom_steps;
+  rlmem_step_rules rules{};
+  rules.struct_size = sizeof(rlmem_step_rules);
+  rules.leak_window = defaults.leak_window;
+  rules.leak_min_z = defaults.leak.min_z;
+  rules.leak_min_events = defaults.leak.min_events;
+  rules.leak_min_relative_rate = defaults.leak.min_relative_rate;
+  rules.leak_min_bytes_per_step = defaults.leak.min_bytes_per_step;
+  rules.leak_stop_after_periods = defaults.leak.stop_after_periods;
+  rules.fragmentation_bytes = defaults.fragmentation_bytes;
+  rules.fragmentation_fraction = defaults.fragmentation_fraction;
+  rules.fragmentation_window = defaults.fragmentation_window;
+  rules.headroom_fraction = defaults.headroom_fraction;
+  rules.headroom_steps = defaults.headroom_steps;
+  return rules;
 }
+
+int rlmem_step_rules_init_sized(rlmem_step_rules* rules, size_t struct_size) {
+  return rlmem::capi::init_caller_struct(rules, struct_size, step_rules_layouts, step_rules_defaults());
+}
+
+// Binaries built against the 0.2 release's header (and ctypes) call this one: it writes that layout.
+void(rlmem_step_rules_init)(rlmem_step_rules* rules) { rlmem_step_rules_init_sized(rules, step_rules_layouts.sizes[0]); }
 
 int rlmem_judge_step(const rlmem_step_sample* history, size_t n, int64_t peak_allocated_before, const rlmem_step_rules* rules,
                      rlmem_step_judgment* judgment) {
-  if (judgment == nullptr || judgment->struct_size != sizeof(rlmem_step_judgment) || (history == nullptr && n > 0)) {
-    return RLMEM_E_INVALID_ARGUMENT;
-  }
+  if (judgment == nullptr || (history == nullptr && n > 0)) return RLMEM_E_INVALID_ARGUMENT;
+  const std::size_t judgment_size = rlmem::capi::caller_struct_size(judgment);
+  std::string why;
+  if (!rlmem::capi::known_layout(step_judgment_layouts, judgment_size, why)) return RLMEM_E_INVALID_ARGUMENT;
   rlmem::step_rules chosen;
-  if (rules != nullptr && (rules->struct_size != sizeof(rlmem_step_rules) || !rules_of(*rules, chosen))) {
-    return RLMEM_E_INVALID_ARGUMENT;
+  if (rules != nullptr) {
+    if (!rlmem::capi::known_layout(step_rules_layouts, rlmem::capi::caller_struct_size(rules), why)) return RLMEM_E_INVALID_ARGUMENT;
+    if (!rules_of(rlmem::capi::read_caller_struct(rules, step_rules_defaults()), chosen)) return RLMEM_E_INVALID_ARGUMENT;
   }
   try {
     std::vector<rlmem::step_sample> samples(n);
@@ -308,25 +362,25 @@ int rlmem_judge_step(const rlmem_step_sample* history, size_t n, int64_t peak_al
                     given.device_free, given.device_total, given.limit};
     }
     const rlmem::step_judgment judged = rlmem::judge_step(samples, peak_allocated_before, chosen);
-    *judgment = rlmem_step_judgment{};
-    judgment->struct_size = sizeof(rlmem_step_judgment);
-    fill_verdict(judged.leak, judgment->leak);
-    judgment->leak_count_before = judged.leak_count_before;
-    judgment->peak_allocated_seen = judged.peak_allocated_seen;
-    judgment->unused_reserved = judged.unused_reserved;
-    judgment->fragmented = judged.fragmented ? 1 : 0;
-    judgment->fragmentation = judged.fragmentation ? 1 : 0;
-    judgment->fragmentation_growth = judged.fragmentation_growth;
-    judgment->fragmentation_steps = judged.fragmentation_steps;
-    judgment->alloc_retries = judged.alloc_retries ? 1 : 0;
-    judgment->new_alloc_retries = judged.new_alloc_retries;
-    judgment->headroom = judged.headroom ? 1 : 0;
-    judgment->outside_bytes = judged.outside_bytes;
-    judgment->limit_bytes = judged.limit_bytes;
-    judgment->free_at_peak = judged.free_at_peak;
-    judgment->steps_to_limit = judged.steps_to_limit.value_or(-1);
-    judgment->oom = judged.oom ? 1 : 0;
-    judgment->new_ooms = judged.new_ooms;
+    rlmem_step_judgment whole{};
+    fill_verdict(judged.leak, whole.leak);
+    whole.leak_count_before = judged.leak_count_before;
+    whole.peak_allocated_seen = judged.peak_allocated_seen;
+    whole.unused_reserved = judged.unused_reserved;
+    whole.fragmented = judged.fragmented ? 1 : 0;
+    whole.fragmentation = judged.fragmentation ? 1 : 0;
+    whole.fragmentation_growth = judged.fragmentation_growth;
+    whole.fragmentation_steps = judged.fragmentation_steps;
+    whole.alloc_retries = judged.alloc_retries ? 1 : 0;
+    whole.new_alloc_retries = judged.new_alloc_retries;
+    whole.headroom = judged.headroom ? 1 : 0;
+    whole.outside_bytes = judged.outside_bytes;
+    whole.limit_bytes = judged.limit_bytes;
+    whole.free_at_peak = judged.free_at_peak;
+    whole.steps_to_limit = judged.steps_to_limit.value_or(-1);
+    whole.oom = judged.oom ? 1 : 0;
+    whole.new_ooms = judged.new_ooms;
+    rlmem::capi::write_caller_struct(judgment, whole, judgment_size);
     return RLMEM_OK;
   } catch (const std::bad_alloc&) {
     return RLMEM_E_NO_MEMORY;

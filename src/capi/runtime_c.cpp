@@ -7,11 +7,13 @@
 #include <rlmem/rlmem_runtime.h>
 #include <rlmem/runtime.hpp>
 
+#include "caller_struct.hpp"
 #include "torch_out_of_memory.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cstddef>  // offsetof
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -35,6 +37,36 @@ std::shared_mutex registry_lock;
 std::array<std::unique_ptr<open_runtime>, max_devices> registry;
 // rlmem_runtime_configure's options, for runtimes opened by first use; struct_size 0: none.
 rlmem_runtime_options configured{};
+
+using rlmem::capi::layout_ending_at;
+
+// The layouts rlmem_runtime_options has had, oldest first (rlmem.h: what struct_size accepts):
+// bb1b2a6 ended at copy_chunk_bytes, af28be5 added keep_host_buffers, df6d280 history_entries.
+constexpr rlmem::capi::struct_layouts<3> runtime_options_layouts{
+    "rlmem_runtime_options", "call rlmem_runtime_options_init() first",
+    {layout_ending_at<rlmem_runtime_options>(offsetof(rlmem_runtime_options, copy_chunk_bytes) + sizeof(uint64_t)),
+     layout_ending_at<rlmem_runtime_options>(offsetof(rlmem_runtime_options, keep_host_buffers) + sizeof(int)),
+     sizeof(rlmem_runtime_options)}};
+static_assert(runtime_options_layouts.sizes.back() ==
+                  layout_ending_at<rlmem_runtime_options>(offsetof(rlmem_runtime_options, history_entries) + sizeof(uint64_t)),
+              "rlmem_runtime_options grew: append its new layout, and keep rlmem_runtime_options_init() at the 0.2 release's");
+// What the plain rlmem_runtime_options_init() writes: callers built against the 0.2 release's header
+// (before the sized init) and ctypes declarations of that layout call it.
+constexpr std::size_t runtime_options_size_of_release_0_2 = runtime_options_layouts.sizes[2];
+
+rlmem_runtime_options runtime_options_defaults() noexcept {
+  rlmem_runtime_options options{};
+  options.struct_size = sizeof(rlmem_runtime_options);
+  return options;
+}
+
+// The caller's options as this library's struct (fields past their struct_size at their
+// defaults); false with the reason when struct_size is no layout.
+bool read_options(const rlmem_runtime_options* caller, rlmem_runtime_options& read, std::string& why) {
+  if (!rlmem::capi::known_layout(runtime_options_layouts, rlmem::capi::caller_struct_size(caller), why)) return false;
+  read = rlmem::capi::read_caller_struct(caller, runtime_options_defaults());
+  return true;
+}
 
 char* copy_out(const std::string& text) noexcept {
   auto* copy = static_cast<char*>(std::malloc(text.size() + 1));
@@ -66,14 +98,12 @@ int status_of(rlmem::runtime_errc code) noexcept {
 bool valid_ordinal(int ordinal) noexcept { return ordinal >= 0 && ordinal < max_devices; }
 
 // Reads the caller's options; false with the reason when they are not this library's.
-bool convert(const rlmem_runtime_options* given, std::uint64_t device_bytes, rlmem::runtime_options& options, std::string& why) {
+bool convert(const rlmem_runtime_options* caller, std::uint64_t device_bytes, rlmem::runtime_options& options, std::string& why) {
   options.policy.reservation_bytes = device_bytes;
-  if (given == nullptr) return true;
-  if (given->struct_size != sizeof(rlmem_runtime_options)) {
-    why = "rlmem_runtime_options.struct_size is " + std::to_string(given->struct_size) + ", this librlmem expects " +
-          std::to_string(sizeof(rlmem_runtime_options)) + ": call rlmem_runtime_options_init() first";
-    return false;
-  }
+  if (caller == nullptr) return true;
+  rlmem_runtime_options read;
+  if (!read_options(caller, read, why)) return false;
+  const rlmem_runtime_options* given = &read;
   options.policy.capacity_bytes = given->capacity_bytes;
   options.policy.release_free_pages = given->release_free_pages != 0;
   if (given->reservation_bytes != 0) options.policy.reservation_bytes = given->reservation_bytes;
@@ -99,7 +129,11 @@ int install(int ordinal, std::unique_ptr<rlmem::device> gpu, const rlmem_runtime
 }
 
 // Runs `call(runtime&)` on the open runtime of `ordinal` under the shared lock, turning every
-// failure into a status and a message.
+// failure into a status and a message. The message is the runtime's last_error(), which is the
+// calling thread's own: read on this thread right after the call that failed, it is that call's
+// reason even while other threads fail too. Every failing runtime call sets it; `call` itself
+// reports a failure of its own (out of host memory) by throwing, never by a code without a
+// message.
 template <typename Call>
 int with_runtime(int ordinal, char** error_out, Call call) noexcept {
   if (error_out != nullptr) *error_out = nullptr;
@@ -110,7 +144,9 @@ int with_runtime(int ordinal, char** error_out, Call call) noexcept {
     if (open == nullptr) return report(error_out, RLMEM_E_STATE, "the runtime of device " + std::to_string(ordinal) + " is not open");
     rlmem::runtime_errc code = call(*open->rt);
     if (code == rlmem::runtime_errc::ok) return RLMEM_OK;
-    return report(error_out, status_of(code), open->rt->last_error());
+    std::string message = open->rt->last_error();
+    if (message.empty()) message = "the runtime failed with " + std::string(rlmem::runtime_error_name(code)) + " and gave no reason";
+    return report(error_out, status_of(code), message);
   } catch (const std::bad_alloc&) {
     return report(error_out, RLMEM_E_NO_MEMORY, "out of host memory");
   } catch (const std::exception& error) {
@@ -160,20 +196,27 @@ void* torch_allocate(std::size_t size, int device, void* stream, std::string& wh
 
 extern "C" {
 
-void rlmem_runtime_options_init(rlmem_runtime_options* options) {
-  if (options == nullptr) return;
-  *options = rlmem_runtime_options{};
-  options->struct_size = sizeof(rlmem_runtime_options);
+int rlmem_runtime_options_init_sized(rlmem_runtime_options* options, size_t struct_size) {
+  return rlmem::capi::init_caller_struct(options, struct_size, runtime_options_layouts, runtime_options_defaults());
+}
+
+void(rlmem_runtime_options_init)(rlmem_runtime_options* options) {
+  rlmem_runtime_options_init_sized(options, runtime_options_size_of_release_0_2);
 }
 
 int rlmem_runtime_configure(const rlmem_runtime_options* options, char** error_out) {
   if (error_out != nullptr) *error_out = nullptr;
-  if (options != nullptr && options->struct_size != sizeof(rlmem_runtime_options)) {
-    return report(error_out, RLMEM_E_INVALID_ARGUMENT, "rlmem_runtime_options.struct_size is wrong: call rlmem_runtime_options_init() first");
+  try {
+    // Kept as this library's whole struct: runtimes opened later read it as such.
+    rlmem_runtime_options whole{};
+    std::string why;
+    if (options != nullptr && !read_options(options, whole, why)) return report(error_out, RLMEM_E_INVALID_ARGUMENT, why);
+    std::unique_lock hold(registry_lock);
+    configured = whole;
+    return RLMEM_OK;
+  } catch (...) {
+    return report(error_out, RLMEM_E_NO_MEMORY, "out of host memory");
   }
-  std::unique_lock hold(registry_lock);
-  configured = options != nullptr ? *options : rlmem_runtime_options{};
-  return RLMEM_OK;
 }
 
 int rlmem_runtime_open_cuda(int ordinal, const rlmem_runtime_options* options, char** error_out) {
@@ -346,7 +389,8 @@ int rlmem_runtime_statistics_json(int ordinal, char** json_out, char** error_out
                                  {"host_buffer_bytes", totals.host_buffer_bytes}}}};
     // Tag names are the caller's bytes: replace what is not UTF-8 rather than fail.
     *json_out = copy_out(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    return *json_out != nullptr ? rlmem::runtime_errc::ok : rlmem::runtime_errc::out_of_memory;
+    if (*json_out == nullptr) throw std::bad_alloc();
+    return rlmem::runtime_errc::ok;
   });
 }
 
@@ -396,7 +440,8 @@ int rlmem_runtime_snapshot_json(int ordinal, char** json_out, char** error_out) 
                                {"allocator_settings", {{"expandable_segments", true}}},
                                {"rlmem", {{"events_dropped", taken.events_dropped}}}};
     *json_out = copy_out(document.dump());
-    return *json_out != nullptr ? rlmem::runtime_errc::ok : rlmem::runtime_errc::out_of_memory;
+    if (*json_out == nullptr) throw std::bad_alloc();
+    return rlmem::runtime_errc::ok;
   });
 }
 

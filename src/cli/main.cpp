@@ -5,6 +5,8 @@
 #include "output.hpp"
 #include "parse_errors.hpp"
 
+#include <rlmem/version.h>
+
 #include <exception>
 #include <new>
 #include <string>
@@ -14,7 +16,7 @@ int main(int argc, char** argv) {
   CLI::App app{"rlmem: GPU memory of PyTorch jobs (RL fine-tuning above all), measured rather than guessed.\n"
                "Reads torch.cuda.memory._dump_snapshot() files safely: nothing in them is ever executed.",
                "rlmem"};
-  app.set_version_flag("--version", "rlmem 0.2.0");
+  app.set_version_flag("--version", "rlmem " RLMEM_VERSION_STRING);
   app.require_subcommand(1);
   app.footer("Record a snapshot in your job:\n"
              "  torch.cuda.memory._record_memory_history(max_entries=1_000_000)\n"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* librlmem from plain C11, as another language's runtime meets it: versions and status names,
  * inspect of real snapshots from a path and from bytes, every failure as a code and one line,
- * the leak rule, two threads inspecting at once, and the runtime on a fake device.
+ * the leak rule, two threads inspecting at once, the runtime on a fake device, and two threads
+ * failing on it at once, each told its own failure.
  * Usage: c_abi_test TESTDATA_DIR            runs the checks
  *        c_abi_test --print-json SNAPSHOT   prints the library's document (compared with the CLI's) */
 
@@ -354,6 +355,58 @@ static void test_runtime(void) {
   CHECK(strcmp(rlmem_status_name(RLMEM_E_STATE), "RLMEM_E_STATE") == 0, "got %s", rlmem_status_name(RLMEM_E_STATE));
 }
 
+/* Two threads failing differently on one runtime at the same time: each call's message is its
+ * own failure's, never the other thread's (the runtime keeps each thread's last failure). */
+struct failing_job {
+  int ordinal;
+  int freeing; /* 1: frees an address never handed out; 0: resumes a tag never paused */
+  int rounds;
+  int wrong_status;
+  int wrong_message;
+  char seen[256];
+};
+
+static pthread_barrier_t start_together;
+
+static void* fail_in_thread(void* argument) {
+  struct failing_job* job = argument;
+  const char* expected = job->freeing ? "free of an address rlmem did not hand out" : "tag 'train' is not paused";
+  int expected_status = job->freeing ? RLMEM_E_INVALID_ARGUMENT : RLMEM_E_STATE;
+  pthread_barrier_wait(&start_together);
+  for (int round = 0; round < job->rounds; ++round) {
+    char* error = NULL;
+    int status = job->freeing ? rlmem_runtime_free(job->ordinal, 0xdead0000u + (uint64_t)round, &error)
+                              : rlmem_runtime_resume(job->ordinal, "train", &error);
+    if (status != expected_status) ++job->wrong_status;
+    if (error == NULL || strstr(error, expected) == NULL) {
+      if (job->wrong_message++ == 0) snprintf(job->seen, sizeof job->seen, "%s", error ? error : "(none)");
+    }
+    rlmem_string_free(error);
+  }
+  return NULL;
+}
+
+static void test_runtime_errors_per_thread(void) {
+  const uint64_t mib = 1u << 20;
+  CHECK(rlmem_runtime_open_fake(7, 16 * mib, 2 * mib, NULL, NULL) == RLMEM_OK, "open");
+  uint64_t address = 0;
+  CHECK(rlmem_runtime_enter_region(7, "train", NULL) == RLMEM_OK && rlmem_runtime_allocate(7, mib, 0, &address, NULL) == RLMEM_OK &&
+            rlmem_runtime_leave_region(7, NULL) == RLMEM_OK,
+        "a block in tag train");
+  struct failing_job jobs[2] = {{7, 1, 20000, 0, 0, ""}, {7, 0, 20000, 0, 0, ""}};
+  pthread_t threads[2];
+  pthread_barrier_init(&start_together, NULL, 2);
+  for (int i = 0; i < 2; ++i) pthread_create(&threads[i], NULL, fail_in_thread, &jobs[i]);
+  for (int i = 0; i < 2; ++i) pthread_join(threads[i], NULL);
+  pthread_barrier_destroy(&start_together);
+  for (int i = 0; i < 2; ++i) {
+    CHECK(jobs[i].wrong_status == 0 && jobs[i].wrong_message == 0,
+          "%s thread: %d wrong statuses, %d messages not its own (first: %s)", jobs[i].freeing ? "freeing" : "resuming",
+          jobs[i].wrong_status, jobs[i].wrong_message, jobs[i].seen);
+  }
+  CHECK(rlmem_runtime_close(7) == RLMEM_OK, "close");
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "--print-json") == 0) {
     char* json = NULL;
@@ -380,6 +433,7 @@ int main(int argc, char** argv) {
   test_step_rules();
   test_two_threads(argv[1]);
   test_runtime();
+  test_runtime_errors_per_thread();
   printf("c_abi_test: %d failed checks\n", failures);
   return failures == 0 ? 0 : 1;
 }

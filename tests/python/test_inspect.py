@@ -11,7 +11,14 @@ MiB = 1024**2
 
 
 def test_version_is_the_library_abi(rlmem):
-    assert rlmem.version() == "0.2.0", f"expected librlmem 0.2.0, saw {rlmem.version()}"
+    # One place: CMakeLists.txt's project version, which the package reads and the library was built with.
+    from conftest import ROOT
+    from rlmem._version import version_in_cmake_lists
+
+    expected = version_in_cmake_lists(ROOT / "CMakeLists.txt")
+    assert expected is not None, "no project(rlmem VERSION ...) line in CMakeLists.txt"
+    assert rlmem.__version__ == expected, f"the package says {rlmem.__version__}, CMakeLists.txt {expected}"
+    assert rlmem.version() == expected, f"expected librlmem {expected}, saw {rlmem.version()}"
     assert Path(rlmem.library_path()).name == "librlmem.so"
 
 

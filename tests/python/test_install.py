@@ -47,6 +47,7 @@ def test_installed_package_inspects_a_snapshot(venv, tmp_path):
         "import json, sys, rlmem\n"
         f"report = rlmem.inspect({str(SNAPSHOTS / 'grpo_leak_logits.pickle.zst')!r})\n"
         "print(json.dumps({'file': rlmem.__file__, 'library': rlmem.library_path(), 'version': rlmem.version(),\n"
+        "                  'package_version': rlmem.__version__,\n"
         "                  'site': report['leaks'][0]['site'], 'per_step': report['leaks'][0]['bytes_per_step']}))\n"
     )
     done = subprocess.run([str(venv / "bin" / "python"), "-c", code], cwd=tmp_path, capture_output=True, text=True,
@@ -58,7 +59,10 @@ def test_installed_package_inspects_a_snapshot(venv, tmp_path):
     package_dir = Path(seen["file"]).parent
     assert str(package_dir).startswith(str(venv)), f"imported from {package_dir}, not the venv"
     assert seen["library"] == str(package_dir / "librlmem.so"), f"used {seen['library']}"
-    assert seen["version"] == "0.2.0"
+    from rlmem._version import version_in_cmake_lists
+
+    expected = version_in_cmake_lists(ROOT / "CMakeLists.txt")  # the one place the version is written
+    assert seen["version"] == expected and seen["package_version"] == expected, (seen, expected)
     assert (seen["site"], seen["per_step"]) == ("rl/record.py:41 logprobs_of", 49_152_000), seen
 
 
