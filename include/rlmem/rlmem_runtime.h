@@ -89,10 +89,12 @@ RLMEM_API int rlmem_runtime_reserve_host_buffers(int ordinal, uint64_t bytes, ch
 RLMEM_API int rlmem_runtime_reset_peaks(int ordinal, char** error_out);
 
 /** A growable buffer in the current region's tag: `max_bytes` of addresses reserved, memory
- *  mapped by rlmem_runtime_grow from its start up; the data never moves. */
+ *  mapped by rlmem_runtime_grow from its start up; the data never moves. RLMEM_E_INVALID_ARGUMENT
+ *  for max_bytes 0 or 2^63 and more; RLMEM_E_NO_MEMORY when the address space is short. */
 RLMEM_API int rlmem_runtime_growable_reserve(int ordinal, uint64_t max_bytes, uint64_t* address, char** error_out);
 /** Makes the buffer's first `bytes` usable (rounded up to the page; never shrinks); `*grown` (may
- *  be NULL) receives the bytes usable now. RLMEM_E_NO_MEMORY, nothing changed, when it cannot. */
+ *  be NULL) receives the bytes usable now. RLMEM_E_NO_MEMORY, nothing changed, when it cannot;
+ *  RLMEM_E_INVALID_ARGUMENT, `*grown` not written, for `bytes` of 2^63 or more. */
 RLMEM_API int rlmem_runtime_grow(int ordinal, uint64_t address, uint64_t bytes, uint64_t* grown, char** error_out);
 RLMEM_API int rlmem_runtime_growable_release(int ordinal, uint64_t address, char** error_out);
 

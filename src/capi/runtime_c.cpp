@@ -97,6 +97,11 @@ int status_of(rlmem::runtime_errc code) noexcept {
 
 bool valid_ordinal(int ordinal) noexcept { return ordinal >= 0 && ordinal < max_devices; }
 
+// Growable buffers of 2^63 bytes or more are refused here: no device has that much address
+// space, and the policy rounds sizes up to its page, which wraps past 2^64 for sizes within a
+// page of it (a grow "succeeded" without growing, a reservation of 0 bytes faulted).
+constexpr std::uint64_t growable_size_limit = std::uint64_t{1} << 63;
+
 // Reads the caller's options; false with the reason when they are not this library's.
 bool convert(const rlmem_runtime_options* caller, std::uint64_t device_bytes, rlmem::runtime_options& options, std::string& why) {
   options.policy.reservation_bytes = device_bytes;
@@ -334,10 +339,16 @@ int rlmem_runtime_reset_peaks(int ordinal, char** error_out) {
 
 int rlmem_runtime_growable_reserve(int ordinal, uint64_t max_bytes, uint64_t* address, char** error_out) {
   if (address == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "address is NULL");
+  if (max_bytes >= growable_size_limit) {
+    return report(error_out, RLMEM_E_INVALID_ARGUMENT, "a growable buffer of " + std::to_string(max_bytes) + " bytes: 2^63 or more");
+  }
   return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.reserve_growable(max_bytes, *address); });
 }
 
 int rlmem_runtime_grow(int ordinal, uint64_t address, uint64_t bytes, uint64_t* grown, char** error_out) {
+  if (bytes >= growable_size_limit) {
+    return report(error_out, RLMEM_E_INVALID_ARGUMENT, "growing a buffer to " + std::to_string(bytes) + " bytes: 2^63 or more");
+  }
   return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
     rlmem::runtime_errc code = rt.grow(address, bytes);
     if (grown != nullptr) *grown = rt.grown_bytes(address);
