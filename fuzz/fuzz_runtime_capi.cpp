@@ -34,7 +34,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,12 +42,13 @@
 namespace {
 
 // A broken invariant: its line on stderr (the replay main shows no stack), then the crash
-// libFuzzer records.
-void check(bool holds, std::source_location where = std::source_location::current()) {
+// libFuzzer records. A macro for __LINE__: clang 14's libstdc++ has no std::source_location.
+void check_at(bool holds, int line) {
   if (holds) return;
-  std::fprintf(stderr, "fuzz_runtime_capi: check failed at line %u\n", static_cast<unsigned>(where.line()));
+  std::fprintf(stderr, "fuzz_runtime_capi: check failed at line %d\n", line);
   __builtin_trap();
 }
+#define FUZZ_CHECK(condition) check_at((condition), __LINE__)
 
 constexpr int ordinal = 11;                  // a device number no other fuzz target or test uses
 constexpr std::size_t max_operations = 256;  // bounds the work per input: the corpus replays in a second
@@ -83,11 +83,11 @@ template <typename Call>
 int checked(Call call) {
   char* error = nullptr;
   int status = call(&error);
-  check(status <= RLMEM_OK && status >= RLMEM_E_DEVICE);
-  check(status != RLMEM_E_INTERNAL && status != RLMEM_E_DEVICE);  // the fake device never fails
-  check((status == RLMEM_OK) == (error == nullptr));
+  FUZZ_CHECK(status <= RLMEM_OK && status >= RLMEM_E_DEVICE);
+  FUZZ_CHECK(status != RLMEM_E_INTERNAL && status != RLMEM_E_DEVICE);  // the fake device never fails
+  FUZZ_CHECK((status == RLMEM_OK) == (error == nullptr));
   if (error != nullptr) {
-    check(error[0] != '\0' && std::strchr(error, '\n') == nullptr);
+    FUZZ_CHECK(error[0] != '\0' && std::strchr(error, '\n') == nullptr);
     rlmem_string_free(error);
   }
   return status;
@@ -149,12 +149,12 @@ class model {
       tags_[tag].arena_keys.push_back(at->second);
     }
     rlmem::model_block* block = policy_.allocate(bytes, at->second);
-    check(policy_.fault().empty());
+    FUZZ_CHECK(policy_.fault().empty());
     return block;
   }
   void free(rlmem::model_block* block) {
     policy_.free_completed(block);
-    check(policy_.fault().empty());
+    FUZZ_CHECK(policy_.fault().empty());
   }
 
   // runtime::pause: with keep-host, the used pages cut into copy chunks and those into pieces
@@ -183,11 +183,11 @@ class model {
           chunk.bytes -= piece.bytes;
         }
       }
-      for (rlmem::address_run piece : paused.backup) check(policy_.release_range(piece, true));
+      for (rlmem::address_run piece : paused.backup) FUZZ_CHECK(policy_.release_range(piece, true));
     }
     for (std::uint64_t key : paused.arena_keys) {
       rlmem::address_run range;
-      if (policy_.arena_range(key, range)) check(policy_.release_range(range, true));
+      if (policy_.arena_range(key, range)) FUZZ_CHECK(policy_.release_range(range, true));
     }
     paused.paused = true;
   }
@@ -215,10 +215,10 @@ class model {
       }
       restored_ranges.push_back(range);
     }
-    check(policy_.fault().empty());
+    FUZZ_CHECK(policy_.fault().empty());
     if (short_of_memory) {
       for (rlmem::address_run range : restored_ranges) policy_.release_range(range);
-      check(policy_.fault().empty());
+      FUZZ_CHECK(policy_.fault().empty());
       return false;
     }
     paused.backup.clear();
@@ -228,14 +228,14 @@ class model {
 
   void empty_cache() {
     policy_.empty_cache();
-    check(policy_.fault().empty());
+    FUZZ_CHECK(policy_.fault().empty());
   }
 
   // runtime::reserve_growable: the next key, taken only when the reservation is made.
   std::optional<std::uint64_t> reserve_growable(std::uint64_t max_bytes, std::uint64_t& base) {
     std::uint64_t key = next_key_;
     bool made = policy_.reserve_growable(key, max_bytes, base);
-    check(policy_.fault().empty());
+    FUZZ_CHECK(policy_.fault().empty());
     if (!made) return std::nullopt;
     ++next_key_;
     tags_[current_tag()].arena_keys.push_back(key);
@@ -243,13 +243,13 @@ class model {
   }
   bool grow(std::uint64_t key, std::uint64_t bytes) {
     bool grown = policy_.grow(key, bytes);
-    check(policy_.fault().empty());
+    FUZZ_CHECK(policy_.fault().empty());
     return grown;
   }
   std::uint64_t grown_bytes(std::uint64_t key) const { return policy_.grown_bytes(key); }
   void release_growable(std::uint64_t key, std::uint32_t tag) {
     policy_.release_growable(key);
-    check(policy_.fault().empty());
+    FUZZ_CHECK(policy_.fault().empty());
     std::erase(tags_[tag].arena_keys, key);
   }
 
@@ -280,31 +280,31 @@ std::uint8_t pattern_byte(std::uint64_t seed, std::uint64_t at) {
 // and the reserved bytes of the reference policy.
 void check_statistics(model& expected) {
   char* json = nullptr;
-  check(checked([&](char** error) { return rlmem_runtime_statistics_json(ordinal, &json, error); }) == RLMEM_OK && json != nullptr);
+  FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_statistics_json(ordinal, &json, error); }) == RLMEM_OK && json != nullptr);
   nlohmann::json document = nlohmann::json::parse(json, nullptr, false);
   rlmem_string_free(json);
-  check(!document.is_discarded());
+  FUZZ_CHECK(!document.is_discarded());
   std::vector<std::uint64_t> per_tag(expected.tags().size(), 0);
   std::uint64_t blocks_bytes = 0;
   for (const auto& [address, block] : expected.blocks) {
     per_tag[block.tag] += block.size;
     blocks_bytes += block.size;
   }
-  check(static_cast<std::int64_t>(blocks_bytes) == expected.allocated_bytes());
+  FUZZ_CHECK(static_cast<std::int64_t>(blocks_bytes) == expected.allocated_bytes());
   for (const auto& [base, buffer] : expected.growables) per_tag[buffer.tag] += buffer.grown;
   std::uint64_t total = 0;
   for (std::uint64_t each : per_tag) total += each;
   const nlohmann::json& tags = document.at("tags");
-  check(tags.size() == expected.tags().size());
+  FUZZ_CHECK(tags.size() == expected.tags().size());
   for (std::size_t id = 0; id < tags.size(); ++id) {
-    check(tags[id].at("name").get<std::string>() == expected.tags()[id].name);
-    check(tags[id].at("paused").get<bool>() == expected.tags()[id].paused);
-    check(tags[id].at("allocated_bytes").at("current").get<std::uint64_t>() == per_tag[id]);
+    FUZZ_CHECK(tags[id].at("name").get<std::string>() == expected.tags()[id].name);
+    FUZZ_CHECK(tags[id].at("paused").get<bool>() == expected.tags()[id].paused);
+    FUZZ_CHECK(tags[id].at("allocated_bytes").at("current").get<std::uint64_t>() == per_tag[id]);
   }
   const nlohmann::json& totals = document.at("totals");
-  check(totals.at("allocated_bytes").at("current").get<std::uint64_t>() == total);
-  check(totals.at("allocations").at("current").get<std::uint64_t>() == expected.blocks.size());
-  check(totals.at("reserved_bytes").at("current").get<std::int64_t>() == expected.reserved_bytes());
+  FUZZ_CHECK(totals.at("allocated_bytes").at("current").get<std::uint64_t>() == total);
+  FUZZ_CHECK(totals.at("allocations").at("current").get<std::uint64_t>() == expected.blocks.size());
+  FUZZ_CHECK(totals.at("reserved_bytes").at("current").get<std::int64_t>() == expected.reserved_bytes());
 }
 
 // A live block picked by the input, or nullptr when there is none.
@@ -353,20 +353,20 @@ void allocate(model& expected, input_reader& in) {
   int status = checked([&](char** error) { return rlmem_runtime_allocate(ordinal, size, stream, &address, error); });
   std::uint32_t tag = expected.current_tag();
   if (size == 0) {
-    check(status == RLMEM_E_INVALID_ARGUMENT);
+    FUZZ_CHECK(status == RLMEM_E_INVALID_ARGUMENT);
     return;
   }
   if (expected.tags()[tag].paused) {
-    check(status == RLMEM_E_STATE);
+    FUZZ_CHECK(status == RLMEM_E_STATE);
     return;
   }
   rlmem::model_block* reference = expected.allocate(size, stream);
-  check((status == RLMEM_OK) == (reference != nullptr));
+  FUZZ_CHECK((status == RLMEM_OK) == (reference != nullptr));
   if (status != RLMEM_OK) {
-    check(status == RLMEM_E_NO_MEMORY);
+    FUZZ_CHECK(status == RLMEM_E_NO_MEMORY);
     return;
   }
-  check(reference->ptr == address && !expected.blocks.contains(address));
+  FUZZ_CHECK(reference->ptr == address && !expected.blocks.contains(address));
   live_block& made = expected.blocks[address];
   made.size = reference->size;
   made.requested = size;
@@ -381,11 +381,11 @@ void free_block(model& expected, input_reader& in, bool bogus) {
   auto* picked = bogus ? nullptr : pick_block(expected, in);
   if (picked == nullptr) {
     std::uint64_t address = bogus_address(expected, in);
-    check(checked([&](char** error) { return rlmem_runtime_free(ordinal, address, error); }) == RLMEM_E_INVALID_ARGUMENT);
+    FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_free(ordinal, address, error); }) == RLMEM_E_INVALID_ARGUMENT);
     return;
   }
   std::uint64_t address = picked->first;
-  check(checked([&](char** error) { return rlmem_runtime_free(ordinal, address, error); }) == RLMEM_OK);
+  FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_free(ordinal, address, error); }) == RLMEM_OK);
   expected.free(picked->second.reference);
   expected.blocks.erase(address);
 }
@@ -394,16 +394,16 @@ void enter_region(model& expected, input_reader& in) {
   std::string name(tag_names[in.byte() % (tag_names.size() - 1)]);
   int status = checked([&](char** error) { return rlmem_runtime_enter_region(ordinal, name.c_str(), error); });
   if (name == library_tag) {
-    check(status == RLMEM_E_INVALID_ARGUMENT);
+    FUZZ_CHECK(status == RLMEM_E_INVALID_ARGUMENT);
     return;
   }
-  check(status == RLMEM_OK);
+  FUZZ_CHECK(status == RLMEM_OK);
   expected.regions.push_back(expected.tag_id(name));
 }
 
 void leave_region(model& expected) {
   int status = checked([&](char** error) { return rlmem_runtime_leave_region(ordinal, error); });
-  check(status == (expected.regions.empty() ? RLMEM_E_INVALID_ARGUMENT : RLMEM_OK));
+  FUZZ_CHECK(status == (expected.regions.empty() ? RLMEM_E_INVALID_ARGUMENT : RLMEM_OK));
   if (!expected.regions.empty()) expected.regions.pop_back();
 }
 
@@ -413,14 +413,14 @@ void pause(model& expected, input_reader& in) {
   int status = checked([&](char** error) { return rlmem_runtime_pause(ordinal, name.c_str(), keep_host ? 1 : 0, error); });
   std::optional<std::uint32_t> tag = expected.find_tag(name);
   if (name == library_tag) {
-    check(status == RLMEM_E_INVALID_ARGUMENT);
+    FUZZ_CHECK(status == RLMEM_E_INVALID_ARGUMENT);
     return;
   }
   if (!tag || expected.tags()[*tag].paused) {
-    check(status == RLMEM_E_STATE);
+    FUZZ_CHECK(status == RLMEM_E_STATE);
     return;
   }
-  check(status == RLMEM_OK);
+  FUZZ_CHECK(status == RLMEM_OK);
   expected.pause(*tag, keep_host);
   if (keep_host) return;
   // Discarded: resume fills the tag's memory with zeros.
@@ -436,10 +436,10 @@ void resume(model& expected, input_reader& in) {
   int status = checked([&](char** error) { return rlmem_runtime_resume(ordinal, name.c_str(), error); });
   std::optional<std::uint32_t> tag = expected.find_tag(name);
   if (!tag || !expected.tags()[*tag].paused) {
-    check(status == RLMEM_E_STATE);
+    FUZZ_CHECK(status == RLMEM_E_STATE);
     return;
   }
-  check(status == (expected.resume(*tag) ? RLMEM_OK : RLMEM_E_NO_MEMORY));
+  FUZZ_CHECK(status == (expected.resume(*tag) ? RLMEM_OK : RLMEM_E_NO_MEMORY));
 }
 
 void reserve_growable(model& expected, input_reader& in, std::uint64_t total) {
@@ -448,21 +448,21 @@ void reserve_growable(model& expected, input_reader& in, std::uint64_t total) {
   int status = checked([&](char** error) { return rlmem_runtime_growable_reserve(ordinal, max_bytes, &address, error); });
   std::uint32_t tag = expected.current_tag();
   if (max_bytes == 0 || max_bytes >= std::uint64_t{1} << 63) {
-    check(status == RLMEM_E_INVALID_ARGUMENT);
+    FUZZ_CHECK(status == RLMEM_E_INVALID_ARGUMENT);
     return;
   }
   if (expected.tags()[tag].paused) {
-    check(status == RLMEM_E_STATE);
+    FUZZ_CHECK(status == RLMEM_E_STATE);
     return;
   }
   std::uint64_t base = 0;
   std::optional<std::uint64_t> key = expected.reserve_growable(max_bytes, base);
-  check((status == RLMEM_OK) == key.has_value());
+  FUZZ_CHECK((status == RLMEM_OK) == key.has_value());
   if (!key) {
-    check(status == RLMEM_E_NO_MEMORY);
+    FUZZ_CHECK(status == RLMEM_E_NO_MEMORY);
     return;
   }
-  check(base == address && !expected.growables.contains(address));
+  FUZZ_CHECK(base == address && !expected.growables.contains(address));
   expected.growables[address] = {*key, tag, 0};
 }
 
@@ -481,31 +481,31 @@ void grow(model& expected, input_reader& in, std::uint64_t total) {
   std::uint64_t grown = 12345;
   int status = checked([&](char** error) { return rlmem_runtime_grow(ordinal, address, bytes, &grown, error); });
   if (bytes >= std::uint64_t{1} << 63 || buffer == nullptr) {
-    check(status == RLMEM_E_INVALID_ARGUMENT);
+    FUZZ_CHECK(status == RLMEM_E_INVALID_ARGUMENT);
     return;
   }
   if (expected.tags()[buffer->tag].paused) {
-    check(status == RLMEM_E_STATE && grown == buffer->grown);
+    FUZZ_CHECK(status == RLMEM_E_STATE && grown == buffer->grown);
     return;
   }
   bool made = expected.grow(buffer->key, bytes);
-  check(status == (made ? RLMEM_OK : RLMEM_E_NO_MEMORY));
-  check(grown == expected.grown_bytes(buffer->key));
-  if (made) check(grown >= bytes);  // never less than asked for
+  FUZZ_CHECK(status == (made ? RLMEM_OK : RLMEM_E_NO_MEMORY));
+  FUZZ_CHECK(grown == expected.grown_bytes(buffer->key));
+  if (made) FUZZ_CHECK(grown >= bytes);  // never less than asked for
   buffer->grown = grown;
 }
 
 void release_growable(model& expected, input_reader& in) {
   if (expected.growables.empty() || (in.byte() & 7) == 0) {
     std::uint64_t address = bogus_address(expected, in);
-    check(checked([&](char** error) { return rlmem_runtime_growable_release(ordinal, address, error); }) ==
+    FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_growable_release(ordinal, address, error); }) ==
           RLMEM_E_INVALID_ARGUMENT);
     return;
   }
   auto at = expected.growables.begin();
   std::advance(at, in.byte() % expected.growables.size());
   std::uint64_t address = at->first;
-  check(checked([&](char** error) { return rlmem_runtime_growable_release(ordinal, address, error); }) == RLMEM_OK);
+  FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_growable_release(ordinal, address, error); }) == RLMEM_OK);
   expected.release_growable(at->second.key, at->second.tag);
   expected.growables.erase(at);
 }
@@ -537,10 +537,10 @@ void write(model& expected, input_reader& in) {
     return rlmem_runtime_write(ordinal, range->address + range->offset, bytes.data(), bytes.size(), error);
   });
   if (expected.tags()[range->block->tag].paused) {
-    check(status == RLMEM_E_INVALID_ARGUMENT);  // its pages are released
+    FUZZ_CHECK(status == RLMEM_E_INVALID_ARGUMENT);  // its pages are released
     return;
   }
-  check(status == RLMEM_OK);
+  FUZZ_CHECK(status == RLMEM_OK);
   std::copy(bytes.begin(), bytes.end(), range->block->contents.begin() + static_cast<std::ptrdiff_t>(range->offset));
   std::fill_n(range->block->known.begin() + static_cast<std::ptrdiff_t>(range->offset), bytes.size(), 1);
 }
@@ -553,12 +553,12 @@ void read_back(model& expected, input_reader& in) {
     return rlmem_runtime_read(ordinal, range->address + range->offset, bytes.data(), bytes.size(), error);
   });
   if (expected.tags()[range->block->tag].paused) {
-    check(status == RLMEM_E_INVALID_ARGUMENT);
+    FUZZ_CHECK(status == RLMEM_E_INVALID_ARGUMENT);
     return;
   }
-  check(status == RLMEM_OK);
+  FUZZ_CHECK(status == RLMEM_OK);
   for (std::uint64_t i = 0; i < bytes.size(); ++i) {
-    if (range->block->known[range->offset + i] != 0) check(bytes[i] == range->block->contents[range->offset + i]);
+    if (range->block->known[range->offset + i] != 0) FUZZ_CHECK(bytes[i] == range->block->contents[range->offset + i]);
   }
 }
 
@@ -572,7 +572,7 @@ void access_unmapped(input_reader& in) {
     return reading ? rlmem_runtime_read(ordinal, address, bytes.data(), bytes.size(), error)
                    : rlmem_runtime_write(ordinal, address, bytes.data(), bytes.size(), error);
   });
-  check(status == RLMEM_E_INVALID_ARGUMENT);
+  FUZZ_CHECK(status == RLMEM_E_INVALID_ARGUMENT);
 }
 
 // Host buffers (a few slabs at most), peaks, the snapshot document.
@@ -580,17 +580,17 @@ void other_calls(model& expected, input_reader& in) {
   switch (in.byte() % 4) {
     case 0: {
       std::uint64_t bytes = expected.page_bytes() * (in.byte() % 9);
-      check(checked([&](char** error) { return rlmem_runtime_reserve_host_buffers(ordinal, bytes, error); }) == RLMEM_OK);
+      FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_reserve_host_buffers(ordinal, bytes, error); }) == RLMEM_OK);
       break;
     }
-    case 1: check(checked([&](char** error) { return rlmem_runtime_release_host_buffers(ordinal, error); }) == RLMEM_OK); break;
-    case 2: check(checked([&](char** error) { return rlmem_runtime_reset_peaks(ordinal, error); }) == RLMEM_OK); break;
+    case 1: FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_release_host_buffers(ordinal, error); }) == RLMEM_OK); break;
+    case 2: FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_reset_peaks(ordinal, error); }) == RLMEM_OK); break;
     default: {
       char* json = nullptr;
-      check(checked([&](char** error) { return rlmem_runtime_snapshot_json(ordinal, &json, error); }) == RLMEM_OK);
+      FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_snapshot_json(ordinal, &json, error); }) == RLMEM_OK);
       nlohmann::json document = nlohmann::json::parse(json, nullptr, false);
       rlmem_string_free(json);
-      check(!document.is_discarded() && document.at("device_traces").size() == static_cast<std::size_t>(ordinal) + 1);
+      FUZZ_CHECK(!document.is_discarded() && document.at("device_traces").size() == static_cast<std::size_t>(ordinal) + 1);
       break;
     }
   }
@@ -623,7 +623,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.history_entries = history[(flags >> 6) & 3];
 
   if (rlmem_runtime_is_open(ordinal) != 0) rlmem_runtime_close(ordinal);
-  check(checked([&](char** error) { return rlmem_runtime_open_fake(ordinal, total, page, &options, error); }) == RLMEM_OK);
+  FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_open_fake(ordinal, total, page, &options, error); }) == RLMEM_OK);
 
   rlmem::fake_device_options device;
   device.total_bytes = total;
@@ -649,7 +649,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 9: pause(expected, in); break;
       case 10: resume(expected, in); break;
       case 11:
-        check(checked([&](char** error) { return rlmem_runtime_empty_cache(ordinal, error); }) == RLMEM_OK);
+        FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_empty_cache(ordinal, error); }) == RLMEM_OK);
         expected.empty_cache();
         break;
       case 12: reserve_growable(expected, in, total); break;
@@ -663,6 +663,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     check_statistics(expected);
   }
-  check(rlmem_runtime_close(ordinal) == RLMEM_OK);
+  FUZZ_CHECK(rlmem_runtime_close(ordinal) == RLMEM_OK);
   return 0;
 }
