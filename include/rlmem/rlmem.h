@@ -39,11 +39,11 @@ typedef enum rlmem_status {
 /* Structs with a struct_size (rlmem_inspect_options, rlmem_leak_verdict, rlmem_step_rules,
  * rlmem_step_judgment, rlmem_runtime_options): struct_size is the caller's sizeof, so that a library
  * newer than the caller's header still works with the caller's older, smaller struct.
- * - Accepted: the size of one of the struct's published layouts (each struct lists them below; all
- *   are layouts of this SONAME, librlmem.so.MAJOR.MINOR). Refused with RLMEM_E_INVALID_ARGUMENT,
- *   and a one-line reason where the function has an error_out: any other size, smaller than the
- *   first layout, between two, or larger than this library's struct (a header newer than the
- *   library: it does not know what the extra fields mean).
+ * - Accepted: the size of one of the struct's published layouts (each struct lists them below,
+ *   oldest first). Refused with RLMEM_E_INVALID_ARGUMENT, and a one-line reason where the
+ *   function has an error_out: any other size, smaller than the first layout, between two, or
+ *   larger than this library's struct (a header newer than the library: it does not know what
+ *   the extra fields mean, so it does not guess that zeros there are harmless).
  * - The library reads and writes only the caller's struct_size bytes: fields past them take
  *   their defaults, and an output struct keeps the caller's struct_size.
  * - The *_init() functions are macros over *_init_sized(struct, sizeof *struct), so that they
