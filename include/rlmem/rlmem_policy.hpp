@@ -168,8 +168,6 @@ class rlmem_policy final : public allocator_policy {
   /// Maps `bytes` of pages no one has at `address` as one run (one page: an ordinary page), each
   /// page with one user. False with nothing changed.
   bool map_new_run(arena& owner, std::uint64_t address, std::uint64_t bytes);
-  /// Pages under [address, address + size) that no one has: what mapping a block there takes.
-  std::uint64_t pages_missing(std::uint64_t address, std::uint64_t size) const;
   /// create + map + set_access of `bytes` at `address`, as one allocation; the handle, or 0
   /// with fault_ set unless out of memory.
   physical_handle new_memory(std::uint64_t address, std::uint64_t bytes);
@@ -183,11 +181,9 @@ class rlmem_policy final : public allocator_policy {
   bool run_unused(std::uint64_t start) const;
   /// Gives a page no block uses back: alone, or with its run once the whole run is unused.
   void release_unused_page(std::uint64_t address);
-  /// Gives cached pages back (fenced first) until `pages` more fit under the capacity, with
-  /// as many again to spare so that the next requests do not fence again at once, keeping those
-  /// in `keep` (the request's own); every cached page when the device itself ran short
-  /// (`pages` 0, or no capacity). True when any went.
-  bool release_cached_pages(std::uint64_t pages = 0, address_run keep = {});
+  /// Gives every cached page back (fenced first; a run only once all of it is unused). True when
+  /// any went.
+  bool release_cached_pages();
   bool room_for(std::uint64_t pages) const noexcept;
   /// Contiguous runs of the pages in `range` for which `wanted(page)` holds.
   template <typename Wanted>

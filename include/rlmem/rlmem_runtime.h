@@ -75,6 +75,15 @@ RLMEM_API int rlmem_runtime_leave_region(int ordinal, char** error_out);
 RLMEM_API int rlmem_runtime_pause(int ordinal, const char* tag, int keep_host, char** error_out);
 /** Maps memory again at the tag's addresses and restores (or zero-fills) its contents. */
 RLMEM_API int rlmem_runtime_resume(int ordinal, const char* tag, char** error_out);
+/** Frees the blocks CUDA graph captures allocated on `ordinal` that the program has freed since
+ *  (kept until now because every replay of the graph uses them), in `tag`, or in every tag when
+ *  `tag` is NULL: call it once those graphs are destroyed. */
+RLMEM_API int rlmem_runtime_release_graph_memory(int ordinal, const char* tag, char** error_out);
+/** The live blocks of `tag` whose every byte is still what a discard's resume filled in (0xFF in
+ *  the checking mode, RLMEM_CHECK_PAUSED=1; else 0), as JSON [{"address", "size"}]: memory
+ *  discarded and never written since, such as weights not loaded again. Free with
+ *  rlmem_string_free(). RLMEM_E_STATE when the tag is paused. */
+RLMEM_API int rlmem_runtime_blocks_still_filled_json(int ordinal, const char* tag, char** json_out, char** error_out);
 /** Unmaps the pages no block uses. */
 RLMEM_API int rlmem_runtime_empty_cache(int ordinal, char** error_out);
 /** Frees the pinned host slabs kept for reuse (keep_host_buffers). */
@@ -104,9 +113,11 @@ RLMEM_API int rlmem_runtime_write(int ordinal, uint64_t address, const void* sou
 
 /** The runtime's counters as JSON: {"tags": [{"name", "paused", "allocated_bytes": {"current",
  *  "peak", "total"}, "allocations": {...}, "mapped_bytes": {...}, "paused_bytes",
- *  "host_backup_bytes", "pauses", "resumes", "failed_allocations", "last_pause": {"copied_bytes",
+ *  "host_backup_bytes", "pauses", "resumes", "failed_allocations", "writes_while_paused", "graph_held_bytes", "last_pause": {"copied_bytes",
  *  "seconds"}, "last_resume": {...}}], "totals": {"allocated_bytes": {...}, "allocations": {...},
- *  "reserved_bytes": {...}, "alloc_retries", "ooms", "host_buffer_bytes"}}. Free with rlmem_string_free(). */
+ *  "reserved_bytes": {...}, "alloc_retries", "ooms", "host_buffer_bytes", "device_calls": {"map":
+ *  {"calls", "seconds"}, ...}}}: device_calls, every primitive the runtime called (create, map,
+ *  set_access, unmap, release, synchronize, the copies) with the seconds spent in it. Free with rlmem_string_free(). */
 RLMEM_API int rlmem_runtime_statistics_json(int ordinal, char** json_out, char** error_out);
 
 /** The runtime's state and history as torch's memory snapshot names them, as JSON:

@@ -215,6 +215,8 @@ def _declare_runtime(lib: ctypes.CDLL) -> None:
         "rlmem_runtime_write": [ctypes.c_int, u64, ctypes.c_void_p, u64, error],
         "rlmem_runtime_statistics_json": [ctypes.c_int, error, error],
         "rlmem_runtime_snapshot_json": [ctypes.c_int, error, error],
+        "rlmem_runtime_release_graph_memory": [ctypes.c_int, ctypes.c_char_p, error],
+        "rlmem_runtime_blocks_still_filled_json": [ctypes.c_int, ctypes.c_char_p, error, error],
     }
     for name, argtypes in signatures.items():
         function = getattr(lib, name)

@@ -10,10 +10,17 @@ Process-wide (every CUDA tensor of the process; call before anything touches CUD
     ...                               # the rollout uses the memory
     rt.resume("train")                # same addresses, contents restored bit-exact
 
-Under this route torch's own ``memory_stats()`` and history calls raise (its pluggable
-allocator has none); :func:`memory_stats` gives the same keys from rlmem, :class:`rlmem.StepMonitor`
-reads it by itself, and :func:`statistics` adds the figures per tag. A request the device cannot
-serve raises at the call, with rlmem's reason (see :func:`install`).
+Under this route torch's ``memory_allocated``, ``memory_reserved``, ``memory_stats`` and their
+peaks answer from rlmem (``rlmem._torch_stats``); torch's history calls raise (its pluggable
+allocator has none: :func:`dump_snapshot` stands in). :func:`statistics` adds the figures per
+tag. A request the device cannot serve raises at the call, with rlmem's reason (see
+:func:`install`). Memory torch keeps for its libraries (cuBLAS and cuBLASLt workspaces, made on
+a stream's first GEMM) goes to the tag ``"libraries"``, never paused, whatever region is open;
+blocks a CUDA graph capture allocated stay until :func:`release_graph_memory`, so a graph replays
+after a pause of its tag. ``RLMEM_CHECK_PAUSED=1`` in the environment is the checking mode: paused
+memory reads as NaN bytes instead of faulting, writes into it are counted (``resume`` warns), a
+discarded tag comes back as NaN bytes, and :func:`blocks_still_filled` names what was never
+written again.
 
 With torch's own allocator kept (stats, snapshots and ``torch.OutOfMemoryError`` as usual),
 :func:`pool` routes one region's segments to rlmem through ``torch.cuda.MemPool``; torch still
@@ -27,7 +34,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import os
+import sys
 import threading
+import warnings
 import types
 import weakref
 from typing import Any, Iterator, Optional
@@ -49,6 +59,8 @@ __all__ = [
     "release_host_buffers",
     "reserve_host_buffers",
     "pool",
+    "release_graph_memory",
+    "blocks_still_filled",
     "GrowableBuffer",
     "snapshot",
     "dump_snapshot",
@@ -200,13 +212,65 @@ def pause(tag: str, keep: str = "discard", device: Optional[int] = None) -> None
     """
     if keep not in ("discard", "host"):
         raise InvalidArgumentError(f'keep must be "discard" or "host", not {keep!r}')
-    _call("rlmem_runtime_pause", _device(device), tag.encode(), 1 if keep == "host" else 0)
+    ordinal = _device(device)
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing():
+        raise RuntimeStateError(f"pause({tag!r}) during a CUDA graph capture: the capture cannot fence the device; "
+                                "pause before or after it")
+    _call("rlmem_runtime_pause", ordinal, tag.encode(), 1 if keep == "host" else 0)
 
 
 def resume(tag: str, device: Optional[int] = None) -> None:
     """Maps memory again at the tag's addresses and restores (or zero-fills) the contents. If
-    the device has too little free memory, nothing changes and the tag stays paused."""
-    _call("rlmem_runtime_resume", _device(device), tag.encode())
+    the device has too little free memory, nothing changes and the tag stays paused. In the
+    checking mode, warns (``RuntimeWarning``) when the tag's memory was written while paused."""
+    ordinal = _device(device)
+    checking = os.environ.get("RLMEM_CHECK_PAUSED") == "1"
+    before = _writes_while_paused(ordinal, tag) if checking else 0
+    _call("rlmem_runtime_resume", ordinal, tag.encode())
+    if checking and _writes_while_paused(ordinal, tag) > before:
+        warnings.warn(f"rlmem: tag {tag!r} was written while paused (a kernel used its tensors between pause and "
+                      "resume); its contents are restored from before the pause", RuntimeWarning, stacklevel=2)
+
+
+def _writes_while_paused(ordinal: int, tag: str) -> int:
+    for each in statistics(ordinal)["tags"]:
+        if each["name"] == tag:
+            return int(each.get("writes_while_paused", 0))
+    return 0
+
+
+def release_graph_memory(tag: Optional[str] = None, device: Optional[int] = None) -> None:
+    """Frees the blocks CUDA graph captures allocated that the program has freed since (``tag``,
+    or every tag): rlmem keeps them because every replay of the graph still uses them, as torch
+    keeps a graph's private pool. Call it once those graphs are gone."""
+    lib, _ = _lib.load()
+    error = ctypes.c_void_p()
+    status = lib.rlmem_runtime_release_graph_memory(_device(device), None if tag is None else tag.encode(), ctypes.byref(error))
+    _check(lib, status, error)
+
+
+def blocks_still_filled(tag: str, tensors: Optional[dict] = None, device: Optional[int] = None) -> list:
+    """The live blocks of ``tag`` whose every byte is still what a discarded tag's resume filled
+    in (0xFF NaN bytes in the checking mode, ``RLMEM_CHECK_PAUSED=1``; zeros otherwise, where a
+    real zero tensor also matches): memory discarded and never written since, such as weights not
+    loaded again. Gives ``[(address, size)]``; with ``tensors`` (a name -> tensor mapping, such
+    as ``dict(model.named_parameters())``), the names of the tensors inside those blocks."""
+    lib, _ = _lib.load()
+    document = ctypes.c_void_p()
+    error = ctypes.c_void_p()
+    status = lib.rlmem_runtime_blocks_still_filled_json(_device(device), tag.encode(), ctypes.byref(document), ctypes.byref(error))
+    text = _lib.take_string(lib, document)
+    _check(lib, status, error)
+    blocks = [(int(each["address"]), int(each["size"])) for each in json.loads(text)]
+    if tensors is None:
+        return blocks
+    named = []
+    for name, tensor in tensors.items():
+        start = tensor.data_ptr()
+        if any(address <= start < address + size for address, size in blocks):
+            named.append(name)
+    return named
 
 
 def empty_cache(device: Optional[int] = None) -> None:

@@ -8,6 +8,7 @@
 #include <rlmem/runtime.hpp>
 
 #include "caller_struct.hpp"
+#include "torch_library_memory.hpp"
 #include "torch_out_of_memory.hpp"
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,8 @@
 #include <new>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace {
 
@@ -105,6 +108,9 @@ constexpr std::uint64_t growable_size_limit = std::uint64_t{1} << 63;
 // Reads the caller's options; false with the reason when they are not this library's.
 bool convert(const rlmem_runtime_options* caller, std::uint64_t device_bytes, rlmem::runtime_options& options, std::string& why) {
   options.policy.reservation_bytes = device_bytes;
+  // The checking mode is for a debugging run, switched on where the program is started.
+  const char* checking = std::getenv("RLMEM_CHECK_PAUSED");
+  options.check_contents = checking != nullptr && std::string_view(checking) == "1";
   if (caller == nullptr) return true;
   rlmem_runtime_options read;
   if (!read_options(caller, read, why)) return false;
@@ -165,6 +171,17 @@ nlohmann::json counter_json(const rlmem::counter& value) {
   return {{"current", value.current}, {"peak", value.peak}, {"total", value.total}};
 }
 
+// {"map": {"calls", "seconds"}, ...}: the primitives the runtime called at least once.
+nlohmann::json device_calls_json(const rlmem::device_call_totals& totals) {
+  nlohmann::json calls = nlohmann::json::object();
+  for (std::size_t op = 0; op < totals.by_op.size(); ++op) {
+    if (totals.by_op[op].calls == 0) continue;
+    calls[std::string(rlmem::device_op_name(static_cast<rlmem::device_op>(op)))] = {{"calls", totals.by_op[op].calls},
+                                                                                    {"seconds", totals.by_op[op].seconds}};
+  }
+  return calls;
+}
+
 // The allocation behind both torch entry points: the address, or nullptr with the reason.
 void* torch_allocate(std::size_t size, int device, void* stream, std::string& why) noexcept {
   if (size == 0) return nullptr;
@@ -190,7 +207,10 @@ void* torch_allocate(std::size_t size, int device, void* stream, std::string& wh
     error = nullptr;
   }
   std::uint64_t address = 0;
-  int status = rlmem_runtime_allocate(device, size, reinterpret_cast<std::uintptr_t>(stream), &address, &error);
+  std::uint64_t on_stream = reinterpret_cast<std::uintptr_t>(stream);
+  int status = rlmem::capi::allocated_for_torch_library(size, on_stream)
+                   ? with_runtime(device, &error, [&](rlmem::runtime& rt) { return rt.allocate_for_library(size, on_stream, address); })
+                   : rlmem_runtime_allocate(device, size, on_stream, &address, &error);
   if (status == RLMEM_OK) return reinterpret_cast<void*>(address);
   why = error != nullptr ? error : "allocation failed";
   std::free(error);
@@ -293,10 +313,7 @@ int rlmem_runtime_free(int ordinal, uint64_t address, char** error_out) {
 
 int rlmem_runtime_enter_region(int ordinal, const char* tag, char** error_out) {
   if (tag == nullptr || *tag == '\0') return report(error_out, RLMEM_E_INVALID_ARGUMENT, "a region needs a tag name");
-  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
-    rt.enter_region(tag);
-    return rlmem::runtime_errc::ok;
-  });
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.enter_region(tag); });
 }
 
 int rlmem_runtime_leave_region(int ordinal, char** error_out) {
@@ -313,6 +330,24 @@ int rlmem_runtime_pause(int ordinal, const char* tag, int keep_host, char** erro
 int rlmem_runtime_resume(int ordinal, const char* tag, char** error_out) {
   if (tag == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "tag is NULL");
   return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.resume(tag); });
+}
+
+int rlmem_runtime_release_graph_memory(int ordinal, const char* tag, char** error_out) {
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.release_graph_memory(tag != nullptr ? tag : ""); });
+}
+
+int rlmem_runtime_blocks_still_filled_json(int ordinal, const char* tag, char** json_out, char** error_out) {
+  if (json_out == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "json_out is NULL");
+  *json_out = nullptr;
+  if (tag == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "tag is NULL");
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
+    std::vector<rlmem::address_run> blocks;
+    if (rlmem::runtime_errc code = rt.blocks_still_filled(tag, blocks); code != rlmem::runtime_errc::ok) return code;
+    nlohmann::json listed = nlohmann::json::array();
+    for (const rlmem::address_run& block : blocks) listed.push_back({{"address", block.address}, {"size", block.bytes}});
+    *json_out = copy_out(listed.dump());
+    return *json_out != nullptr ? rlmem::runtime_errc::ok : rlmem::runtime_errc::out_of_memory;
+  });
 }
 
 int rlmem_runtime_empty_cache(int ordinal, char** error_out) {
@@ -386,6 +421,8 @@ int rlmem_runtime_statistics_json(int ordinal, char** json_out, char** error_out
                       {"pauses", tag.pauses},
                       {"resumes", tag.resumes},
                       {"failed_allocations", tag.failed_allocations},
+                      {"writes_while_paused", tag.writes_while_paused},
+                      {"graph_held_bytes", tag.graph_held_bytes},
                       {"last_pause", {{"copied_bytes", tag.last_pause_copied_bytes}, {"seconds", tag.last_pause_seconds}}},
                       {"last_resume", {{"copied_bytes", tag.last_resume_copied_bytes}, {"seconds", tag.last_resume_seconds}}}});
     }
@@ -397,7 +434,8 @@ int rlmem_runtime_statistics_json(int ordinal, char** json_out, char** error_out
                                  {"reserved_bytes", counter_json(totals.reserved_bytes)},
                                  {"alloc_retries", totals.alloc_retries},
                                  {"ooms", totals.ooms},
-                                 {"host_buffer_bytes", totals.host_buffer_bytes}}}};
+                                 {"host_buffer_bytes", totals.host_buffer_bytes},
+                                 {"device_calls", device_calls_json(totals.device_calls)}}}};
     // Tag names are the caller's bytes: replace what is not UTF-8 rather than fail.
     *json_out = copy_out(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (*json_out == nullptr) throw std::bad_alloc();

@@ -126,12 +126,6 @@ bool rlmem_policy::map_page(arena& owner, std::uint64_t address) {
   return true;
 }
 
-std::uint64_t rlmem_policy::pages_missing(std::uint64_t address, std::uint64_t size) const {
-  std::uint64_t missing = 0;
-  for (std::uint64_t at = address / page_bytes_ * page_bytes_; at < address + size; at += page_bytes_) missing += pages_.count(at) == 0 ? 1 : 0;
-  return missing;
-}
-
 bool rlmem_policy::map_new_run(arena& owner, std::uint64_t address, std::uint64_t bytes) {
   if (bytes == page_bytes_) return map_page(owner, address);
   std::uint64_t pages = bytes / page_bytes_;
@@ -240,20 +234,12 @@ void rlmem_policy::release_unused_page(std::uint64_t address) {
   unmap_page(address);
 }
 
-bool rlmem_policy::release_cached_pages(std::uint64_t pages, address_run keep) {
+bool rlmem_policy::release_cached_pages() {
   if (cached_.empty()) return false;
   gpu_.synchronize();
-  // Enough for the request and as much again, so that the requests after it map without
-  // fencing once more; all of it when the device, not the capacity, ran short.
-  bool all = pages == 0 || options_.capacity_bytes == 0 || room_for(pages);
-  auto enough = [&] { return !all && room_for(2 * pages); };
   bool released = false;
-  for (auto at = cached_.begin(); at != cached_.end() && !enough();) {
+  for (auto at = cached_.begin(); at != cached_.end();) {
     std::uint64_t address = *at;
-    if (!all && address + page_bytes_ > keep.address && address < keep.address + keep.bytes) {
-      ++at;  // the request itself will use it
-      continue;
-    }
     std::uint64_t run = pages_.at(address).run;
     if (run != 0 && !run_unused(run)) {
       ++at;  // other pages of its run are in use: the run stays mapped
@@ -345,15 +331,11 @@ model_block* rlmem_policy::allocate(std::uint64_t requested_bytes, std::uint64_t
   std::uint64_t address = 0;
   if (!place(*where, size, address)) return nullptr;
   if (!map_pages(*where, address, size)) {
-    // Short of memory: the pages no block uses go back, once, and the request tries again.
-    // Short of memory: cached pages go back, first as many as the request needs (those
-    // under it kept), then, if that was not enough, all of them.
-    bool released = release_cached_pages(pages_missing(address, size), {address, size});
+    // Short of memory: every cached page goes back, with one fence, and the request tries again
+    // (as torch's allocator frees its whole cache: releasing a little each time fenced 10 times
+    // as often under a cap of 1.1x the demand, for steps 15% slower).
+    bool released = release_cached_pages();
     bool mapped = released && map_pages(*where, address, size);
-    if (!mapped && fault_.empty() && release_cached_pages()) {
-      released = true;
-      mapped = map_pages(*where, address, size);
-    }
     if (released) ++retries_;
     if (!mapped) {
       give_back(*where, address, size);
@@ -421,7 +403,7 @@ bool rlmem_policy::grow(std::uint64_t key, std::uint64_t bytes) {
   std::uint64_t start = buffer.top;
   for (std::uint64_t at = buffer.base + start; buffer.top < wanted; at += page_bytes_) {
     bool mapped = map_page(buffer, at);
-    if (!mapped && fault_.empty() && release_cached_pages((wanted - buffer.top) / page_bytes_)) {
+    if (!mapped && fault_.empty() && release_cached_pages()) {
       ++retries_;
       mapped = map_page(buffer, at);
     }
@@ -581,7 +563,7 @@ bool rlmem_policy::restore_range(address_run range, std::vector<address_run>& re
     // Short of memory, the cached pages of every arena go back once, as for an allocation.
     auto mapped = [&] { return room_for(bytes / page_bytes_) && map_restored_run(start, bytes); };
     bool ok = mapped();
-    if (!ok && fault_.empty() && release_cached_pages(bytes / page_bytes_)) {
+    if (!ok && fault_.empty() && release_cached_pages()) {
       ++retries_;
       ok = mapped();
     }

@@ -169,16 +169,20 @@ runtime_errc runtime::allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std
   model_block* block = nullptr;
   try {
     std::uint64_t key = arena_key(tag_id, stream);
-    std::uint64_t retries_before = policy_.alloc_retries();
     block = policy_.allocate(bytes, key);
-    if (policy_.alloc_retries() != retries_before) totals_.alloc_retries = policy_.alloc_retries();
     if (block != nullptr) live_.emplace(block->ptr, live_block{block, tag_id, stream, bytes, gpu_.stream_capturing(stream), false});
   } catch (const std::bad_alloc&) {
     if (block != nullptr) policy_.free_completed(block);
     return fail(runtime_errc::out_of_memory, "out of host memory for the runtime's bookkeeping");
   }
   tag_state& tag = tags_[tag_id];
-  for (tag_state& each : tags_) refresh_mapped(each);
+  if (policy_.alloc_retries() != totals_.alloc_retries || block == nullptr) {
+    // Cached pages of every tag may have gone back to make room.
+    totals_.alloc_retries = policy_.alloc_retries();
+    for (tag_state& each : tags_) refresh_mapped(each);
+  } else {
+    refresh_mapped(tag);
+  }
   if (block == nullptr) {
     if (!policy_.fault().empty()) return device_fault("allocation");
     ++totals_.ooms;

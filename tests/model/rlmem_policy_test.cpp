@@ -119,7 +119,7 @@ TEST(rlmem_policy, a_run_another_block_still_uses_stays_mapped_until_that_block_
   EXPECT_EQ(policy.reserved_bytes(), 0);
 }
 
-TEST(rlmem_policy, memory_pressure_releases_what_the_request_needs_twice_over_not_the_whole_cache) {
+TEST(rlmem_policy, memory_pressure_releases_the_whole_cache_with_one_fence) {
   fake_device gpu(two_mib_pages());
   rlmem_policy_options options;
   options.capacity_bytes = 20 * mib;  // 10 pages
@@ -127,9 +127,12 @@ TEST(rlmem_policy, memory_pressure_releases_what_the_request_needs_twice_over_no
   std::vector<model_block*> blocks;
   for (int i = 0; i < 8; ++i) blocks.push_back(policy.allocate(2 * mib, stream));
   for (model_block* block : blocks) policy.free_completed(block);  // 8 cached pages
+  std::uint64_t fences = gpu.fences();
   ASSERT_NE(policy.allocate(6 * mib, stream + 1), nullptr) << "3 pages on another stream: 1 short";
-  // Released until 2 x 3 pages fit: 4 of the 8 cached pages went, 4 stay for the next requests.
-  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(14 * mib));
+  EXPECT_EQ(policy.reserved_bytes(), static_cast<std::int64_t>(6 * mib)) << "every cached page went";
+  EXPECT_EQ(gpu.fences() - fences, 1u);
+  for (int i = 0; i < 3; ++i) ASSERT_NE(policy.allocate(2 * mib, stream + 1), nullptr);
+  EXPECT_EQ(gpu.fences() - fences, 1u) << "the requests after it map without fencing again";
   EXPECT_EQ(policy.alloc_retries(), 1u);
 }
 

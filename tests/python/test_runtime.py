@@ -225,3 +225,66 @@ def test_record_under_the_runtime_without_history_says_how_to_turn_it_on(tmp_pat
     with pytest.raises(rlmem.RlmemError, match=r"install\(history=N\)"):
         with rlmem.record(tmp_path / "run.pickle", cuda=FakeCuda()):
             pass
+
+
+@pytest.fixture
+def checking(monkeypatch):
+    monkeypatch.setenv("RLMEM_CHECK_PAUSED", "1")
+    runtime._open_fake(DEVICE, 64 * MiB, 2 * MiB, copy_chunk_bytes=4 * MiB)
+    yield DEVICE
+    runtime._close(DEVICE)
+
+
+class _Tensor:
+    """What blocks_still_filled reads of a tensor: its address."""
+
+    def __init__(self, address: int):
+        self.address = address
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+def test_the_checking_mode_names_weights_discarded_and_never_loaded_again(checking):
+    with runtime.region("weights", device=checking):
+        loaded = runtime._allocate(checking, 4 * MiB)
+        forgotten = runtime._allocate(checking, 6 * MiB)
+    runtime.pause("weights", keep="discard", device=checking)
+    runtime.resume("weights", device=checking)
+    assert runtime._read(checking, forgotten, 64) == b"\xff" * 64, "NaN bytes, not zeros, in the checking mode"
+    runtime._write(checking, loaded, os.urandom(4 * MiB))
+    assert runtime.blocks_still_filled("weights", device=checking) == [(forgotten, 6 * MiB)]
+    named = runtime.blocks_still_filled("weights", {"lm_head.weight": _Tensor(forgotten), "embed.weight": _Tensor(loaded)},
+                                        device=checking)
+    assert named == ["lm_head.weight"]
+
+
+def test_the_checking_mode_warns_at_resume_when_paused_memory_was_written(checking):
+    with runtime.region("train", device=checking):
+        weights = runtime._allocate(checking, 4 * MiB)
+    data = os.urandom(4 * MiB)
+    runtime._write(checking, weights, data)
+    runtime.pause("train", keep="host", device=checking)
+    assert runtime._read(checking, weights, 16) == b"\xff" * 16, "a read while paused sees NaN bytes, not a fault"
+    runtime._write(checking, weights + MiB, b"\x00")
+    with pytest.warns(RuntimeWarning, match="written while paused"):
+        runtime.resume("train", device=checking)
+    assert runtime._read(checking, weights, len(data)) == data, "the backup wins over the stray write"
+
+
+def test_the_library_tag_is_never_paused_and_no_region_names_it(fake):
+    with pytest.raises(rlmem.InvalidArgumentError, match="own"):
+        with runtime.region("libraries", device=fake):
+            pass
+    tags = [tag["name"] for tag in runtime.statistics(fake)["tags"]]
+    assert "libraries" in tags
+    with pytest.raises(rlmem.InvalidArgumentError, match="never paused"):
+        runtime.pause("libraries", device=fake)
+
+
+def test_statistics_say_where_the_device_time_went(fake):
+    with runtime.region("train", device=fake):
+        runtime._allocate(fake, 64 * MiB - 4 * MiB)
+    calls = runtime.statistics(fake)["totals"]["device_calls"]
+    assert calls["map"]["calls"] == 2, calls
+    assert calls["map"]["seconds"] >= 0

@@ -140,8 +140,9 @@ class Offload(Resident):
         start = time.perf_counter()
         tensors, views = self.groups.get(tag, ([], None))
         if views is not None:
-            for t, view in zip(tensors, views):
-                view.copy_(t, non_blocking=True)
+            with torch.no_grad():
+                for t, view in zip(tensors, views):
+                    view.copy_(t, non_blocking=True)
             torch.cuda.synchronize()
         for t in tensors:
             t.untyped_storage().resize_(0)
@@ -156,10 +157,11 @@ class Offload(Resident):
             return
         start = time.perf_counter()
         tensors, views = self.groups.get(tag, ([], None))
-        for i, t in enumerate(tensors):
-            t.untyped_storage().resize_(t.nbytes)
-            if views is not None:
-                t.copy_(views[i], non_blocking=True)
+        with torch.no_grad():  # parameters are leaves that require grad
+            for i, t in enumerate(tensors):
+                t.untyped_storage().resize_(t.nbytes)
+                if views is not None:
+                    t.copy_(views[i], non_blocking=True)
         torch.cuda.synchronize()
         self.paused.discard(tag)
         self.record(tag, "resume", start)

@@ -19,6 +19,13 @@ OUT_DIR/NAME.json as soon as it finishes, so a run cut short still reports what 
               dump against the runtime's own counters
 - kv_growth:  a KV cache grown token by token three ways (torch.cat as DynamicCache does, a
               worst-case preallocation, rlmem's GrowableBuffer): peak reserved and time per token
+- torch_own:  the first GEMM (and a side stream's, and a first NCCL collective) inside a region
+              paused afterwards; manual_seed and dropout across a pause
+- graph_pause: a CUDA graph captured in a tag replays right after the tag's pause and resume
+- nan_mode:   RLMEM_CHECK_PAUSED=1: weights discarded and not loaded again are named, train to NaN
+- train_speed: a training step's time under torch's allocator and rlmem, alternated
+- frag_caps_timed: the fragmentation workload's step time under caps of 1.02x-1.10x its demand,
+              expandable segments and rlmem
 - frag:       the fragmentation workload (the fixture's model, varying sequence lengths) under
               native, expandable segments and rlmem: peak reserved, smallest cap that completes,
               step time
@@ -586,10 +593,205 @@ def check_frag(allocator: str, capacity: str = "0") -> dict:
     return result
 
 
+# -- issue 26: torch's own memory, graphs, the checking mode, speed ---------------------------------
+
+def tags_allocated() -> dict:
+    import rlmem.runtime as rt
+
+    return {tag["name"]: tag["allocated_bytes"]["current"] for tag in rt.statistics()["tags"]}
+
+
+def check_torch_own(case: str) -> dict:
+    """The first GEMM of the process inside a region that is then paused (discard or host), a
+    side stream's first GEMM there, a first NCCL collective there: the next GEMMs and collectives
+    outside must run. `seed`: torch.manual_seed and dropout give the same masks across a pause."""
+    import torch
+    import rlmem.runtime as rt
+
+    rt.install()
+    x = torch.randn(256, 256, device="cuda")
+    result: dict = {"case": case}
+    if case == "seed":
+        def masks() -> list:
+            torch.manual_seed(7)
+            first = torch.nn.functional.dropout(torch.ones(4096, device="cuda"), 0.5)
+            if paused:
+                rt.pause("kv", keep="discard")
+                rt.resume("kv")
+            second = torch.nn.functional.dropout(torch.ones(4096, device="cuda"), 0.5)
+            return [first.cpu(), second.cpu()]
+        with rt.region("kv"):
+            torch.nn.functional.dropout(torch.ones(16, device="cuda"), 0.5)  # the RNG's first use, in the region
+        paused = False
+        reference = masks()
+        paused = True
+        across = masks()
+        result["same_masks"] = all(torch.equal(a, b) for a, b in zip(reference, across))
+        result["tags"] = tags_allocated()
+        return result
+    side = torch.cuda.Stream()
+    with rt.region("kv"):
+        if case == "side_stream":
+            with torch.cuda.stream(side):
+                y = x @ x
+                z = torch.nn.functional.linear(x.bfloat16(), x.bfloat16(), torch.zeros(256, device="cuda", dtype=torch.bfloat16))
+            side.synchronize()
+        elif case == "collective":
+            import torch.distributed as dist
+
+            os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29541")
+            dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda:0"))
+            y = torch.ones(1 << 20, device="cuda")
+            dist.all_reduce(y)
+            z = x @ x
+        else:
+            y = x @ x
+            z = torch.nn.functional.linear(x.bfloat16(), x.bfloat16(), torch.zeros(256, device="cuda", dtype=torch.bfloat16))
+        torch.cuda.synchronize()
+    result["tags_in_region"] = tags_allocated()
+    reference = (x @ x).double().sum().item()
+    rt.pause("kv", keep="host" if case == "gemm_host" else "discard")
+    with torch.cuda.stream(side if case == "side_stream" else torch.cuda.current_stream()):
+        after = (x @ x).double().sum().item()
+        lt = torch.nn.functional.linear(x.bfloat16(), x.bfloat16(), torch.zeros(256, device="cuda", dtype=torch.bfloat16))
+    if case == "collective":
+        import torch.distributed as dist
+
+        w = torch.full((1 << 20,), 2.0, device="cuda")
+        dist.all_reduce(w)
+        result["collective_after_pause"] = float(w[0])
+        dist.destroy_process_group()
+    torch.cuda.synchronize()
+    rt.resume("kv")
+    result["gemm_after_pause_equal"] = after == reference
+    result["lt_finite"] = bool(torch.isfinite(lt).all())
+    result["tags_after"] = tags_allocated()
+    return result
+
+
+def check_graph_pause(keep: str) -> dict:
+    """A CUDA graph captured in a tag replays after the tag is paused and resumed (and after
+    empty_cache), at the same addresses, with the same results."""
+    import torch
+    import rlmem.runtime as rt
+
+    rt.install()
+    torch.manual_seed(0)
+    with rt.region("graph"):
+        weight = torch.randn(1024, 1024, device="cuda")
+        static_in = torch.randn(64, 1024, device="cuda")
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                torch.relu(static_in @ weight) @ weight
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            hidden = torch.relu(static_in @ weight)  # an intermediate the capture frees
+            static_out = (hidden @ weight).sum(dim=1)
+        del hidden
+    inputs = [torch.randn(64, 1024, device="cuda") for _ in range(3)]
+    reference = []
+    for each in inputs:
+        reference.append((torch.relu(each @ weight) @ weight).sum(dim=1).clone())
+    weight_copy = weight.clone()
+    before = rt.statistics()
+    rt.empty_cache()
+    rt.pause("graph", keep=keep)
+    free_paused = torch.cuda.mem_get_info()[0]
+    rt.resume("graph")
+    if keep == "discard":
+        weight.copy_(weight_copy)  # a discard keeps addresses, not contents: the weights load again
+    rt.empty_cache()
+    same = []
+    for each, expected in zip(inputs, reference):
+        static_in.copy_(each)
+        graph.replay()
+        torch.cuda.synchronize()
+        same.append(bool(torch.allclose(static_out, expected, rtol=1e-3, atol=1e-2)))
+    graph_tag = next(tag for tag in before["tags"] if tag["name"] == "graph")
+    return {"keep": keep, "replays_right": same, "graph_held_bytes": graph_tag["graph_held_bytes"],
+            "free_while_paused": free_paused}
+
+
+def check_nan_mode() -> dict:
+    """RLMEM_CHECK_PAUSED=1: weights discarded and not loaded again are named and train to NaN,
+    not silently; a forward while the weights are paused sees NaN, not a fault."""
+    os.environ["RLMEM_CHECK_PAUSED"] = "1"
+    import warnings
+
+    import torch
+    import rlmem.runtime as rt
+
+    rt.install()
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    config = Qwen2Config(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         intermediate_size=512, vocab_size=1000)
+    tokens = torch.randint(0, 1000, (2, 64), device="cuda")
+    with rt.region("weights"):
+        model = AutoModelForCausalLM.from_config(config).to(device="cuda", dtype=torch.bfloat16)
+    result = {"loss_before": model(input_ids=tokens, labels=tokens).loss.item()}
+    rt.pause("weights", keep="host")
+    with torch.no_grad():
+        result["loss_while_paused"] = model(input_ids=tokens, labels=tokens).loss.item()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rt.resume("weights")
+    result["warned_after_host_resume"] = [str(w.message)[:120] for w in caught]
+    result["loss_after_host_resume"] = model(input_ids=tokens, labels=tokens).loss.item()
+    rt.pause("weights", keep="discard")
+    rt.resume("weights")  # and the weights are not loaded again
+    result["loss_after_discard"] = model(input_ids=tokens, labels=tokens).loss.item()
+    named = rt.blocks_still_filled("weights", dict(model.named_parameters()))
+    result["parameters"] = len(list(model.named_parameters()))
+    result["named_never_loaded"] = len(named)
+    result["first_named"] = named[:3]
+    return result
+
+
+def check_train_speed(allocator: str, steps: str = "12") -> dict:
+    """Step time of a training step (Qwen2 shape, hidden 1024, 12 layers, AdamW, bf16, rows of
+    varying length) under torch's allocator or rlmem's install(): median of the steps after two."""
+    import torch
+
+    if allocator == "rlmem":
+        import rlmem.runtime as rt
+
+        rt.install()
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    torch.manual_seed(0)
+    config = Qwen2Config(hidden_size=1024, num_hidden_layers=12, num_attention_heads=16, num_key_value_heads=4,
+                         intermediate_size=2816, vocab_size=32000)
+    model = AutoModelForCausalLM.from_config(config).to(device="cuda", dtype=torch.bfloat16)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    times = []
+    for step in range(int(steps)):
+        length = FRAG_LENGTHS[step % len(FRAG_LENGTHS)]
+        tokens = torch.randint(0, 32000, (8, length), device="cuda")
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        loss = model(input_ids=tokens, labels=tokens).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - started)
+    kept = sorted(times[2:])
+    result = {"allocator": allocator, "median_step": kept[len(kept) // 2], "times": times}
+    if allocator == "rlmem":
+        result["device_calls"] = rt.statistics()["totals"]["device_calls"]
+    return result
+
+
 CHECKS = {"kv_growth": check_kv_growth, "oom": check_oom, "loss_native": check_loss_native, "loss_rlmem": check_loss_rlmem,
           "pause_10gb": check_pause_10gb, "discard": check_discard, "pool": check_pool, "stress": check_stress,
           "monitor": check_monitor, "history": check_history, "frag": check_frag, "generate": check_generate,
-          "growable_lifetime": check_growable_lifetime, "generate_agreement": check_generate_agreement}
+          "growable_lifetime": check_growable_lifetime, "generate_agreement": check_generate_agreement,
+          "torch_own": check_torch_own, "graph_pause": check_graph_pause, "nan_mode": check_nan_mode,
+          "train_speed": check_train_speed}
 
 
 # -- the driver -----------------------------------------------------------------------------------
@@ -662,6 +864,21 @@ def main() -> int:
         write(out, "generate_agreement", run_child("generate_agreement", timeout=200))
     if wanted("growable_lifetime"):
         write(out, "growable_lifetime", run_child("growable_lifetime"))
+    if wanted("torch_own"):
+        write(out, "torch_own", {case: run_child("torch_own", case)
+                                 for case in ("gemm_discard", "gemm_host", "side_stream", "collective", "seed")})
+    if wanted("graph_pause"):
+        write(out, "graph_pause", {keep: run_child("graph_pause", keep) for keep in ("host", "discard")})
+    if wanted("nan_mode"):
+        write(out, "nan_mode", run_child("nan_mode"))
+    if wanted("train_speed"):
+        # Alternated, each in its own process: the two allocators side by side on a noisy machine.
+        write(out, "train_speed", [run_child("train_speed", allocator) for allocator in ("native", "rlmem") * 2])
+    if wanted("frag_caps_timed"):
+        # Step time under caps near the demand, one process at a time (times are measured).
+        demand = options.demand or 2614785024
+        write(out, "frag_caps_timed", [run_child("frag", allocator, str(int(demand * factor)))
+                                       for factor in (1.02, 1.05, 1.10) for allocator in ("expandable", "rlmem")])
     if wanted("frag"):
         frag_sweep(out, options.demand)
     return 0

@@ -76,11 +76,10 @@ def _env_flag(name: str) -> bool:
 
 
 class _Tag:
-    __slots__ = ("keep_host", "graphs")
+    __slots__ = ("keep_host",)
 
     def __init__(self) -> None:
         self.keep_host = False  # a region of the tag asked for enable_cpu_backup=True
-        self.graphs = 0  # CUDA graphs captured into the tag
 
 
 class _State:
@@ -186,14 +185,6 @@ def _pause(tag: Optional[str]) -> None:
                 continue  # nothing was ever allocated in it: nothing to pause
             if not tag and present[name]:
                 continue  # pause() pauses what is resident
-            if info.graphs:
-                raise RuntimeStateError(
-                    f"torch_memory_saver.{call}: tag {name!r} holds the memory of {info.graphs} captured CUDA "
-                    "graph(s): under rlmem a graph's freed intermediates are free pages of the tag, which a pause "
-                    "releases and a resume does not map again, so the next replay would hit an illegal address. "
-                    "Keep graph memory resident (SGLang: leave SGLANG_MEMORY_SAVER_CUDA_GRAPH unset); "
-                    "docs/runtime-compat.md, CUDA graphs"
-                )
             plan.append((device, name, "host" if info.keep_host else "discard"))
         for device, name, keep in plan:
             try:
@@ -252,7 +243,8 @@ class TorchMemorySaver:
                    tag: str = _TAG_DEFAULT, enable_cpu_backup: bool = False,
                    cpu_backup_backend: Optional[str] = None) -> Iterator[None]:
         """``torch.cuda.graph(cuda_graph, pool, stream, capture_error_mode)`` whose allocations belong
-        to ``tag``. Such a tag then refuses to pause (docs/runtime-compat.md says why)."""
+        to ``tag``. rlmem keeps the blocks the capture allocated (every replay uses them), so the tag
+        pauses and resumes like any other and the graph replays after (docs/runtime-compat.md)."""
         _validate_cpu_backup_backend(enable_cpu_backup, cpu_backup_backend)
         _initialize()
         import torch
@@ -260,8 +252,6 @@ class TorchMemorySaver:
         with torch.cuda.graph(cuda_graph, pool=pool, stream=stream, capture_error_mode=capture_error_mode):
             with self.region(tag=tag, enable_cpu_backup=enable_cpu_backup):
                 yield
-        with _state.lock:
-            _note(_device(), _rlmem_tag(tag)).graphs += 1
 
     @contextlib.contextmanager
     def disable(self, dispose_mem_pool_after_use: bool = True) -> Iterator[None]:
