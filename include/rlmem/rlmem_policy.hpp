@@ -199,7 +199,7 @@ class rlmem_policy final : public allocator_policy {
   std::map<std::uint64_t, page> pages_;               // pages blocks use or cached, mapped or paused
   std::uint64_t mapped_pages_ = 0;
   std::uint64_t paused_pages_ = 0;
-  std::set<std::uint64_t> cached_;                     // mapped pages no block uses
+  std::uint64_t cached_pages_ = 0;                     // mapped pages no block uses
   std::map<std::uint64_t, memory_run> runs_;  // by start address
   std::deque<model_block> storage_;
   std::vector<model_block*> recycled_;

@@ -160,7 +160,7 @@ bool rlmem_policy::map_pages(arena& owner, std::uint64_t address, std::uint64_t 
       break;
     }
     if (found != pages_.end()) {
-      if (found->second.users++ == 0) cached_.erase(at);
+      if (found->second.users++ == 0) --cached_pages_;
       at += page_bytes_;
       continue;
     }
@@ -185,7 +185,8 @@ bool rlmem_policy::map_pages(arena& owner, std::uint64_t address, std::uint64_t 
     if (held == pages_.end() || held->second.users > 0) continue;  // already given back, or shared meanwhile
     if (held->second.run != 0) {
       unmap_run(start);
-    } else if (cached_.erase(start) > 0) {
+    } else {
+      --cached_pages_;
       unmap_page(start);
     }
   }
@@ -207,20 +208,28 @@ void rlmem_policy::unmap_page(std::uint64_t address) {
 // fenced; a paused one has no memory left to give back.
 void rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size) {
   std::uint64_t first = address / page_bytes_ * page_bytes_;
+  auto found = pages_.find(first);
   for (std::uint64_t at = first; at < address + size; at += page_bytes_) {
-    auto found = pages_.find(at);
-    if (--found->second.users > 0) continue;
-    if (found->second.handle == 0) {
-      --paused_pages_;
-      pages_.erase(found);
+    // A block's pages are consecutive entries: step to the next rather than search for it.
+    if (found == pages_.end() || found->first != at) found = pages_.find(at);
+    if (--found->second.users > 0) {
+      ++found;
       continue;
     }
-    cached_.insert(at);
+    if (found->second.handle == 0) {
+      --paused_pages_;
+      found = pages_.erase(found);
+      continue;
+    }
+    ++cached_pages_;
     std::uint64_t run = found->second.run;
     if (options_.release_free_pages && (run == 0 || run_unused(run))) {
       gpu_.synchronize();
       release_unused_page(at);
+      found = pages_.lower_bound(at + page_bytes_);
+      continue;
     }
+    ++found;
   }
 }
 
@@ -230,24 +239,35 @@ void rlmem_policy::release_unused_page(std::uint64_t address) {
     unmap_run(run);
     return;
   }
-  cached_.erase(address);
+  --cached_pages_;
   unmap_page(address);
 }
 
 bool rlmem_policy::release_cached_pages() {
-  if (cached_.empty()) return false;
+  if (cached_pages_ == 0) return false;
   gpu_.synchronize();
   bool released = false;
-  for (auto at = cached_.begin(); at != cached_.end();) {
-    std::uint64_t address = *at;
-    std::uint64_t run = pages_.at(address).run;
-    if (run != 0 && !run_unused(run)) {
-      ++at;  // other pages of its run are in use: the run stays mapped
+  for (auto at = pages_.begin(); at != pages_.end();) {
+    const page& held = at->second;
+    std::uint64_t address = at->first;
+    if (held.users > 0 || held.handle == 0) {
+      ++at;
+      continue;
+    }
+    if (held.run != 0) {
+      // A run goes back only once none of its pages is used; either way, on past its end.
+      std::uint64_t start = held.run;
+      std::uint64_t end = start + runs_.at(start).bytes;
+      if (run_unused(start)) {
+        unmap_run(start);
+        released = true;
+      }
+      at = pages_.lower_bound(end);
       continue;
     }
     release_unused_page(address);
     released = true;
-    at = cached_.upper_bound(address);
+    at = pages_.upper_bound(address);
   }
   return released;
 }
@@ -294,7 +314,7 @@ bool rlmem_policy::unmap_run(std::uint64_t start) {
     --held.owner->mapped_pages;
     record(false, address, *held.owner);
     if (held.users == 0) {
-      cached_.erase(address);
+      --cached_pages_;
       pages_.erase(at);
     } else {
       held.handle = 0;
@@ -513,7 +533,7 @@ bool rlmem_policy::release_range(address_run range, bool fenced) {
     --held.owner->mapped_pages;
     record(false, address, *held.owner);
     if (held.users == 0) {
-      cached_.erase(address);
+      --cached_pages_;
       at = pages_.erase(at);
       continue;
     }
