@@ -50,7 +50,8 @@ struct device_config {
   std::uint64_t total_bytes = 0;
 };
 
-/// A GPU's virtual memory. Not thread-safe: a policy serialises its calls. A call whose
+/// A GPU's virtual memory. Not thread-safe: a policy serialises its calls (but wait_mark, where
+/// concurrent_wait() says so). A call whose
 /// preconditions do not hold returns invalid_argument and changes nothing (the fake checks every
 /// one; the driver most).
 class device {
@@ -121,6 +122,11 @@ class device {
   /// mark is waited for exactly once.
   virtual device_errc mark_copies(std::uint64_t& mark) noexcept = 0;
   virtual device_errc wait_mark(std::uint64_t mark) noexcept = 0;
+
+  /// Whether wait_mark may run on one thread while other calls run on another: then a runtime
+  /// waits for a backup's copies without holding its lock. CUDA's driver allows it; a device
+  /// with bookkeeping of its own (the fake) does not.
+  virtual bool concurrent_wait() const noexcept { return false; }
 
   /// Whether work enqueued on `stream` (a CUstream as an integer; 0 the legacy default stream)
   /// is being captured into a CUDA graph now: memory allocated for it then is what every replay

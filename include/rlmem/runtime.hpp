@@ -148,7 +148,7 @@ struct runtime_totals {
   device_call_totals device_calls;      ///< every device call the runtime made, counted and timed
 };
 
-/// Thread-safe: every member takes one lock.
+/// Thread-safe: every member takes one lock (a pause lets it go while it waits for copies).
 class runtime {
  public:
   /// Pre: `gpu` outlives the runtime and is used by nothing else.
@@ -185,7 +185,9 @@ class runtime {
   /// every tag): call it once the graphs that used them are gone.
   runtime_errc release_graph_memory(std::string_view tag);
 
-  /// Releases the tag's physical memory, keeping its addresses. Fences the device first.
+  /// Releases the tag's physical memory, keeping its addresses. Fences the device first. While
+  /// it waits for a backup's copies (keep_contents::host) the lock is let go where the device
+  /// allows it (device::concurrent_wait): other threads allocate and free meanwhile.
   /// invalid_argument for library_tag.
   runtime_errc pause(std::string_view tag, keep_contents keep);
   /// Maps new memory at the same addresses and restores or fills the contents. Memory
@@ -241,6 +243,7 @@ class runtime {
     std::vector<std::uint64_t> arena_keys;  // one per stream the tag allocated on
     std::vector<backup_chunk> backup;       // pieces of slabs, in the order copied
     std::vector<void*> slabs;
+    bool pausing = false;                   // a pause waits for its copies without the lock
     physical_handle poison = 0;             // checking mode: the page of check_fill
     std::vector<std::uint64_t> poisoned;    // pages it is mapped under while paused
   };

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <mutex>
 
 namespace rlmem {
 
@@ -23,10 +24,11 @@ struct device_call_totals {
 
 class timed_device final : public device {
  public:
-  /// Pre: `inner` outlives the adaptor. Not thread-safe, as no device is.
+  /// Pre: `inner` outlives the adaptor. As thread-safe as `inner`; the counters always are.
   explicit timed_device(device& inner) noexcept : inner_(inner) {}
 
-  const device_call_totals& totals() const noexcept { return totals_; }
+  device_call_totals totals() const;
+  bool concurrent_wait() const noexcept override { return inner_.concurrent_wait(); }
 
   const device_config& config() const noexcept override { return inner_.config(); }
   device_errc reserve(std::uint64_t size, std::uint64_t requested, std::uint64_t& address) noexcept override;
@@ -57,6 +59,7 @@ class timed_device final : public device {
   device_errc timed(device_op op, Call call) noexcept;
 
   device& inner_;
+  mutable std::mutex lock_;  // a wait_mark may be counted while another thread's call is
   device_call_totals totals_;
 };
 

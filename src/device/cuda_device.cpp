@@ -197,6 +197,9 @@ class cuda_device final : public device {
     return device_errc::ok;
   }
 
+  // wait_mark is an event wait and an event destroy: driver calls, safe from any thread.
+  bool concurrent_wait() const noexcept override { return true; }
+
   bool stream_capturing(std::uint64_t stream) noexcept override {
     if (bind() != device_errc::ok) return false;
     int status = 0;

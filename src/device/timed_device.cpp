@@ -11,10 +11,17 @@ template <typename Call>
 device_errc timed_device::timed(device_op op, Call call) noexcept {
   auto start = std::chrono::steady_clock::now();
   device_errc code = call();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard hold(lock_);
   auto& of_op = totals_.by_op[static_cast<std::size_t>(op)];
   ++of_op.calls;
-  of_op.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  of_op.seconds += seconds;
   return code;
+}
+
+device_call_totals timed_device::totals() const {
+  std::lock_guard hold(lock_);
+  return totals_;
 }
 
 device_errc timed_device::reserve(std::uint64_t size, std::uint64_t requested, std::uint64_t& address) noexcept {

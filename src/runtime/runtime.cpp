@@ -325,7 +325,7 @@ runtime_errc runtime::reserve_host_buffers(std::uint64_t bytes) {
 }
 
 runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
-  std::lock_guard hold(lock_);
+  std::unique_lock hold(lock_);
   tag_state* tag = find_tag(name);
   if (tag == nullptr) return fail(runtime_errc::unknown_tag, "no tag '" + std::string(name) + "': nothing was allocated in it");
   if (name == library_tag) {
@@ -371,44 +371,57 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
       return fail(code == device_errc::out_of_memory ? runtime_errc::out_of_memory : runtime_errc::device_error,
                   "backing up tag '" + std::string(name) + "' to host memory: " + std::string(device_error_name(code)) + "; nothing paused");
     }
-    // Each piece's pages are released once its copy is done, while the next piece copies.
+    // Every piece's copy is enqueued at once, then each piece's pages are released once its
+    // copy is done, while the next ones copy. The lock is let go while a copy is waited for, so
+    // that other threads allocate meanwhile (a 10 GiB backup takes 0.2 s): the tag is marked
+    // paused (no allocation in it) and pausing (no resume of it), and any other thread that
+    // would unmap a page (a release of cached pages, of a growable buffer) fences the device
+    // first, which waits for these copies.
     tag->stats.paused = true;
-    std::uint64_t previous_mark = 0;
-    address_run previous_range;
-    bool pending = false;
-    // Empty when the previous piece's copy finished and its pages went back; else the reason.
-    auto finish_previous = [&]() -> std::string {
-      if (!pending) return {};
-      device_errc waited = gpu_.wait_mark(previous_mark);
-      pending = false;
-      if (waited != device_errc::ok) return "backup copy: " + std::string(device_error_name(waited));
-      if (!policy_.release_range(previous_range, true)) {
-        std::string why = "releasing backed-up pages: " + policy_.fault();
-        policy_.clear_fault();
-        return why;
-      }
-      return {};
-    };
+    std::size_t tag_index = static_cast<std::size_t>(tag - tags_.data());  // tags_ may grow meanwhile
     auto paused_part_way = [&](const std::string& why) {
+      tags_[tag_index].pausing = false;
       return fail(runtime_errc::device_error, "pause of tag '" + std::string(name) + "': " + why +
                                                   "; pages backed up so far are paused, the rest still mapped");
     };
+    std::vector<std::pair<address_run, std::uint64_t>> pending;  // each piece and its copy's mark
     for (const backup_chunk& piece : tag->backup) {
       device_errc enqueued = gpu_.copy_to_host_async(piece.host, piece.range.address, piece.range.bytes);
       std::uint64_t mark = 0;
       if (enqueued == device_errc::ok) enqueued = gpu_.mark_copies(mark);
       if (enqueued != device_errc::ok) {
-        finish_previous();
+        for (const auto& [range, each] : pending) gpu_.wait_mark(each);
         gpu_.wait_copies();
+        for (const auto& [range, each] : pending) policy_.release_range(range, true);
         return paused_part_way("backup copy: " + std::string(device_error_name(enqueued)));
       }
-      if (std::string why = finish_previous(); !why.empty()) return paused_part_way(why);
-      pending = true;
-      previous_mark = mark;
-      previous_range = piece.range;
+      pending.emplace_back(piece.range, mark);
       copied += piece.range.bytes;
     }
-    if (std::string why = finish_previous(); !why.empty()) return paused_part_way(why);
+    tag->pausing = true;
+    for (std::size_t index = 0; index < pending.size(); ++index) {
+      device_errc waited = device_errc::ok;
+      if (gpu_.concurrent_wait()) {
+        hold.unlock();
+        waited = gpu_.wait_mark(pending[index].second);
+        hold.lock();
+      } else {
+        waited = gpu_.wait_mark(pending[index].second);
+      }
+      std::string why;
+      if (waited != device_errc::ok) {
+        why = "backup copy: " + std::string(device_error_name(waited));
+      } else if (!policy_.release_range(pending[index].first, true)) {
+        why = "releasing backed-up pages: " + policy_.fault();
+        policy_.clear_fault();
+      }
+      if (!why.empty()) {
+        for (std::size_t rest = index + 1; rest < pending.size(); ++rest) gpu_.wait_mark(pending[rest].second);
+        return paused_part_way(why);
+      }
+    }
+    tag = &tags_[tag_index];
+    tag->pausing = false;
     tag->stats.host_backup_bytes = copied;
   }
   // What is left: the tag's cached pages, and every page of a discard.
@@ -496,6 +509,7 @@ runtime_errc runtime::resume(std::string_view name) {
   tag_state* tag = find_tag(name);
   if (tag == nullptr) return fail(runtime_errc::unknown_tag, "no tag '" + std::string(name) + "': nothing was allocated in it");
   if (!tag->stats.paused) return fail(runtime_errc::not_paused, "tag '" + std::string(name) + "' is not paused");
+  if (tag->pausing) return fail(runtime_errc::not_paused, "tag '" + std::string(name) + "' is being paused by another thread");
   auto start = std::chrono::steady_clock::now();
   if (runtime_errc code = unpoison(*tag); code != runtime_errc::ok) return code;
   std::vector<address_run> restored_ranges;  // to release again if the resume cannot finish

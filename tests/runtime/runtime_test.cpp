@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <future>
 #include <cstdint>
 #include <numeric>
 #include <random>
@@ -557,6 +559,76 @@ TEST(runtime, every_device_call_is_counted_and_timed) {
   EXPECT_EQ(totals.device_calls[device_op::unmap].calls, 2u);
   EXPECT_EQ(totals.device_calls[device_op::synchronize].calls, 1u) << "one fence for the pause";
   EXPECT_GE(totals.device_calls[device_op::map].seconds, 0.0);
+}
+
+// The fake, but waits for a backup's copy only once the test says so, and lets the runtime wait
+// without its lock: a pause that held the lock across its copies would keep the test's other
+// thread from allocating (it gives up after 10 s and the test fails).
+class copy_waiting_device final : public device {
+ public:
+  explicit copy_waiting_device(fake_device& inner) : inner_(inner) {}
+  std::future<void> pause_waits() { return waiting_.get_future(); }
+  void let_copies_finish() { go_.set_value(); }
+
+  const device_config& config() const noexcept override { return inner_.config(); }
+  device_errc reserve(std::uint64_t s, std::uint64_t r, std::uint64_t& a) noexcept override { return inner_.reserve(s, r, a); }
+  device_errc free_reservation(std::uint64_t a, std::uint64_t s) noexcept override { return inner_.free_reservation(a, s); }
+  device_errc create(std::uint64_t s, physical_handle& h) noexcept override { return inner_.create(s, h); }
+  device_errc release(physical_handle h) noexcept override { return inner_.release(h); }
+  device_errc map(std::uint64_t a, std::uint64_t s, physical_handle h) noexcept override { return inner_.map(a, s, h); }
+  device_errc set_access(std::uint64_t a, std::uint64_t s) noexcept override { return inner_.set_access(a, s); }
+  device_errc unmap(std::uint64_t a, std::uint64_t s) noexcept override { return inner_.unmap(a, s); }
+  device_errc memory_info(std::uint64_t& f, std::uint64_t& t) noexcept override { return inner_.memory_info(f, t); }
+  device_errc copy_to_host(void* d, std::uint64_t s, std::uint64_t n) noexcept override { return inner_.copy_to_host(d, s, n); }
+  device_errc copy_from_host(std::uint64_t d, const void* s, std::uint64_t n) noexcept override { return inner_.copy_from_host(d, s, n); }
+  device_errc synchronize() noexcept override { return inner_.synchronize(); }
+  device_errc host_allocate(std::uint64_t s, void*& h) noexcept override { return inner_.host_allocate(s, h); }
+  device_errc host_free(void* h) noexcept override { return inner_.host_free(h); }
+  device_errc copy_to_host_async(void* d, std::uint64_t s, std::uint64_t n) noexcept override { return inner_.copy_to_host_async(d, s, n); }
+  device_errc copy_from_host_async(std::uint64_t d, const void* s, std::uint64_t n) noexcept override {
+    return inner_.copy_from_host_async(d, s, n);
+  }
+  device_errc fill_async(std::uint64_t d, std::uint64_t s, std::uint8_t v) noexcept override { return inner_.fill_async(d, s, v); }
+  device_errc wait_copies() noexcept override { return inner_.wait_copies(); }
+  device_errc mark_copies(std::uint64_t& m) noexcept override { return inner_.mark_copies(m); }
+  device_errc wait_mark(std::uint64_t m) noexcept override {
+    if (first_wait_) {
+      first_wait_ = false;
+      waiting_.set_value();
+      go_.get_future().wait();
+    }
+    return inner_.wait_mark(m);
+  }
+  bool concurrent_wait() const noexcept override { return true; }
+  bool stream_capturing(std::uint64_t s) noexcept override { return inner_.stream_capturing(s); }
+
+ private:
+  fake_device& inner_;
+  std::promise<void> waiting_;
+  std::promise<void> go_;
+  bool first_wait_ = true;
+};
+
+TEST(runtime, another_thread_allocates_while_a_pause_waits_for_its_copies) {
+  fake_device fake(device_of(64));
+  copy_waiting_device gpu(fake);
+  runtime rt(gpu, small_chunks());
+  std::uint64_t weights = filled(rt, "train", 12 * mib, 17);
+  std::future<void> waiting = gpu.pause_waits();
+  std::future<runtime_errc> paused = std::async(std::launch::async, [&] { return rt.pause("train", keep_contents::host); });
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(10)), std::future_status::ready) << "the pause never waited for a copy";
+  std::future<runtime_errc> allocated = std::async(std::launch::async, [&] {
+    std::uint64_t address = 0;
+    return rt.allocate(2 * mib, 0, address);  // in "default", while "train" is being paused
+  });
+  bool allocated_meanwhile = allocated.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  EXPECT_EQ(rt.resume("train"), runtime_errc::not_paused) << "no resume while the pause is under way";
+  gpu.let_copies_finish();
+  ASSERT_TRUE(allocated_meanwhile) << "the allocation waited for the pause's copies: the lock was held across them";
+  EXPECT_EQ(allocated.get(), runtime_errc::ok);
+  ASSERT_EQ(paused.get(), runtime_errc::ok) << rt.last_error();
+  ASSERT_EQ(rt.resume("train"), runtime_errc::ok) << rt.last_error();
+  EXPECT_TRUE(holds(rt, weights, 12 * mib, 17));
 }
 
 }  // namespace
