@@ -116,8 +116,8 @@ def test_the_step_monitor_logs_rlmems_figures_per_tag_when_the_runtime_is_instal
     line = check_steplog(log)[0]
     assert line["allocated"] == 5 * MiB, "allocated comes from rlmem"
     assert line["reserved"] == 6 * MiB
-    assert [tag["name"] for tag in line["runtime_tags"]] == ["default", "rollout"]
-    assert line["runtime_tags"][1]["allocated_bytes"]["current"] == 5 * MiB
+    assert [tag["name"] for tag in line["runtime_tags"]] == ["default", "libraries", "rollout"]
+    assert line["runtime_tags"][2]["allocated_bytes"]["current"] == 5 * MiB
 
 
 def test_a_growable_buffer_grows_in_place_and_keeps_its_bytes(fake):
