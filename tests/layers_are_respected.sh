@@ -15,7 +15,7 @@ forbid() {
 }
 public_of_inspect='rlmem/(inspect|compare)\.hpp'
 public_above_model="$public_of_inspect|rlmem/(replay|plan|report|watch)\.hpp"
-forbid snapshot "rlmem/(model|allocator_[a-z]+|live_set|caching_allocator|rlmem_policy|saturating|trace_simulation|device|fake_device|cuda_device)\.hpp|$public_above_model" "a header of a higher layer"
+forbid snapshot "rlmem/(model|allocator_[a-z]+|live_set|caching_allocator|rlmem_policy|saturating|trace_simulation|device|fake_device|cuda_device|timed_device)\.hpp|$public_above_model" "a header of a higher layer"
 forbid model "$public_above_model" "a header of a higher layer"
 forbid inspect "rlmem/(replay|plan|report|watch)\.hpp" "a header of replay, plan or a higher layer"
 forbid replay "$public_of_inspect|rlmem/(plan|report|watch)\.hpp" "a header of inspect, plan or a higher layer"
@@ -29,7 +29,7 @@ if grep -oE "rlmem_[a-z_]+" "$root/src/step_rules/CMakeLists.txt" | grep -vqxE "
   echo "FAIL src/step_rules/CMakeLists.txt links another part"; status=1
 fi
 # The device seam is the lowest part: it includes no other part's headers.
-found=$(grep -rnE '^#include [<"]rlmem/' "$root/src/device" | grep -vE 'rlmem/(device|fake_device|cuda_device)\.hpp')
+found=$(grep -rnE '^#include [<"]rlmem/' "$root/src/device" | grep -vE 'rlmem/(device|fake_device|cuda_device|timed_device)\.hpp')
 if [ -n "$found" ]; then
   echo "FAIL src/device includes a header of another part:"; echo "$found"; status=1
 fi

@@ -114,7 +114,8 @@ class rlmem_policy final : public allocator_policy {
   // shared, so the buffer's data never moves while it grows.
 
   /// Reserves `max_bytes` (rounded up to the page) as the arena keyed `key`, nothing mapped.
-  /// Pre: no arena has that key. False when address space ran out (or fault()).
+  /// Pre: no arena has that key. False when address space ran out (or fault()), or past
+  /// reservation_bytes (the device's memory, in the runtime).
   bool reserve_growable(std::uint64_t key, std::uint64_t max_bytes, std::uint64_t& base);
   /// Maps pages so that the first `bytes` of the buffer are memory; never unmaps. False when
   /// memory or the reservation ran short: nothing changed.

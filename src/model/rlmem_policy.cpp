@@ -405,6 +405,7 @@ std::uint64_t rlmem_policy::segments() const noexcept {
 
 bool rlmem_policy::reserve_growable(std::uint64_t key, std::uint64_t max_bytes, std::uint64_t& base) {
   arena made;
+  if (max_bytes > options_.reservation_bytes) return false;  // and round_up cannot wrap past 2^64
   made.size = round_up(std::max<std::uint64_t>(max_bytes, 1), page_bytes_);
   if (device_errc code = gpu_.reserve(made.size, 0, made.base); code != device_errc::ok) {
     if (code != device_errc::out_of_memory) fault_ = "reserve: " + std::string(device_error_name(code));
@@ -418,8 +419,8 @@ bool rlmem_policy::reserve_growable(std::uint64_t key, std::uint64_t max_bytes, 
 
 bool rlmem_policy::grow(std::uint64_t key, std::uint64_t bytes) {
   arena& buffer = arenas_.at(key);
+  if (bytes > buffer.size) return false;  // and round_up cannot wrap past 2^64
   std::uint64_t wanted = round_up(bytes, page_bytes_);
-  if (wanted > buffer.size) return false;
   std::uint64_t start = buffer.top;
   for (std::uint64_t at = buffer.base + start; buffer.top < wanted; at += page_bytes_) {
     bool mapped = map_page(buffer, at);

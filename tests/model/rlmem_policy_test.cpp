@@ -136,6 +136,21 @@ TEST(rlmem_policy, memory_pressure_releases_the_whole_cache_with_one_fence) {
   EXPECT_EQ(policy.alloc_retries(), 1u);
 }
 
+TEST(rlmem_policy, a_growable_buffer_of_an_impossible_size_is_refused_without_wrapping) {
+  fake_device gpu(two_mib_pages());
+  rlmem_policy_options options;
+  options.reservation_bytes = 64 * mib;
+  rlmem_policy policy(gpu, options);
+  std::uint64_t base = 0;
+  EXPECT_FALSE(policy.reserve_growable(100, ~std::uint64_t{0}, base)) << "2^64 - 1 bytes, rounded up to the page, wraps";
+  ASSERT_TRUE(policy.reserve_growable(100, 8 * mib, base));
+  EXPECT_FALSE(policy.grow(100, ~std::uint64_t{0})) << "a grow that would wrap is refused, not taken for 0 bytes";
+  EXPECT_EQ(policy.grown_bytes(100), 0u);
+  EXPECT_TRUE(policy.grow(100, 3 * mib));
+  EXPECT_EQ(policy.grown_bytes(100), 4 * mib);
+  EXPECT_TRUE(policy.fault().empty()) << policy.fault();
+}
+
 TEST(rlmem_policy, released_free_pages_keep_reserved_at_the_pages_live_blocks_use) {
   fake_device gpu(two_mib_pages());
   rlmem_policy_options options;
