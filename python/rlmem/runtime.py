@@ -87,12 +87,12 @@ def _call(name: str, *args: Any) -> None:
     _check(lib, status, error)
 
 
-def _document(name: str, device: Optional[int]) -> dict:
-    """The JSON document a runtime call returns, as Python objects."""
+def _document(name: str, device: Optional[int], *args: Any) -> Any:
+    """The JSON document a runtime call returns (after the device and `args`), as Python objects."""
     lib, _ = _lib.load()
     document = ctypes.c_void_p()
     error = ctypes.c_void_p()
-    status = getattr(lib, name)(_device(device), ctypes.byref(document), ctypes.byref(error))
+    status = getattr(lib, name)(_device(device), *args, ctypes.byref(document), ctypes.byref(error))
     text = _lib.take_string(lib, document)
     _check(lib, status, error)
     return json.loads(text)
@@ -244,10 +244,7 @@ def release_graph_memory(tag: Optional[str] = None, device: Optional[int] = None
     """Frees the blocks CUDA graph captures allocated that the program has freed since (``tag``,
     or every tag): rlmem keeps them because every replay of the graph still uses them, as torch
     keeps a graph's private pool. Call it once those graphs are gone."""
-    lib, _ = _lib.load()
-    error = ctypes.c_void_p()
-    status = lib.rlmem_runtime_release_graph_memory(_device(device), None if tag is None else tag.encode(), ctypes.byref(error))
-    _check(lib, status, error)
+    _call("rlmem_runtime_release_graph_memory", _device(device), None if tag is None else tag.encode())
 
 
 def blocks_still_filled(tag: str, tensors: Optional[dict] = None, device: Optional[int] = None) -> list:
@@ -256,13 +253,8 @@ def blocks_still_filled(tag: str, tensors: Optional[dict] = None, device: Option
     real zero tensor also matches): memory discarded and never written since, such as weights not
     loaded again. Gives ``[(address, size)]``; with ``tensors`` (a name -> tensor mapping, such
     as ``dict(model.named_parameters())``), the names of the tensors inside those blocks."""
-    lib, _ = _lib.load()
-    document = ctypes.c_void_p()
-    error = ctypes.c_void_p()
-    status = lib.rlmem_runtime_blocks_still_filled_json(_device(device), tag.encode(), ctypes.byref(document), ctypes.byref(error))
-    text = _lib.take_string(lib, document)
-    _check(lib, status, error)
-    blocks = [(int(each["address"]), int(each["size"])) for each in json.loads(text)]
+    listed = _document("rlmem_runtime_blocks_still_filled_json", device, tag.encode())
+    blocks = [(int(each["address"]), int(each["size"])) for each in listed]
     if tensors is None:
         return blocks
     named = []

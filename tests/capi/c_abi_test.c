@@ -14,17 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0;
-
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fputc('\n', stderr);                                 \
-      ++failures;                                          \
-    }                                                      \
-  } while (0)
+#include "c_check.h"
 
 static char path_buffer[4096];
 

@@ -541,6 +541,21 @@ def check_history(out_dir: str) -> dict:
             "inspect_peak_reserved": summary["peak_reserved_bytes"], "runtime_peak_reserved": own["reserved_bytes.all.peak"]}
 
 
+def timed_training_step(model, optimizer, tokens) -> float:
+    """Seconds of one forward, backward and optimizer step on `tokens`, the device fenced on both
+    sides."""
+    import torch
+
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    loss = model(input_ids=tokens, labels=tokens).loss
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    return time.perf_counter() - started
+
+
 def check_frag(allocator: str, capacity: str = "0") -> dict:
     """The fragmentation workload under `allocator` (native, expandable, rlmem), capped at
     `capacity` bytes (0: none)."""
@@ -568,14 +583,7 @@ def check_frag(allocator: str, capacity: str = "0") -> dict:
         for length in FRAG_LENGTHS:
             rows = max(1, 4096 // length)
             tokens = torch.randint(0, 32000, (rows, length), device="cuda")
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            loss = model(input_ids=tokens, labels=tokens).loss
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            torch.cuda.synchronize()
-            step_times.append(time.perf_counter() - start)
+            step_times.append(timed_training_step(model, optimizer, tokens))
     except Exception as error:  # noqa: BLE001 - an OOM under a cap is the answer, whatever its type
         completed = False
         failure = f"{type(error).__name__}: {str(error)[:160]}"
@@ -771,14 +779,7 @@ def check_train_speed(allocator: str, steps: str = "12") -> dict:
     for step in range(int(steps)):
         length = FRAG_LENGTHS[step % len(FRAG_LENGTHS)]
         tokens = torch.randint(0, 32000, (8, length), device="cuda")
-        torch.cuda.synchronize()
-        started = time.perf_counter()
-        loss = model(input_ids=tokens, labels=tokens).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - started)
+        times.append(timed_training_step(model, optimizer, tokens))
     kept = sorted(times[2:])
     result = {"allocator": allocator, "median_step": kept[len(kept) // 2], "times": times}
     if allocator == "rlmem":
