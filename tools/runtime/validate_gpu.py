@@ -24,8 +24,12 @@ OUT_DIR/NAME.json as soon as it finishes, so a run cut short still reports what 
 - graph_pause: a CUDA graph captured in a tag replays right after the tag's pause and resume
 - nan_mode:   RLMEM_CHECK_PAUSED=1: weights discarded and not loaded again are named, train to NaN
 - train_speed: a training step's time under torch's allocator and rlmem, alternated
-- frag_caps_timed: the fragmentation workload's step time under caps of 1.02x-1.10x its demand,
-              expandable segments and rlmem
+- frag_cap_alternated: the fragmentation workload's step time under caps of 1.02x-1.10x its
+              demand, expandable segments and rlmem alternated process by process, three passes
+- sanitized_read: a read of a paused tensor outside the checking mode, under compute-sanitizer:
+              the kernel and the address it names
+- first_resume: the 10 GiB pause/resume after reserve_host_buffers, three times, and once with
+              256 MiB copy chunks, with the driver calls of the first resume
 - frag:       the fragmentation workload (the fixture's model, varying sequence lengths) under
               native, expandable segments and rlmem: peak reserved, smallest cap that completes,
               step time
@@ -146,12 +150,12 @@ def nvidia_smi_used_mib() -> int | None:
         return None
 
 
-def check_pause_10gb(gib: str = "10", keep_buffers: str = "0") -> dict:
+def check_pause_10gb(gib: str = "10", keep_buffers: str = "0", chunk_mib: str = "0") -> dict:
     import torch
     import rlmem.runtime as rt
 
     # keep_buffers: 0 the default, 1 keep_host_buffers, 2 that and the slabs pinned ahead.
-    rt.install(keep_host_buffers=keep_buffers in ("1", "2"))
+    rt.install(keep_host_buffers=keep_buffers in ("1", "2"), copy_chunk_bytes=int(chunk_mib) * MiB or None)
     size = int(gib) * GiB
     result: dict = {"bytes": size}
     if keep_buffers == "2":
@@ -203,9 +207,14 @@ def check_pause_10gb(gib: str = "10", keep_buffers: str = "0") -> dict:
     result["rollout_sum_ok"] = float(rollout.sum()) == float(rollout.numel())
     del rollout
     rt.empty_cache()
+    calls_before = rt.statistics()["totals"]["device_calls"]
     start = time.perf_counter()
     rt.resume("train")
     result["resume_seconds"] = time.perf_counter() - start
+    calls_after = rt.statistics()["totals"]["device_calls"]
+    result["resume_device_calls"] = {op: {"calls": calls_after[op]["calls"] - calls_before.get(op, {}).get("calls", 0),
+                                          "seconds": calls_after[op]["seconds"] - calls_before.get(op, {}).get("seconds", 0.0)}
+                                     for op in calls_after}
     torch.cuda.synchronize()
     result["bit_exact"] = (int(weights.sum()) ^ int((weights[::7] * 31).sum())) == checksum
     tags = {tag["name"]: tag for tag in rt.statistics()["tags"]}
@@ -556,9 +565,9 @@ def timed_training_step(model, optimizer, tokens) -> float:
     return time.perf_counter() - started
 
 
-def check_frag(allocator: str, capacity: str = "0") -> dict:
+def check_frag(allocator: str, capacity: str = "0", epochs: str = "1") -> dict:
     """The fragmentation workload under `allocator` (native, expandable, rlmem), capped at
-    `capacity` bytes (0: none)."""
+    `capacity` bytes (0: none), its ten lengths `epochs` times over."""
     if allocator == "expandable":
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     import torch
@@ -580,7 +589,7 @@ def check_frag(allocator: str, capacity: str = "0") -> dict:
     step_times = []
     completed = True
     try:
-        for length in FRAG_LENGTHS:
+        for length in FRAG_LENGTHS * int(epochs):
             rows = max(1, 4096 // length)
             tokens = torch.randint(0, 32000, (rows, length), device="cuda")
             step_times.append(timed_training_step(model, optimizer, tokens))
@@ -595,7 +604,9 @@ def check_frag(allocator: str, capacity: str = "0") -> dict:
               "peak_allocated": stats["allocated_bytes.all.peak"], "peak_reserved": stats["reserved_bytes.all.peak"],
               "num_alloc_retries": stats["num_alloc_retries"], "num_ooms": stats["num_ooms"],
               "median_step_seconds": sorted(step_times)[len(step_times) // 2] if step_times else None,
-              "steps_done": len(step_times)}
+              "steps_done": len(step_times), "step_seconds": step_times}
+    if allocator.startswith("rlmem"):
+        result["device_calls"] = rt.statistics()["totals"]["device_calls"]
     if not completed:
         result["failure"] = failure
     return result
@@ -787,19 +798,80 @@ def check_train_speed(allocator: str, steps: str = "12") -> dict:
     return result
 
 
-CHECKS = {"kv_growth": check_kv_growth, "oom": check_oom, "loss_native": check_loss_native, "loss_rlmem": check_loss_rlmem,
-          "pause_10gb": check_pause_10gb, "discard": check_discard, "pool": check_pool, "stress": check_stress,
-          "monitor": check_monitor, "history": check_history, "frag": check_frag, "generate": check_generate,
-          "growable_lifetime": check_growable_lifetime, "generate_agreement": check_generate_agreement,
-          "torch_own": check_torch_own, "graph_pause": check_graph_pause, "nan_mode": check_nan_mode,
-          "train_speed": check_train_speed}
-
 
 # -- the driver -----------------------------------------------------------------------------------
 
 def write(out: Path, name: str, result) -> None:
     (out / f"{name}.json").write_text(json.dumps(result, indent=1))
     print(f"{name}: {json.dumps(result)[:600]}", flush=True)
+
+
+def frag_cap_alternated(out: Path, demand: int) -> None:
+    """Step time under caps near the demand, expandable segments and rlmem alternated process by
+    process, the workload three times over: the steps after the first pass are compared, summed."""
+    rounds = {1.02: 3, 1.05: 1, 1.10: 1}
+    rows = [run_child("frag", allocator, str(int(demand * factor)), "3") | {"factor": factor}
+            for factor, count in rounds.items() for _ in range(count) for allocator in ("expandable", "rlmem")]
+    summary: dict = {"demand_bytes": demand, "rows": rows, "ratios": {}}
+    for factor in rounds:
+        sums = {allocator: [sum(r["step_seconds"][len(FRAG_LENGTHS):]) for r in rows
+                            if r.get("factor") == factor and r.get("allocator") == allocator and r.get("completed")]
+                for allocator in ("expandable", "rlmem")}
+        if sums["expandable"] and sums["rlmem"] and len(sums["rlmem"]) == len(sums["expandable"]):
+            summary["ratios"][str(factor)] = {"rlmem_over_expandable": sum(sums["rlmem"]) / sum(sums["expandable"]),
+                                              "per_round": [m / e for m, e in zip(sums["rlmem"], sums["expandable"])],
+                                              "seconds": sums}
+    write(out, "frag_cap_alternated", summary)
+
+
+def check_paused_read() -> dict:
+    """A kernel reads a tensor whose tag is paused, outside the checking mode: run under
+    compute-sanitizer (sanitized_read), the fault is reported with its kernel and address."""
+    import torch
+    import rlmem.runtime as rt
+
+    rt.install()
+    with rt.region("weights"):
+        weights = torch.ones(1 << 20, device="cuda")
+    print(f"WEIGHTS {weights.data_ptr()} {weights.numel() * weights.element_size()}", flush=True)
+    rt.pause("weights", keep="host")
+    try:
+        total = float(weights.sum())
+        return {"read_while_paused": total}
+    except Exception as error:  # noqa: BLE001 - the fault's type is what is shown
+        return {"raised": f"{type(error).__name__}: {str(error)[:200]}"}
+
+
+def sanitized_read() -> dict:
+    """check_paused_read under compute-sanitizer memcheck: which kernel read which tensor."""
+    import re
+    import shutil
+
+    tool = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    command = [tool, "--tool", "memcheck", "--show-backtrace", "no", "--print-limit", "4",
+               sys.executable, __file__, "--child", "paused_read"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=400)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return {"error": str(error)}
+    text = done.stdout + done.stderr
+    weights = re.search(r"WEIGHTS (\d+) (\d+)", text)
+    reads = re.findall(r"Invalid __global__ read of size (\d+) bytes\s*\n[=\s]*at (.+?)\n.*?(?:Address|Access to) (0x[0-9a-f]+)", text, re.S)
+    result: dict = {"exit": done.returncode, "invalid_reads_reported": len(reads), "report_head": text[-4000:]}
+    if weights and reads:
+        start, size = int(weights.group(1)), int(weights.group(2))
+        result["reads"] = [{"size": int(bytes_), "kernel": where.strip()[:200], "address": address,
+                            "inside_paused_tensor": start <= int(address, 16) < start + size}
+                           for bytes_, where, address in reads]
+    return result
+
+
+CHECKS = {"kv_growth": check_kv_growth, "oom": check_oom, "loss_native": check_loss_native, "loss_rlmem": check_loss_rlmem,
+          "pause_10gb": check_pause_10gb, "discard": check_discard, "pool": check_pool, "stress": check_stress,
+          "monitor": check_monitor, "history": check_history, "frag": check_frag, "generate": check_generate,
+          "growable_lifetime": check_growable_lifetime, "generate_agreement": check_generate_agreement,
+          "torch_own": check_torch_own, "graph_pause": check_graph_pause, "nan_mode": check_nan_mode,
+          "train_speed": check_train_speed, "paused_read": check_paused_read}
 
 
 def frag_sweep(out: Path, demand: int | None) -> None:
@@ -856,6 +928,8 @@ def main() -> int:
         write(out, "pause_10gb", run_child("pause_10gb", "10", "0", timeout=300))
         write(out, "pause_10gb_keep", run_child("pause_10gb", "10", "1", timeout=300))
         write(out, "pause_10gb_reserved", run_child("pause_10gb", "10", "2", timeout=300))
+    if wanted("first_resume"):
+        write(out, "first_resume", [run_child("pause_10gb", "10", "2", chunk, timeout=300) for chunk in ("0", "0", "256", "0")])
     if wanted("kv_growth"):
         write(out, "kv_growth", {strategy: run_child("kv_growth", strategy) for strategy in ("cat", "prealloc", "growable")})
     if wanted("generate"):
@@ -875,11 +949,10 @@ def main() -> int:
     if wanted("train_speed"):
         # Alternated, each in its own process: the two allocators side by side on a noisy machine.
         write(out, "train_speed", [run_child("train_speed", allocator) for allocator in ("native", "rlmem") * 2])
-    if wanted("frag_caps_timed"):
-        # Step time under caps near the demand, one process at a time (times are measured).
-        demand = options.demand or 2614785024
-        write(out, "frag_caps_timed", [run_child("frag", allocator, str(int(demand * factor)))
-                                       for factor in (1.02, 1.05, 1.10) for allocator in ("expandable", "rlmem")])
+    if wanted("frag_cap_alternated"):
+        frag_cap_alternated(out, options.demand or 2614785024)
+    if wanted("sanitized_read"):
+        write(out, "sanitized_read", sanitized_read())
     if wanted("frag"):
         frag_sweep(out, options.demand)
     return 0
