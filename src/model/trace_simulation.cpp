@@ -65,13 +65,22 @@ class dump_segment_pools {
     std::stable_sort(by_address_.begin(), by_address_.end(), [](const span& a, const span& b) { return a.address < b.address; });
   }
 
-  /// Whether the dump segment holding `address` is a small-pool one; `otherwise` when none holds it.
-  bool small_pool_at(std::uint64_t address, bool otherwise) const {
+  /// Whether the reserved range [address, address + bytes) at trace start is of the small pool.
+  /// A cudaMalloc segment's pool follows from its size (only the small pool's are kSmallBuffer);
+  /// the dump names it only where the dump's segment is this range: a segment the trace freed may
+  /// share its address with a later one of the other pool, as cudaMalloc hands freed addresses
+  /// out again (20 MiB segments freed by an empty_cache() as recording began, 2 MiB small-pool
+  /// segments at their addresses by the dump). An expandable reservation keeps its addresses and
+  /// its pool, so the dump's run holding the address names it.
+  bool small_pool_at(std::uint64_t address, std::uint64_t bytes, bool expandable) const {
+    const bool by_size = small_pool_segment(bytes);
     auto after = std::upper_bound(by_address_.begin(), by_address_.end(), address,
                                   [](std::uint64_t value, const span& s) { return value < s.address; });
-    if (after == by_address_.begin()) return otherwise;
+    if (after == by_address_.begin()) return by_size;
     const span& holder = *std::prev(after);
-    return address - holder.address < holder.bytes ? holder.small : otherwise;
+    if (address - holder.address >= holder.bytes) return by_size;
+    if (expandable || (holder.address == address && holder.bytes == bytes)) return holder.small;
+    return by_size;
   }
 
  private:
@@ -239,8 +248,8 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
       dropped_cache_bytes += range.bytes - held_bytes;
       continue;
     }
-    // The pool: as the dump names the segment, else by size.
-    bool small = pools.small_pool_at(address, small_pool_segment(range.bytes));
+    // The pool: as the dump names this segment, else by size.
+    bool small = pools.small_pool_at(address, range.bytes, expandable_trace);
     std::vector<model_block*> made = model.add_existing_segment(address, range.bytes, range.stream, blocks, small, expandable_trace);
     for (model_block* block : made) live[block->ptr] = block;
   }
