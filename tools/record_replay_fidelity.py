@@ -53,6 +53,16 @@ Patterns (what each exercises in the caching allocator):
                                 blocks frees oversize segments first).
   capacity_gc                   the same cap with garbage_collection_threshold:0.6 (the GC frees
                                 aged segments before cudaMalloc).
+  expandable_max_split          expandable_segments:True with max_split_size_mb:128 together, the
+                                reproducer of pytorch PR 193400 (issue 123548) with torch.empty
+                                only: each cycle allocates A = 91 MiB and B = 45.5 MiB, then a
+                                2 MiB block that stays alive, then frees A and B. Torch up to 2.11
+                                applies the oversize rules of get_free_block to blocks of
+                                expandable segments too: the merged 136.5 MiB free block is
+                                oversize for the next 91 MiB request, which maps new pages, so
+                                reserved memory grows every cycle while allocated grows by 2 MiB.
+  expandable_fence              the same cycles under expandable_segments:True alone: the free
+                                block is reused and reserved stays flat (the contrast).
   truncated_expandable          the training loop under expandable_segments:True with
                                 max_entries=2000: the ring buffer wraps, the trace starts mid-run.
   truncated_default             the same with the default allocator.
@@ -81,6 +91,8 @@ PATTERNS = {
     "capacity_expandable": ("capacity", "expandable_segments:True", 400000, True),
     "capacity_max_split": ("capacity", "max_split_size_mb:64", 400000, True),
     "capacity_gc": ("capacity", "garbage_collection_threshold:0.6", 400000, True),
+    "expandable_max_split": ("fence_cycles", "expandable_segments:True,max_split_size_mb:128", 400000, False),
+    "expandable_fence": ("fence_cycles", "expandable_segments:True", 400000, False),
     "truncated_expandable": ("truncated", "expandable_segments:True", 2000, False),
     "truncated_default": ("truncated", "", 2000, False),
 }
@@ -362,6 +374,24 @@ def truncated(torch, rec):
     rec.start()
     for seq in lengths:
         train_step(torch, model, opt, seq)
+    rec.finish()
+
+
+def fence_cycles(torch, rec, cycles=24):
+    """PR 193400's reproducer: A and B freed around a 2 MiB block that stays alive."""
+    mib = 1 << 20
+    sizes = {"a": 91 * mib, "b": 45 * mib + mib // 2, "fence": 2 * mib}
+    rec.notes.update(cycles=cycles, request_bytes=sizes)
+    kept = [torch.empty(sizes["fence"], dtype=torch.uint8, device="cuda")]  # the warm-up fence
+    rec.start()
+    reserved = []
+    for _ in range(cycles):
+        a = torch.empty(sizes["a"], dtype=torch.uint8, device="cuda")
+        b = torch.empty(sizes["b"], dtype=torch.uint8, device="cuda")
+        kept.append(torch.empty(sizes["fence"], dtype=torch.uint8, device="cuda"))
+        del a, b
+        reserved.append(torch.cuda.memory_reserved())
+    rec.notes.update(reserved_after_each_cycle=reserved)
     rec.finish()
 
 

@@ -212,6 +212,11 @@ constexpr expected_fidelity fidelity_recordings[] = {
     {"fidelity_capacity_max_split.pickle.zst", 0, 254},
     {"fidelity_capacity_gc.pickle.zst", 0, 95},
     {"frag_default_oom.pickle.zst", 0, 87},
+    // Issue 27: expandable_segments with max_split_size_mb:128 (torch 2.11, pytorch PR 193400's
+    // reproducer): reserved grows 3.3 GiB while allocated grows 48 MiB; and the same cycles
+    // under expandable segments alone.
+    {"fidelity_expandable_max_split.pickle.zst", 0, 50},
+    {"fidelity_expandable_fence.pickle.zst", 0, 5},
 };
 
 }  // namespace
@@ -320,6 +325,34 @@ TEST(replay, a_what_if_to_expandable_segments_packs_the_memory_from_before_recor
     if (row["conf"] != "expandable") continue;
     replay_result result = replay_row(snap, row);
     EXPECT_EQ(result.peak_reserved_bytes, row["peak_reserved"].get<std::int64_t>()) << label_of(row);
+  }
+}
+
+// Issue 27, item 6: torch 2.11 applies get_free_block's oversize rules to blocks of expandable
+// segments (pytorch PR 193400 would stop it): with max_split_size_mb:128 the 136.5 MiB block freed
+// behind a 2 MiB block still alive is oversize for the next 91 MiB request, which maps new pages.
+// Each recording of tools/record_replay_fidelity.py's fence cycles, replayed under the other's
+// settings, must peak where torch's own run under those settings did.
+TEST(replay, expandable_segments_with_max_split_size_grow_reserved_as_torch_2_11_does) {
+  struct run {
+    const char* recording;
+    const char* alloc_conf;
+    const char* torch_run;  // the JSON of torch's own run under alloc_conf
+  };
+  for (const run& each : {run{"fidelity_expandable_fence", "expandable_segments:True,max_split_size_mb:128", "fidelity_expandable_max_split"},
+                          run{"fidelity_expandable_max_split", "expandable_segments:True", "fidelity_expandable_fence"}}) {
+    SCOPED_TRACE(std::string(each.recording) + " under " + each.alloc_conf);
+    allocator_settings settings;
+    std::string message;
+    ASSERT_TRUE(parse_alloc_conf(each.alloc_conf, settings, message)) << message;
+    replay_options what_if;
+    what_if.settings = settings;
+    replay_result result = replay(fixture(std::string(each.recording) + ".pickle.zst"), what_if);
+    ASSERT_EQ(result.unsupported, "");
+    std::ifstream input(testing::testdata(std::string("snapshots/") + each.torch_run + ".json"));
+    auto torch_run = nlohmann::json::parse(input);
+    EXPECT_EQ(result.peak_reserved_bytes, torch_run["max_memory_reserved"].get<std::int64_t>()) << "expected torch's own peak reserved";
+    EXPECT_EQ(result.peak_allocated_bytes, torch_run["max_memory_allocated"].get<std::int64_t>()) << "expected torch's own peak allocated";
   }
 }
 
