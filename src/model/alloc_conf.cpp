@@ -185,7 +185,17 @@ allocator_settings settings_of(const snapshot& snap) {
     std::string message;
     if (parse_alloc_conf(conf->text, settings, message)) return settings;
   }
-  if (const plain_value* expandable = snap.setting("expandable_segments")) settings.expandable_segments = expandable->boolean;
+  if (const plain_value* expandable = snap.setting("expandable_segments")) {
+    settings.expandable_segments = expandable->boolean;
+  } else {
+    // No setting recorded (torch before 2.5, torch_npu): expandable segments show in the file,
+    // as segments the dump marks expandable or pages the trace maps and unmaps.
+    settings.expandable_segments =
+        std::any_of(snap.segments.begin(), snap.segments.end(), [](const segment& seg) { return seg.is_expandable; }) ||
+        std::any_of(snap.events.begin(), snap.events.end(), [](const trace_event& event) {
+          return event.action == trace_action::segment_map || event.action == trace_action::segment_unmap;
+        });
+  }
   if (const plain_value* split = snap.setting("max_split_size"); split && split->integer > 0) {
     settings.max_split_size = static_cast<std::uint64_t>(split->integer);
   }
