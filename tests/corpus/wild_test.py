@@ -3,7 +3,9 @@
 """rlmem against the corpus of real snapshots from public repositories (testdata/wild/MANIFEST.json):
 for every device of every snapshot present, `rlmem inspect --json --device D` must give the
 reference's event count and peak reserved exactly, and a peak allocated within the bounds that
-whole-block accounting allows; with no --device it must pick the device with the most data (tools/corpus/reference.py says how they are found). Snapshots not
+whole-block accounting allows; with no --device it must pick the device with the most data (tools/corpus/reference.py says how they are found); `rlmem replay --json` under the
+recorded settings must reproduce every recorded segment event, unless the manifest's
+replay_divergence says why not (then it must still report a fidelity). Snapshots not
 present here (they are kept out of the project's history) are skipped, each with a line.
 
 Always checked, with or without the corpus: the reference agrees with torch's own counters on
@@ -55,6 +57,26 @@ def check_device(rlmem, path, figures):
     return problems
 
 
+def check_replay(rlmem, path, entry):
+    """Problems of `rlmem replay --json` under the recorded settings: it reports a fidelity (or
+    refuses a file without a trace in one line), and reproduces every recorded segment event
+    unless the manifest says why not. Returns (problems, what it saw)."""
+    done = subprocess.run([rlmem, "replay", "--json", str(path)], capture_output=True, timeout=600)
+    err = done.stderr.decode("utf-8", "replace")
+    if done.returncode == 2 and "has no trace" in err and len(err.strip().splitlines()) == 1:
+        return [], "no trace"
+    if done.returncode != 0:
+        return [f"replay: exit {done.returncode}, expected 0; stderr: {err.strip()[:300]!r}"], "refused"
+    fidelity = json.loads(done.stdout)["fidelity"]
+    matched, expected = fidelity["segment_events_matched"], fidelity["segment_events_expected"]
+    seen = f"{matched} of {expected}" + (f" ({fidelity['first_mismatch']})" if fidelity["first_mismatch"] else "")
+    if entry.get("replay_divergence"):
+        return [], seen + f"; known: {entry['replay_divergence']}"
+    if fidelity["first_mismatch"] or matched != expected:
+        return [f"replay: expected all {expected} recorded segment events reproduced, saw {seen}"], seen
+    return [], seen
+
+
 def check_corpus(rlmem, manifest, corpus_dirs, only):
     checked, skipped, failures = 0, 0, []
     for entry in manifest["snapshots"]:
@@ -79,6 +101,9 @@ def check_corpus(rlmem, manifest, corpus_dirs, only):
             status = "ok" if not problems else "FAIL"
             print(f"{status:4} {entry['file']} device {figures['device']}")
             failures += [f"{entry['file']} device {figures['device']}: {p}" for p in problems]
+        problems, seen = check_replay(rlmem, path, entry)
+        print(f"{'ok' if not problems else 'FAIL':4} {entry['file']} replay: {seen}")
+        failures += [f"{entry['file']}: {p}" for p in problems]
         checked += 1
     print(f"{checked} snapshots checked, {skipped} not present")
     return failures

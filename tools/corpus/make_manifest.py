@@ -5,8 +5,10 @@ where it came from and the independent reference's figures (tools/corpus/referen
 
   tools/corpus/make_manifest.py             # reads testdata/wild/local/<name>.pickle.zst
 
-Every listed file must be present: the manifest is made where the whole corpus is, then
-committed; the test (tests/corpus/wild_test.py) checks whichever files a checkout has.
+A listed file that is not present keeps its entry of the committed manifest (its figures were
+made where it was; fetch.py gets it back), with its provenance and replay column refreshed from
+sources.tsv; a file neither present nor in the manifest is an error. The test
+(tests/corpus/wild_test.py) checks whichever files a checkout has.
 """
 import hashlib
 import json
@@ -41,19 +43,31 @@ def default_device(devices):
 
 
 def main():
+    manifest_path = ROOT / "testdata/wild/MANIFEST.json"
+    committed = {e["file"]: e for e in json.loads(manifest_path.read_text())["snapshots"]} if manifest_path.exists() else {}
     entries = []
     for line in (ROOT / "tools/corpus/sources.tsv").read_text().splitlines():
         if not line or line.startswith("#"):
             continue
-        fields = line.split("\t") + [""]
-        name, repo, commit, path, licence, torch = fields[:6]
-        data = reference.read_bytes(ROOT / "testdata/wild/local" / f"{name}.pickle.zst")
+        fields = line.split("\t") + ["", ""]
+        name, repo, commit, path, licence, torch, replay = fields[:7]
+        local = ROOT / "testdata/wild/local" / f"{name}.pickle.zst"
+        source = {"repo": repo, "path": path, "commit": commit, "licence": licence}
+        if not local.is_file():
+            if f"{name}.pickle.zst" not in committed:
+                print(f"{name}: not in testdata/wild/local/ and not in the manifest", file=sys.stderr)
+                return 1
+            kept = committed[f"{name}.pickle.zst"]
+            kept.update(source=source, replay_divergence=replay or None)
+            entries.append(kept)
+            continue
+        data = reference.read_bytes(local)
         figures = reference.describe(data)
         entries.append({
             "file": f"{name}.pickle.zst",
             "sha256": hashlib.sha256(data).hexdigest(),
             "bytes": len(data),
-            "source": {"repo": repo, "path": path, "commit": commit, "licence": licence},
+            "source": source,
             "torch": torch or None,
             "torch_from_file": torch_hint(figures),
             "os": figures["os"],
@@ -63,13 +77,15 @@ def main():
             "device_count": figures["device_count"],
             "default_device": default_device(figures["devices"]),
             "devices": figures["devices"],
+            # Why replay does not reproduce every recorded segment event; None: it must.
+            "replay_divergence": replay or None,
         })
     out = {
         "what": "Real snapshots from public repositories and an independent reference's figures "
                 "(tools/corpus/reference.py); the files themselves are not committed (testdata/wild/local/).",
         "snapshots": entries,
     }
-    (ROOT / "testdata/wild/MANIFEST.json").write_text(json.dumps(out, indent=1) + "\n")
+    manifest_path.write_text(json.dumps(out, indent=1) + "\n")
     print(f"{len(entries)} snapshots", file=sys.stderr)
     return 0
 
