@@ -5,7 +5,8 @@
 'use strict';
 (function () {
   const data = JSON.parse(document.getElementById('rlmem-data').textContent);
-  const CATEGORY_COLORS = ['#4c78a8', '#f58518', '#e45756', '#72b7b2', '#54a24b', '#eeca3b', '#b279a2', '#9d9da0'];
+  // By category index, as memory_category orders them; the last is before_recording.
+  const CATEGORY_COLORS = ['#4c78a8', '#f58518', '#e45756', '#72b7b2', '#54a24b', '#eeca3b', '#b279a2', '#9d9da0', '#5a6475'];
   const charts = [];       // uPlot charts whose x axis is the event index: zoomed together
   let syncing = false;
 

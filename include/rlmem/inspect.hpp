@@ -40,9 +40,12 @@ struct site_usage {
   std::uint64_t count = 0;
 };
 
-/// What live memory is for, from the frames that allocated it.
+/// What live memory is for, from the frames that allocated it. `before_recording` holds the
+/// blocks allocated before recording began: they have no frames, so nothing says what they are
+/// (weights loaded first often are, but so is anything else made before the first event); no
+/// rule assigns it and no rule can.
 enum class memory_category : std::uint8_t {
-  weights, optimizer_state, gradients, activations, kv_cache, logits, temporaries, other, count_
+  weights, optimizer_state, gradients, activations, kv_cache, logits, temporaries, other, before_recording, count_
 };
 inline constexpr std::size_t memory_category_count = static_cast<std::size_t>(memory_category::count_);
 using category_bytes = std::array<std::int64_t, memory_category_count>;

@@ -60,8 +60,9 @@ class category_matcher {
  public:
   category_matcher(frame_index& frames, const std::vector<category_rule>& rules);
 
-  /// The category of a stack; stack 0 is weights when it was allocated before recording began,
-  /// gradients otherwise (the autograd engine's threads have no Python frames).
+  /// The category of a stack; stack 0 is before_recording when it was allocated before
+  /// recording began, gradients otherwise (the autograd engine's threads have no Python frames).
+  /// The one place these two are decided: inspect's and the views' caches call it for stack 0.
   memory_category categorize(stack_id stack, bool before_trace);
 
  private:

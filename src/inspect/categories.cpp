@@ -14,7 +14,10 @@ namespace rlmem {
 namespace {
 
 constexpr std::array<std::string_view, memory_category_count> category_names = {
-    "weights", "optimizer_state", "gradients", "activations", "kv_cache", "logits", "temporaries", "other"};
+    "weights", "optimizer_state", "gradients", "activations", "kv_cache", "logits", "temporaries", "other", "before_recording"};
+// The categories a rules file may name: all but before_recording, which only the absence of a
+// stack before the first event gives.
+constexpr std::size_t rule_category_count = static_cast<std::size_t>(memory_category::before_recording);
 
 std::vector<category_rule> build_default_rules() {
   // "@" rules look at every frame and come first; the others are tried frame by frame from the
@@ -82,8 +85,13 @@ bool parse_category_rules(std::string_view text, std::vector<category_rule>& rul
     // Quotes keep leading or trailing spaces: activations " forward" matches the function name.
     if (pattern.size() >= 2 && pattern.front() == '"' && pattern.back() == '"') pattern = pattern.substr(1, pattern.size() - 2);
     std::size_t index = 0;
-    while (index < category_names.size() && category_names[index] != name) ++index;
-    if (index == category_names.size()) {
+    while (index < rule_category_count && category_names[index] != name) ++index;
+    if (index == rule_category_count && name == category_names[rule_category_count]) {
+      message = "line " + std::to_string(line_number) +
+                ": before_recording is the category of blocks allocated before recording began; no rule can give it";
+      return false;
+    }
+    if (index == rule_category_count) {
       message = "line " + std::to_string(line_number) + ": unknown category '" + std::string(name) +
                 "' (one of weights, optimizer_state, gradients, activations, kv_cache, logits, temporaries, other)";
       return false;
@@ -121,7 +129,7 @@ const category_matcher::frame_matches& category_matcher::matches_of(frame_id id)
 
 memory_category category_matcher::categorize(stack_id stack, bool before_trace) {
   auto stack_frames = frames_.snap().stack(stack);
-  if (stack_frames.empty()) return before_trace ? memory_category::weights : memory_category::gradients;
+  if (stack_frames.empty()) return before_trace ? memory_category::before_recording : memory_category::gradients;
   // "@" rules in their order against every frame: the earliest rule that any frame matches.
   std::uint32_t any_frame_rule = no_rule;
   for (frame_id id : stack_frames) any_frame_rule = std::min(any_frame_rule, matches_of(id).first_any_frame_rule);

@@ -88,7 +88,7 @@ class stack_index {
   }
 
   memory_category category(stack_id stack, bool before_trace) {
-    if (stack == 0) return before_trace ? memory_category::weights : memory_category::gradients;
+    if (stack == 0) return categories_.categorize(stack, before_trace);  // two categories: not cached by stack
     std::uint32_t& cached = category_of_stack_[stack];
     if (cached == unknown) cached = static_cast<std::uint32_t>(categories_.categorize(stack, before_trace));
     return static_cast<memory_category>(cached);

@@ -45,7 +45,7 @@ class site_table {
   }
 
   memory_category category(stack_id stack, bool before_trace) {
-    if (stack == 0) return before_trace ? memory_category::weights : memory_category::gradients;
+    if (stack == 0) return categories_.categorize(stack, before_trace);  // two categories: not cached by stack
     auto [found, added] = category_of_stack_.try_emplace(stack, memory_category::other);
     if (added) found->second = categories_.categorize(stack, before_trace);
     return found->second;

@@ -74,6 +74,32 @@ TEST(diff, the_leaking_site_grew_most_at_the_end) {
   EXPECT_EQ(site_change, diff.end_allocated_b - diff.end_allocated_a) << "site changes add up to the total change";
 }
 
+// Issue 27 item 4: the same models on both sides; the blocks from before recording changed by
+// 32.1 MiB, and that change is before_recording's, not weights'.
+TEST(diff, blocks_from_before_recording_are_not_weights) {
+  inspection_diff diff = diff_inspections(everything("grpo_clean.pickle.zst"), everything("grpo_leak_logits.pickle.zst"));
+  for (const auto* moment : {&diff.categories_at_peak, &diff.categories_at_end}) {
+    const std::vector<diff_row>& sites = moment == &diff.categories_at_peak ? diff.sites_at_peak : diff.sites_at_end;
+    auto find = [](const std::vector<diff_row>& rows, const std::string& key) -> const diff_row* {
+      for (const diff_row& row : rows) {
+        if (row.key == key) return &row;
+      }
+      return nullptr;
+    };
+    const diff_row* site = find(sites, "<allocated before recording began>");
+    const diff_row* before = find(*moment, "before_recording");
+    const diff_row* weights = find(*moment, "weights");
+    ASSERT_NE(site, nullptr);
+    ASSERT_NE(before, nullptr) << "expected a before_recording row";
+    ASSERT_NE(weights, nullptr);
+    EXPECT_EQ(site->delta(), 33'685'504) << "expected +32.1 MiB of blocks from before recording";
+    EXPECT_EQ(before->a_bytes, site->a_bytes);
+    EXPECT_EQ(before->b_bytes, site->b_bytes);
+    EXPECT_EQ(weights->a_bytes, 0) << "expected no weights: seen " << weights->a_bytes;
+    EXPECT_EQ(weights->b_bytes, 0) << "expected no weights: seen " << weights->b_bytes;
+  }
+}
+
 TEST(diff, a_snapshot_against_itself_changes_nothing) {
   inspection same = everything("frag_default_oom.pickle.zst");
   inspection_diff diff = diff_inspections(same, same);

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace rlmem {
 
 using testing::fixture;
@@ -225,18 +227,49 @@ TEST(fragmentation, default_allocator_strands_more_than_expandable_segments) {
   EXPECT_GE(plain.fragmentation.largest_free_block_at_end_bytes, std::uint64_t{500} << 20);
 }
 
-TEST(categories, add_up_to_the_peak_and_adamw_state_matches_the_policy_weights) {
+TEST(categories, add_up_to_the_peak_and_adamw_state_matches_the_models_loaded_before_recording) {
   inspection result = inspect(fixture("grpo_clean.pickle.zst"));
   std::int64_t total = 0;
   for (std::int64_t bytes : result.categories_at_peak) total += bytes;
   EXPECT_EQ(total, result.peak_allocated_bytes);
-  // Two bf16 models (policy, reference) are the weights; AdamW keeps two bf16 tensors per
-  // policy parameter, so optimizer state equals the weights of both models.
-  auto weights = static_cast<double>(result.categories_at_peak[static_cast<std::size_t>(memory_category::weights)]);
+  // Two bf16 models (policy, reference), loaded before recording began; AdamW keeps two bf16
+  // tensors per policy parameter, so optimizer state equals the bytes of both models.
+  auto models = static_cast<double>(result.categories_at_peak[static_cast<std::size_t>(memory_category::before_recording)]);
   auto state = static_cast<double>(result.categories_at_peak[static_cast<std::size_t>(memory_category::optimizer_state)]);
-  EXPECT_NEAR(state / weights, 1.0, 0.02);
+  EXPECT_NEAR(state / models, 1.0, 0.02);
   EXPECT_GT(result.categories_at_peak[static_cast<std::size_t>(memory_category::kv_cache)], 0);
   EXPECT_GT(result.categories_at_peak[static_cast<std::size_t>(memory_category::logits)], 0);
+}
+
+// Issue 27 item 4: `diff grpo_clean grpo_leak_logits` said +32.1 MiB weights beside +32.1 MiB
+// <allocated before recording began>. Blocks from before recording have no frames: they are
+// their own category, at the peak, at the end and over time, and weights never holds them.
+TEST(categories, blocks_from_before_recording_are_their_own_category_never_weights) {
+  constexpr auto before = static_cast<std::size_t>(memory_category::before_recording);
+  constexpr auto weights = static_cast<std::size_t>(memory_category::weights);
+  EXPECT_EQ(memory_category_name(memory_category::before_recording), "before_recording");
+  // file, bytes of "<allocated before recording began>" live at the peak (152.3 and 184.4 MiB)
+  const std::vector<std::pair<std::string, std::int64_t>> expected = {{"grpo_clean.pickle.zst", 159'715'328},
+                                                                     {"grpo_leak_logits.pickle.zst", 193'400'832}};
+  for (const auto& [name, bytes] : expected) {
+    inspect_options all_sites;
+    all_sites.top = std::numeric_limits<std::size_t>::max();
+    inspection result = inspect(fixture(name), all_sites);
+    std::int64_t site_bytes = 0;
+    for (const site_usage& usage : result.peak_by_site) {
+      if (usage.site.label == "<allocated before recording began>") site_bytes = static_cast<std::int64_t>(usage.bytes);
+    }
+    EXPECT_EQ(site_bytes, bytes) << name << ": expected the site of blocks from before recording to hold " << bytes;
+    EXPECT_EQ(result.categories_at_peak[before], site_bytes) << name << ": expected before_recording at the peak to be that site";
+    EXPECT_EQ(result.categories_at_peak[weights], 0) << name << ": no block of the trace has a weights frame";
+    EXPECT_EQ(result.categories_at_end[weights], 0) << name;
+    EXPECT_GT(result.categories_at_end[before], 0) << name << ": the models are live at the end";
+    ASSERT_FALSE(result.categories.bytes.empty()) << name;
+    for (const category_bytes& sample : result.categories.bytes) {
+      EXPECT_EQ(sample[weights], 0) << name;
+      EXPECT_LE(sample[before], result.memory.allocated_at_start) << name << ": nothing joins before_recording after the start";
+    }
+  }
 }
 
 TEST(categories, the_leaked_logits_are_logits) {
@@ -267,6 +300,9 @@ TEST(categories, rules_files_parse_and_name_their_errors) {
   EXPECT_EQ(message.rfind("line 2: unknown category 'weight'", 0), 0u) << message;
   EXPECT_FALSE(parse_category_rules("logits\n", rules, message));
   EXPECT_NE(message.find("line 1"), std::string::npos) << message;
+  // No rule can give before_recording: only the absence of frames before the first event does.
+  EXPECT_FALSE(parse_category_rules("logits lm_head\nbefore_recording model.py\n", rules, message));
+  EXPECT_EQ(message.rfind("line 2: before_recording is the category of blocks allocated before recording began", 0), 0u) << message;
 }
 
 TEST(categories, a_custom_table_replaces_the_default) {

@@ -218,3 +218,12 @@ def test_import_does_not_import_torch_or_transformers():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PYTHON_DIR)})
     assert done.stdout.strip() == "[]", f"import rlmem pulled in {done.stdout.strip()} ({done.stderr})"
+
+
+def test_blocks_from_before_recording_are_their_own_category(rlmem, snapshot):
+    # Issue 27 item 4: the library's document names them before_recording, never weights.
+    result = rlmem.inspect(snapshot("grpo_clean.pickle.zst"))
+    at_peak = result["categories"]["at_peak"]
+    assert at_peak["before_recording"] == 159_715_328, f"expected 159,715,328, seen {at_peak['before_recording']:,}"
+    assert at_peak["weights"] == 0, f"expected no weights, seen {at_peak['weights']:,}"
+    assert result["categories"]["timeline"]["columns"][-1] == "before_recording"
