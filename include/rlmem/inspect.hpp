@@ -343,6 +343,12 @@ struct column_peak {
 std::vector<column_peak> timeline_columns(const timeline& line, std::size_t columns);
 
 /// Runs every analysis of `rlmem inspect`.
+/// The position in `snap.stack(stack)` (innermost first) of the frame resolve_site() names as
+/// the user's own code (the page's "your code"): the frames inside it are torch's, libraries'
+/// and wrappers', which the reports fold to show the user's frames first. The stack's size when
+/// it has no such frame. Costs what resolve_site() does.
+std::size_t user_frame_position(const snapshot& snap, stack_id stack);
+
 inspection inspect(const snapshot& snap, const inspect_options& options = {});
 
 /// inspect() as `rlmem inspect` and librlmem run it on what a person or a caller passed: fails,

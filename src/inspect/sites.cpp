@@ -80,4 +80,11 @@ allocation_site resolve_site(const snapshot& snap, stack_id stack) {
   return detail::resolve_site(frames, stack);
 }
 
+std::size_t user_frame_position(const snapshot& snap, stack_id stack) {
+  detail::frame_index frames(snap);
+  auto stack_frames = snap.stack(stack);
+  std::size_t user = detail::locate_site_frames(frames, stack_frames).user;
+  return user == detail::site_frames::none ? stack_frames.size() : user;
+}
+
 }  // namespace rlmem

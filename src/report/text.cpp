@@ -45,6 +45,25 @@ std::string truncate(std::string text, std::size_t width) {
   return text.substr(0, width > 3 ? width - 3 : 0) + "...";
 }
 
+// `count` frames of a stack, the user's code first: from the nearest frame of the user's own code
+// (the one resolve_site() and the page's "your code" name) outwards, then one line folding the
+// frames inside it (torch's, libraries' and their wrappers'), naming the innermost. A stack with
+// no user frame, or allocated by the user's frame itself, prints innermost first as recorded.
+void append_stack(std::string& out, const snapshot& snap, stack_id stack, std::size_t count, std::size_t indent,
+                  std::size_t width) {
+  auto frames = snap.stack(stack);
+  if (frames.empty() || count == 0) return;
+  auto line = [&](const std::string& text) { out += std::string(indent, ' ') + truncate(printable_text(text), width) + "\n"; };
+  std::size_t user = user_frame_position(snap, stack);
+  if (user == 0 || user >= frames.size()) {
+    for (std::size_t i = 0; i < std::min(count, frames.size()); ++i) line(detail::frame_text(snap, frames[i]));
+    return;
+  }
+  for (std::size_t i = user; i < std::min(user + count, frames.size()); ++i) line(detail::frame_text(snap, frames[i]));
+  line(fmt::format("[+{} frame{} inside (torch, libraries), innermost {}]", format_count(user), user == 1 ? "" : "s",
+                   detail::frame_text(snap, frames.front())));
+}
+
 std::string percent(std::int64_t part, std::int64_t whole) {
   return whole > 0 ? fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole)) : "-";
 }
@@ -109,11 +128,7 @@ void append_steps_and_leaks(std::string& out, const snapshot& snap, const inspec
     if (!found.site.user_frame.empty() && found.site.user_frame != found.site.label) {
       out += std::string(indent, ' ') + truncate("user code: " + printable_text(found.site.user_frame), options.width - indent) + "\n";
     }
-    auto frames = snap.stack(found.site.stack);
-    std::size_t shown = std::max<std::size_t>(options.frames, 4);
-    for (std::size_t i = 0; i < std::min(shown, frames.size()); ++i) {
-      out += std::string(indent, ' ') + truncate(printable_text(detail::frame_text(snap, frames[i])), options.width - indent) + "\n";
-    }
+    append_stack(out, snap, found.site.stack, std::max<std::size_t>(options.frames, 4), indent, options.width - indent);
   }
 }
 
@@ -271,10 +286,7 @@ std::string render_inspection_text(const snapshot& snap, const inspection& resul
       out += fmt::format("  {:>10} {:>5.1f}% {:>6}  {}\n", format_bytes(static_cast<std::int64_t>(usage.bytes)), share,
                          format_count(usage.count), truncate(site, site_width));
       if (!user.empty() && !user_fits) out += fmt::format("  {:>26}{}\n", "", truncate(user, site_width));
-      auto frames = snap.stack(usage.site.stack);
-      for (std::size_t i = 0; i < std::min(options.frames, frames.size()); ++i) {
-        out += fmt::format("  {:>26}{}\n", "", truncate(printable_text(detail::frame_text(snap, frames[i])), site_width));
-      }
+      if (options.frames > 0) append_stack(out, snap, usage.site.stack, options.frames, 28, site_width);
     }
     auto rest = static_cast<std::int64_t>(result.peak_allocated_bytes) - static_cast<std::int64_t>(shown);
     if (result.peak_site_count > result.peak_by_site.size()) {

@@ -95,6 +95,36 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 }  // namespace
 
+// Issue 27 item 5: --frames prints the user's code first, from the frame resolve_site() and the
+// page's "your code" name outwards; the frames inside it (torch's optimizer and its wrappers)
+// fold into one line that names the innermost.
+TEST(text_report, frames_show_the_users_code_first_and_fold_the_frames_inside_it) {
+  const snapshot& snap = testing::fixture("grpo_leak_logits.pickle.zst");
+  inspection result = inspect(snap);
+  const site_usage* optimizer = nullptr;
+  for (const site_usage& usage : result.peak_by_site) {
+    if (usage.site.label == "rl/record.py:70 grpo_steps") optimizer = &usage;
+  }
+  ASSERT_NE(optimizer, nullptr) << "expected the optimizer state's site at the peak";
+  std::size_t user = user_frame_position(snap, optimizer->site.stack);
+  ASSERT_EQ(user, 4u) << "expected _init_group, step, _use_grad and wrapper inside the user's frame";
+  EXPECT_EQ(resolve_site(snap, optimizer->site.stack).user_frame, "rl/record.py:70 grpo_steps") << "one rule for both";
+  EXPECT_EQ(user_frame_position(snap, 0), 0u) << "a stack with no frames has no user frame";
+
+  std::vector<std::string> lines = lines_of(render_inspection_text(snap, result, "grpo_leak_logits.pickle.zst", {3, 100}));
+  std::size_t row = 0;
+  while (row < lines.size() && lines[row].find("rl/record.py:70 grpo_steps") == std::string::npos) ++row;
+  ASSERT_LT(row + 4, lines.size()) << "expected the site's row and four lines under it";
+  const std::string pad(28, ' ');
+  const std::vector<std::string> expected = {pad + "grpo_steps (/home/user/rl/record.py:70)",
+                                             pad + "record_grpo (/home/user/rl/record.py:101)",
+                                             pad + "<module> (/home/user/rl/record.py:199)"};
+  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(lines[row + 1 + i], expected[i]) << "frame line " << i;
+  EXPECT_EQ(lines[row + 4].rfind(pad + "[+4 frames inside (torch, libraries), innermost _init_group (", 0), 0u)
+      << "expected the folded frames, seen: " << lines[row + 4];
+  for (const std::string& line : lines) EXPECT_LE(line.size(), 100u) << line;
+}
+
 // Issue 11: keys and values of the kept KV caches are one leak, with its lines and the share of
 // the step-end growth it explains.
 TEST(text_report, a_leak_of_two_lines_is_one_entry_that_explains_the_growth) {
