@@ -791,7 +791,7 @@
         : (data.alloc_conf || 'defaults') + (data.settings_recorded ? ' (as recorded)' : ' (what-if)')],
       ['capacity', data.capacity_bytes ? formatBytes(data.capacity_bytes) : 'no limit'],
       ['result', result],
-      ['peak allocated', formatBytes(data.peak_allocated_bytes)],
+      ['peak allocated', formatBytes(data.peak_allocated_bytes) + (data.oom !== null && !data.oom.recorded ? ' (up to its OOM)' : '')],
       ['peak reserved', formatBytes(data.peak_reserved_bytes)],
       ['segments at the end', formatCount(data.segments)],
       ['alloc retries', formatCount(data.num_alloc_retries)],
@@ -810,7 +810,10 @@
     const modelled = data.compare.filter((row) => row.unsupported === undefined);
     const most = Math.max(1, data.floor_bytes, ...modelled.map((row) => Math.max(row.peak_reserved_bytes, row.min_capacity_bytes)));
     body.appendChild(el('p', 'help', 'Bars: peak reserved (gold) and the smallest capacity under which the run completes (blue, to 2 MiB); ' +
-      'the line is the floor, the peak allocated (' + formatBytes(data.floor_bytes) + '), which no setting can go under.'));
+      'the line is the floor, the requests live at once at the trace\'s peak, rounded to 512 B (' + formatBytes(data.floor_bytes) +
+      '), which no setting can go under.' + (data.torch_peak_allocated_bytes > data.floor_bytes
+        ? ' Torch\'s peak allocated, ' + formatBytes(data.torch_peak_allocated_bytes) + ', also counts the remainders of blocks it ' +
+          'served whole, so a policy can reserve less than that.' : '')));
     tableOf(body, ['settings', 'peak reserved', 'min capacity', data.capacity_bytes ? 'at ' + formatBytes(data.capacity_bytes) : '', ''],
       data.compare.map((row) => {
         const label = row.label === 'recorded' ? 'recorded: ' + (row.alloc_conf || 'defaults') : row.label;

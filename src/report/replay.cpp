@@ -47,15 +47,31 @@ json result_json(const replay_result& result) {
   return out;
 }
 
-// The floor of a comparison: the smallest peak allocated of its rows. Torch counts a block
-// served whole (its remainder too small to split) as allocated; the rlmem policy counts each
-// request rounded to 512 bytes, which is the program's own demand.
-std::int64_t comparison_floor(const std::vector<settings_comparison>& rows) {
-  std::int64_t floor = rows.front().floor_bytes;
+// The floor of a comparison: the smallest peak allocated of its rows, which is the program's
+// demand: the rlmem policy counts each request rounded to 512 bytes as torch rounds it, and no
+// allocator holds the live requests in less. Torch also counts the remainder of a block it
+// served whole (too small to split) as allocated, so the recorded settings' row, the trace's
+// peak allocated as torch and `rlmem inspect` count it, can be above the floor: a policy that
+// splits those blocks reserves less than it, never less than the floor.
+struct floor_figures {
+  std::int64_t demand_bytes = 0;
+  std::int64_t torch_allocated_bytes = 0;  ///< the recorded settings' row; 0 when not modelled
+};
+floor_figures comparison_floor(const std::vector<settings_comparison>& rows) {
+  floor_figures floor{rows.front().floor_bytes, 0};
   for (const settings_comparison& row : rows) {
-    if (row.result.unsupported.empty() && row.floor_bytes > 0) floor = std::min(floor, row.floor_bytes);
+    if (row.result.unsupported.empty() && row.floor_bytes > 0) floor.demand_bytes = std::min(floor.demand_bytes, row.floor_bytes);
   }
+  const settings_comparison& recorded = rows.front();
+  if (recorded.label == "recorded" && recorded.result.unsupported.empty()) floor.torch_allocated_bytes = recorded.floor_bytes;
   return floor;
+}
+
+// A run's peak allocated, said to stop at its OOM when the replay stopped there.
+std::string peak_allocated_text(const replay_result& result) {
+  std::string text = format_bytes(result.peak_allocated_bytes);
+  if (result.oom && !result.oom->recorded) text += " (up to its OOM)";
+  return text;
 }
 
 }  // namespace
@@ -92,7 +108,7 @@ std::string render_replay_text(const replay_report& report) {
   } else {
     row("result", fmt::format("completed, {} events", format_count(result.events_replayed)));
   }
-  row("peak allocated", format_bytes(result.peak_allocated_bytes));
+  row("peak allocated", peak_allocated_text(result));
   row("peak reserved", format_bytes(result.peak_reserved_bytes));
   row("segments", format_count(result.segments) + " at the end");
   row("alloc retries", format_count(result.num_alloc_retries) + " (num_alloc_retries: cache flushed to make room)");
@@ -136,7 +152,14 @@ std::string render_replay_text(const replay_report& report) {
                          format_bytes(static_cast<std::int64_t>(compared.min_capacity_bytes)),
                          report.capacity_bytes ? (compared.result.completed ? "completes" : "OOM") : "");
     }
-    out += fmt::format("  {:<{}} {:>13} {:>13}\n", "floor (peak allocated)", width, "", format_bytes(comparison_floor(report.comparison)));
+    floor_figures floor = comparison_floor(report.comparison);
+    out += fmt::format("  {:<{}} {:>13} {:>13}\n", "floor (peak of the requests)", width, "", format_bytes(floor.demand_bytes));
+    if (floor.torch_allocated_bytes > floor.demand_bytes) {
+      out += detail::wrap(fmt::format("the floor is the requests live at once, rounded to 512 B; torch's peak allocated, {}, also "
+                                      "counts the remainders of blocks it served whole, so a policy can reserve less than that",
+                                      format_bytes(floor.torch_allocated_bytes)),
+                          4, 100);
+    }
   }
   return out;
 }
@@ -174,7 +197,9 @@ json detail::replay_json(const replay_report& report) {
       rows.push_back(std::move(row));
     }
     out["compare"] = rows;
-    out["floor_bytes"] = comparison_floor(report.comparison);
+    floor_figures floor = comparison_floor(report.comparison);
+    out["floor_bytes"] = floor.demand_bytes;
+    out["torch_peak_allocated_bytes"] = floor.torch_allocated_bytes > 0 ? json(floor.torch_allocated_bytes) : json(nullptr);
   }
   return out;
 }

@@ -157,6 +157,40 @@ TEST(text_report, growth_without_a_named_leak_is_not_called_no_leaks) {
   EXPECT_NE(text.find("(+53.0 MiB per step)"), std::string::npos) << text;
 }
 
+// Issue 27 item 3: the comparison's floor is the program's demand, never above a setting's peak
+// reserved or smallest capacity; torch's peak allocated (what `inspect` prints) is stated beside
+// it, at or above it; no row reserves less than it allocates; a run cut by an OOM says so.
+TEST(replay_report, the_floor_is_the_demand_and_torchs_peak_allocated_is_stated_beside_it) {
+  const snapshot& snap = testing::fixture("frag_default.pickle.zst");
+  replay_options options;
+  options.capacity_bytes = 2'805'590'497;
+  replay_report report;
+  report.file = "frag_default.pickle.zst";
+  report.settings = settings_of(snap);
+  report.capacity_bytes = options.capacity_bytes;
+  report.result = replay(snap, options);
+  report.comparison = compare_settings(snap, options);
+  const std::int64_t inspected_peak = inspect(snap).peak_allocated_bytes;
+  ASSERT_EQ(inspected_peak, 2'646'783'488);
+
+  nlohmann::json json = nlohmann::json::parse(render_replay_json(report));
+  EXPECT_EQ(json["floor_bytes"], 2'615'606'784) << "expected the live requests (2,536,141,824) plus the blocks from before recording";
+  EXPECT_EQ(json["torch_peak_allocated_bytes"], inspected_peak) << "expected inspect's peak allocated";
+  const std::int64_t floor = json["floor_bytes"];
+  for (const auto& row : json["compare"]) {
+    std::string label = row["label"];
+    EXPECT_GE(row["peak_reserved_bytes"].get<std::int64_t>(), row["peak_allocated_bytes"].get<std::int64_t>()) << label;
+    EXPECT_GE(row["peak_reserved_bytes"].get<std::int64_t>(), floor) << label << ": reserved under the floor";
+    EXPECT_GE(row["min_capacity_bytes"].get<std::int64_t>(), floor) << label << ": completes under the floor";
+  }
+
+  std::string text = render_replay_text(report);
+  for (const std::string& line : lines_of(text)) EXPECT_LE(line.size(), 100u) << line;
+  EXPECT_NE(text.find("  peak allocated   2.29 GiB (up to its OOM)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("floor (peak of the requests)                         2.44 GiB\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("torch's peak allocated, 2.47 GiB,"), std::string::npos) << text;
+}
+
 TEST(json_report, leaks_carry_their_lines_and_the_summary_their_share_of_the_growth) {
   const snapshot& snap = testing::fixture("validation_kv_leak.pickle.zst");
   auto report = nlohmann::json::parse(render_inspection_json(snap, inspect(snap), "validation_kv_leak.pickle.zst"));
