@@ -29,6 +29,11 @@
   }
   const formatCount = (value) => Math.round(value).toLocaleString('en-US');
   function formatEvent(event) { return event < 0 ? 'before the trace' : 'event ' + formatCount(event); }
+  // The verdict as the text report words it: one over the limit's range may have two parts.
+  function verdictWords(oom) {
+    if (oom.verdict !== 'depends_on_limit') return oom.verdict;
+    return 'fragmentation if the limit was at least ' + formatBytes(oom.fragmentation_from_bytes) + ', capacity below';
+  }
   function formatTime(timeUs) {
     if (!data.summary.times_known) return '';
     return ((timeUs - data.summary.first_time_us) / 1e6).toFixed(3) + ' s';
@@ -166,7 +171,7 @@
     if (data.summary.times_known) rows.push(['time', formatTime(t.first_time_us[index])]);
     data.ooms.forEach((oom, k) => {
       if (oom.event_index >= t.first_event[index] && oom.event_index <= t.last_event[index]) {
-        rows.push(['OOM ' + (k + 1), formatEvent(oom.event_index) + ': ' + oom.verdict + ' (see OOM below)']);
+        rows.push(['OOM ' + (k + 1), formatEvent(oom.event_index) + ': ' + verdictWords(oom) + ' (see OOM below)']);
       }
     });
     if (t.largest_alloc_event[index] < 0) return { title: 'No allocation in this column', rows, stack: null };
@@ -624,14 +629,14 @@
     links.appendChild(el('span', null, 'OOMs: '));
     data.ooms.forEach((oom, index) => {
       const anchor = 'oom-' + (index + 1);
-      const link = el('a', 'oom-link ' + oom.verdict, formatEvent(oom.event_index) + ' (' + oom.verdict + ')');
+      const link = el('a', 'oom-link ' + oom.verdict, formatEvent(oom.event_index) + ' (' + verdictWords(oom) + ')');
       link.href = '#' + anchor;
       links.appendChild(link);
       const card = el('div', 'card oom');
       card.id = anchor;
       const when = data.summary.times_known && oom.time_us !== null ? ', ' + formatTime(oom.time_us) : '';
       card.appendChild(el('div', 'verdict ' + oom.verdict, 'OOM ' + (index + 1) + ' at ' + formatEvent(oom.event_index) + when + ': ' +
-        oom.verdict + (oom.request_larger_than_any_gpu ? ' (a request larger than any GPU)' : '') +
+        verdictWords(oom) + (oom.request_larger_than_any_gpu ? ' (a request larger than any GPU)' : '') +
         (oom.proven ? ', proven by simulation' : ', not proven by simulation')));
       card.appendChild(el('p', 'proof', oom.proof));
       card.appendChild(el('p', null, oom.explanation));
@@ -648,7 +653,7 @@
         ['CUDA reported free', formatBytes(oom.device_free_bytes)],
         ['memory limit', bound],
       ];
-      if (oom.verdict === 'capacity') rows.push(['short by', formatBytes(oom.short_by_bytes)]);
+      if (oom.verdict !== 'fragmentation') rows.push(['short by', formatBytes(oom.short_by_bytes)]);
       rows.push(['request made at', oom.request_site || '(no stack recorded)']);
       rows.push(['largest site', oom.largest_site.site + ' (' + formatBytes(oom.largest_site.bytes) + ')']);
       figureList(card, rows);

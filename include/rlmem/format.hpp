@@ -39,6 +39,11 @@ std::string elide_middle(std::string_view text, std::size_t max_bytes = max_labe
 /// "188,494".
 std::string format_count(std::uint64_t count);
 
+/// A range of bytes, both ends included, as every command states the limit a recording shows:
+/// "2.61 GiB to 2.65 GiB", in exact bytes ("2,803,892,224 B to 2,805,590,496 B") when the two
+/// ends would print alike, and one figure when they are equal.
+std::string format_byte_range(std::uint64_t low, std::uint64_t high);
+
 /// Untrusted text made safe to print: C0 controls (newline and tab included), DEL, C1 controls
 /// and the bidirectional overrides become \xNN or \uNNNN, bytes that are not UTF-8 become \xNN,
 /// and a backslash stays a backslash. The result holds no byte below 0x20, no 0x7F and no C1

@@ -166,7 +166,11 @@ struct free_block_summary {
   std::uint64_t free_bytes = 0;
 };
 
-enum class oom_verdict : std::uint8_t { fragmentation, capacity };
+/// depends_on_limit: the recording shows only a range for its limit, and a setting serves the
+/// request in the upper part of it (from oom_report::fragmentation_from_bytes) but not below.
+enum class oom_verdict : std::uint8_t { fragmentation, capacity, depends_on_limit };
+/// "fragmentation", "capacity", "depends_on_limit": the JSON's and the page's spelling.
+std::string_view oom_verdict_name(oom_verdict verdict) noexcept;
 
 /// The settings an OOM verdict tries, each in one simulation of the whole trace under the limit
 /// the verdict is judged at.
@@ -200,6 +204,10 @@ struct oom_proof {
   /// segment (or mapped pages) on top of what the simulation held after its failed attempts.
   std::int64_t reserved_needed_bytes = 0;
   std::int64_t limit_bytes = 0;  ///< the capacity simulated
+  /// The smallest limit in the recording's range at which this setting serves the request (to
+  /// 2 MiB; limit_bytes when it serves there); 0 when it serves nowhere in the range, or the
+  /// limit was given.
+  std::int64_t serves_from_bytes = 0;
   /// One line of the above: "with expandable_segments:True the request is served and so is the
   /// run after it; reserved would reach 2.55 GiB of 2.61 GiB".
   std::string summary;
@@ -215,12 +223,17 @@ struct oom_report {
   std::int64_t reserved_bytes = 0;
   std::int64_t reserved_unallocated_bytes = 0;
   std::uint64_t device_free_bytes = 0;  ///< what CUDA reported free
-  std::int64_t limit_low_bytes = 0;     ///< the limit is at least this (reserved reached earlier)
-  std::int64_t limit_high_bytes = 0;    ///< and below this (the request + a new segment failed)
+  std::int64_t limit_low_bytes = 0;     ///< the limit was at least this (oom_limit's range)
+  std::int64_t limit_high_bytes = 0;    ///< and at most this
   bool limit_given = false;             ///< --limit was passed: low == high == it
   std::uint64_t largest_free_block_bytes = 0;
   std::vector<free_block_summary> free_by_pool;
   oom_verdict verdict = oom_verdict::capacity;
+  /// depends_on_limit: the least serves_from_bytes of the settings, where fragmentation begins.
+  std::int64_t fragmentation_from_bytes = 0;
+  /// No request follows this one before the next OOM or the trace's end (a job that died here):
+  /// a setting that serves it is shown to serve it, and nothing after it.
+  bool last_request_recorded = false;
   /// One per oom_remedy, in its order. The verdict is fragmentation only when one of them was
   /// served; the first that was is the one named.
   std::vector<oom_proof> proofs;
@@ -250,13 +263,17 @@ struct oom_limit {
   /// The most the trace reserved: the limit was at least this.
   std::int64_t proven_low_bytes = 0;
   /// The limit was at most this: the least, over the OOMs, of reserved at the OOM plus the new
-  /// segment its request needed, less a byte (or plus what CUDA had free, if less). INT64_MAX
-  /// without OOMs.
+  /// segment its request needed, less a byte (or plus what CUDA had free, if less), and over the
+  /// other refusals the recording shows (infer_recorded_limit), the same. INT64_MAX without OOMs.
   std::int64_t proven_high_bytes = INT64_MAX;
-  std::uint64_t proven_high_event = 0;  ///< the OOM that sets proven_high_bytes
+  std::uint64_t proven_high_event = 0;  ///< the refusal that sets proven_high_bytes
   std::int64_t judged_bytes = 0;        ///< the simulations' capacity: --limit, else proven_low_bytes
   bool given = false;                   ///< --limit was passed
 };
+
+/// The limit as the recording shows it, or as given: "2.61 GiB to 2.65 GiB" (format_byte_range),
+/// "at least 2.61 GiB", "2.50 GiB (given)". Every command states the range with this.
+std::string limit_range_text(const oom_limit& limit);
 
 /// Reserved-but-unallocated memory and free blocks.
 struct fragmentation_report {
@@ -329,6 +346,12 @@ struct inspection {
 /// its index of frames; inspect() shares one index over every stack.
 allocation_site resolve_site(const snapshot& snap, stack_id stack);
 
+/// The position in `snap.stack(stack)` (innermost first) of the frame resolve_site() names as
+/// the user's own code (the page's "your code"): the frames inside it are torch's, libraries'
+/// and wrappers', which the reports fold to show the user's frames first. The stack's size when
+/// it has no such frame. Costs what resolve_site() does.
+std::size_t user_frame_position(const snapshot& snap, stack_id stack);
+
 /// Event indices of a timeline to show: for each of `buckets` equal slices, the event with the
 /// most allocated and the one with the most reserved bytes, in order, without repeats. Every
 /// event when the timeline is shorter than 2 * buckets. O(events).
@@ -343,12 +366,6 @@ struct column_peak {
 std::vector<column_peak> timeline_columns(const timeline& line, std::size_t columns);
 
 /// Runs every analysis of `rlmem inspect`.
-/// The position in `snap.stack(stack)` (innermost first) of the frame resolve_site() names as
-/// the user's own code (the page's "your code"): the frames inside it are torch's, libraries'
-/// and wrappers', which the reports fold to show the user's frames first. The stack's size when
-/// it has no such frame. Costs what resolve_site() does.
-std::size_t user_frame_position(const snapshot& snap, stack_id stack);
-
 inspection inspect(const snapshot& snap, const inspect_options& options = {});
 
 /// inspect() as `rlmem inspect` and librlmem run it on what a person or a caller passed: fails,

@@ -94,6 +94,7 @@ struct recorded_limit {
   std::uint64_t low_bytes = 0;
   std::uint64_t high_bytes = 0;  ///< reserved plus what a refused request needed: the limit is below this
   std::uint64_t first_evidence_event = 0;  ///< the first refusal in the trace
+  std::uint64_t high_event = 0;            ///< the refusal that sets high_bytes
   /// Under garbage_collection_threshold a release run is the collector's, which starts at the
   /// threshold x the limit: `high_bytes` is then reserved / threshold.
   bool garbage_collection = false;

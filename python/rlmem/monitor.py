@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from . import _dist, _torch
 from ._format import format_bytes, format_percent, format_signed_bytes
+from ._limit import fraction_limit
 from .core import inspect
 from .errors import RlmemError
 from .holders import find_holders
@@ -474,14 +475,8 @@ class StepMonitor:
         the device when one below 1 is set, else 0 (the card's total applies)."""
         if self.limit is not None:
             return self.limit
-        fraction_of = getattr(self._cuda, "get_per_process_memory_fraction", None)
-        if fraction_of is None:
-            return 0
-        try:
-            fraction = float(fraction_of())
-        except Exception:  # an older torch, or a stand-in without it
-            return 0
-        return int(fraction * total) if 0 < fraction < 1 else 0
+        found = fraction_limit(self._cuda, total=total)
+        return found.bytes if found is not None else 0
 
     # -- alert rules ----------------------------------------------------------------------------
 
@@ -659,9 +654,13 @@ class StepMonitor:
 
     @staticmethod
     def _oom_message(sample: _Sample, new: int, since_step: int) -> str:
+        capped = ""
+        if sample.limit and sample.limit < sample.device_total:
+            capped = (f"; the process is capped at {format_bytes(sample.limit)} (a memory fraction), so the free device"
+                      f" memory was not its to take")
         return (f"oom: the allocator raised {new} out-of-memory error{'s' if new != 1 else ''} since step"
                 f" {since_step} ({sample.num_ooms} in all; {format_bytes(sample.reserved)} reserved,"
-                f" {format_bytes(sample.device_free)} free of {format_bytes(sample.device_total)}); wrap the loop in"
+                f" {format_bytes(sample.device_free)} free of {format_bytes(sample.device_total)}{capped}); wrap the loop in"
                 f" rlmem.record(...) to get the snapshot and rlmem's verdict")
 
     # -- recording a leak -----------------------------------------------------------------------

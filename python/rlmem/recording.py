@@ -24,6 +24,7 @@ from typing import Any, Callable, Optional, TextIO, Union
 
 from . import _dist, _torch
 from ._format import format_bytes
+from ._limit import process_limit
 from .errors import RlmemError
 
 __all__ = ["record", "oom_verdict_line"]
@@ -62,16 +63,27 @@ def _one_line(text: Any) -> str:
     return " ".join(str(text).split())
 
 
-def oom_verdict_line(snapshot_path: str, report: dict) -> str:
+def _verdict_words(oom: dict) -> str:
+    verdict = str(oom.get("verdict", "?"))
+    if verdict == "depends_on_limit" and oom.get("fragmentation_from_bytes"):
+        return f"FRAGMENTATION if the limit was at least {format_bytes(oom['fragmentation_from_bytes'])}, CAPACITY below"
+    return verdict.upper()
+
+
+def oom_verdict_line(snapshot_path: str, report: dict, limit_source: Optional[str] = None) -> str:
     """The one line ``record`` prints after an OOM, from ``rlmem.inspect``'s report of the snapshot
     it wrote: the last ``oom`` entry's verdict, figures, explanation and advice, all computed by
-    librlmem."""
+    librlmem. ``limit_source``: where the limit the report was judged under came from (the
+    process's memory fraction, torch's message...), said beside the verdict."""
     ooms = report.get("oom") or []
     if not ooms:
         return (f"rlmem: OOM: the snapshot {snapshot_path} holds no oom event, so rlmem has no verdict "
                 f"(the allocator raised nothing while it recorded, or recording began after the failed request)")
     oom = ooms[-1]
-    line = f"rlmem: OOM: {str(oom.get('verdict', '?')).upper()}, requested {format_bytes(oom['requested_bytes'])}"
+    judged = ""
+    if limit_source and oom.get("limit_given"):
+        judged = f" (judged under the {format_bytes(oom['limit_low_bytes'])} limit of {limit_source})"
+    line = f"rlmem: OOM: {_verdict_words(oom)}{judged}, requested {format_bytes(oom['requested_bytes'])}"
     if oom.get("explanation"):
         line += f": {_one_line(oom['explanation']).rstrip('.')}"
     else:
@@ -104,8 +116,10 @@ class record:
     ``every``: also dump every N calls of :meth:`step`. ``on_oom``: on ``torch.OutOfMemoryError``
     (``torch.cuda.OutOfMemoryError`` on 1.13) the snapshot is written first, then one line with
     rlmem's verdict on it goes to ``verdict_stream`` (stderr), then the error is re-raised,
-    unchanged. ``limit``: the memory limit in bytes for that verdict when you set one with
-    ``torch.cuda.set_per_process_memory_fraction`` (rlmem cannot read it from the snapshot).
+    unchanged. ``limit``: the memory limit in bytes for that verdict; by default the process's
+    own: ``torch.cuda.get_per_process_memory_fraction()`` times the device's memory, else the
+    ``... allowed`` figure of torch's OOM message, else the free device memory plus what the
+    process reserved (the line says which). A snapshot alone proves only a range.
     ``mark_steps``: :meth:`step` also opens a ``ProfilerStep#N`` range that torch records into the
     snapshot, so ``rlmem inspect`` finds the step ends where you called ``step()``.
 
@@ -189,7 +203,7 @@ class record:
     def __exit__(self, exc_type, exc, traceback) -> bool:
         try:
             if exc is not None and self.on_oom and isinstance(exc, _torch.oom_error_classes(self._cuda_module)):
-                self._after_oom()
+                self._after_oom(exc)
             elif self.dump_at_exit and (exc is None or isinstance(exc, Exception)):
                 if exc is None:
                     self._dump("exit")
@@ -274,7 +288,19 @@ class record:
         stream = self.verdict_stream if self.verdict_stream is not None else sys.stderr
         print(line, file=stream, flush=True)
 
-    def _after_oom(self) -> None:
+    def _judged_limit(self, error: BaseException) -> tuple[Optional[int], Optional[str]]:
+        """The limit for the verdict and where it came from: ``limit=``, else the process's own
+        (``_limit.process_limit``: its memory fraction, torch's message, free + reserved)."""
+        if self.limit is not None:
+            return self.limit, "limit= given to record()"
+        try:
+            device = int(self._cuda_module.current_device())
+        except Exception:
+            device = None
+        found = process_limit(self._cuda_module, device, error)
+        return (found.bytes, found.source) if found is not None else (None, None)
+
+    def _after_oom(self, error: BaseException) -> None:
         # Runs while the OOM propagates: it reports, and never replaces the OOM with its own error.
         try:
             path = self._dump("oom")
@@ -285,7 +311,17 @@ class record:
         try:
             from .core import inspect  # noqa: PLC0415
 
-            line = oom_verdict_line(path, inspect(path, limit=self.limit))
+            limit, source = self._judged_limit(error)
+            try:
+                report = inspect(path, limit=limit)
+            except RlmemError:
+                if limit is None or self.limit is not None:
+                    raise
+                # A reading (the message's rounding, free memory) outside the range the
+                # recording shows: judged over that range instead, and said so.
+                report = inspect(path)
+                source = None
+            line = oom_verdict_line(path, report, source)
         except Exception as failure:
             line = f"rlmem: OOM: snapshot {path} written, but rlmem could not read it: {failure}"
         self.oom_verdict = line

@@ -86,14 +86,19 @@ struct oom_simulation_plan {
   std::vector<bool> reported;             ///< by oom_events: given forensics, and so proofs
   std::vector<std::uint64_t> step_ends;   ///< ascending
   std::int64_t limit_bytes = 0;           ///< the judged limit, the simulations' capacity
+  /// Without --limit, the top of the range the recording shows: a remedy not serving at
+  /// limit_bytes is searched for the smallest limit up to this that it serves at. 0: no search.
+  std::int64_t search_high_bytes = 0;
   bool expandable_trace = false;          ///< recorded with expandable segments
 };
 
 /// The proofs of every reported OOM (empty for the others), one per oom_remedy in its order:
-/// each setting is simulated over the whole trace once (through trace_simulation.hpp), so the
-/// cost is O(remedies x events log blocks) whatever the number of OOMs. An OOM's request is
-/// served when the simulation gets past it and past every request up to the next OOM (or the
-/// end of the trace).
+/// each setting is simulated over the whole trace once under limit_bytes (through
+/// trace_simulation.hpp), whatever the number of OOMs. An OOM's request is served when the
+/// simulation gets past it and past every request up to the next OOM (or the end of the
+/// trace). With search_high_bytes, a setting that does not serve an OOM at limit_bytes is
+/// simulated at the top of the range and, serving there, bisected to 2 MiB: at most
+/// log2(range / 2 MiB) more passes per setting and OOM, the settings searched in parallel.
 std::vector<std::vector<oom_proof>> prove_ooms(const snapshot& snap, std::int64_t device, std::span<const trace_event> events,
                                                const oom_simulation_plan& plan);
 

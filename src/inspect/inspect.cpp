@@ -12,6 +12,7 @@
 #include <rlmem/inspect.hpp>
 #include <rlmem/live_set.hpp>
 #include <rlmem/saturating.hpp>
+#include <rlmem/trace_simulation.hpp>
 #include <rlmem/usable_cores.hpp>
 
 #include <algorithm>
@@ -369,7 +370,6 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
     if (!held.pending_free) account(signed_bytes(held.bytes), 1, held.stack, held.before_trace);
   }
   std::vector<site_total> at_last_step_end;
-  std::int64_t reserved_reached = line.reserved_at_start;  // the most reserved before the event
   std::size_t next_step_end = 0;
   std::size_t next_oom = 0;
   std::vector<std::size_t> reports_of_oom;  // index into plan.oom_events of each oom report
@@ -398,13 +398,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
         report.reserved_bytes = line.reserved[static_cast<std::size_t>(index)];
         report.reserved_unallocated_bytes = saturating_add(report.reserved_bytes, -report.allocated_bytes);
         report.device_free_bytes = event.addr;
-        if (options.limit_bytes > 0) {
-          report.limit_given = true;
-          report.limit_low_bytes = report.limit_high_bytes = options.limit_bytes;
-        } else {
-          report.limit_high_bytes = limit_high_at(event, report.reserved_bytes, recorded);
-          report.limit_low_bytes = std::min(reserved_reached, report.limit_high_bytes);
-        }
+        report.limit_given = options.limit_bytes > 0;
         std::map<std::pair<bool, std::uint64_t>, std::size_t> pool_index;  // (small, stream) -> free_by_pool
         for (const auto& space : moment_after(index).spaces) {
           report.largest_free_block_bytes = std::max(report.largest_free_block_bytes, space.largest_free_bytes);
@@ -465,7 +459,6 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   };
   std::size_t next_read = next_read_after();
   for (std::size_t i = 0; i < count; ++i) {
-    if (i > 0) reserved_reached = std::max(reserved_reached, line.reserved[i - 1]);
     const allocation_change& change = feed->change(i);
     std::int64_t allocated = line.allocated[i];
     std::int64_t reserved = line.reserved[i];
@@ -566,16 +559,38 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
       limit.proven_high_event = event;
     }
   }
+  // The OOMs' own bounds, narrowed by every other refusal the recording shows (a cache flushed
+  // before a segment grew): the one range inspect and replay both state.
+  if (!plan.oom_events.empty()) {
+    if (std::optional<recorded_limit> shown = infer_recorded_limit(snap, result.device)) {
+      limit.proven_low_bytes = std::max(limit.proven_low_bytes, static_cast<std::int64_t>(std::min<std::uint64_t>(shown->low_bytes, INT64_MAX)));
+      auto below = static_cast<std::int64_t>(std::min<std::uint64_t>(shown->high_bytes - 1, INT64_MAX));
+      if (below < limit.proven_high_bytes && below >= limit.proven_low_bytes) {
+        limit.proven_high_bytes = below;
+        limit.proven_high_event = shown->high_event;
+      }
+    }
+  }
   limit.given = options.limit_bytes > 0;
   limit.judged_bytes = limit.given ? options.limit_bytes : limit.proven_low_bytes;
   if (!plan.oom_events.empty()) {
     plan.step_ends = steps.ends;
     plan.limit_bytes = limit.judged_bytes;
+    plan.search_high_bytes = limit.given || limit.proven_high_bytes == INT64_MAX ? 0 : limit.proven_high_bytes;
     plan.expandable_trace = expandable;
     std::vector<std::vector<oom_proof>> proofs = detail::prove_ooms(snap, result.device, events, plan);
     for (std::size_t report = 0; report < result.ooms.size(); ++report) {
-      result.ooms[report].proofs = std::move(proofs[reports_of_oom[report]]);
-      detail::judge_oom(result.ooms[report], limit);
+      oom_report& judged = result.ooms[report];
+      judged.proofs = std::move(proofs[reports_of_oom[report]]);
+      std::size_t k = reports_of_oom[report];
+      std::size_t window_end = k + 1 < plan.oom_events.size() ? plan.oom_events[k + 1] : events.size();
+      judged.last_request_recorded = std::none_of(events.begin() + static_cast<std::ptrdiff_t>(judged.event) + 1,
+                                                  events.begin() + static_cast<std::ptrdiff_t>(window_end),
+                                                  [](const trace_event& e) { return e.action == trace_action::alloc; });
+      // Every OOM states the one range the whole recording shows.
+      judged.limit_low_bytes = limit.given ? options.limit_bytes : limit.proven_low_bytes;
+      judged.limit_high_bytes = limit.given ? options.limit_bytes : limit.proven_high_bytes;
+      detail::judge_oom(judged, limit);
     }
   }
   result.peak_site_count = result.peak_by_site.size();
@@ -681,8 +696,9 @@ bool inspect_checked(const snapshot& snap, const inspect_options& options, inspe
     return false;
   }
   if (options.limit_bytes > 0 && options.limit_bytes > out.limit.proven_high_bytes) {
-    problem = "--limit " + exact(options.limit_bytes) + " is above the " + exact(out.limit.proven_high_bytes) + " the OOM at event " +
-              format_count(out.limit.proven_high_event) + " proves the limit was at most (its request would have fit)";
+    problem = "--limit " + exact(options.limit_bytes) + " is above the " + exact(out.limit.proven_high_bytes) +
+              " the recording shows the limit was at most (at event " + format_count(out.limit.proven_high_event) +
+              " it refused memory that would have fit under it)";
     return false;
   }
   return true;

@@ -43,13 +43,14 @@ std::string how_to_apply(const oom_proof& proof) {
 }
 
 // One line of what a setting's simulation did for the OOM at `oom_event`.
-std::string describe_proof(const oom_proof& proof, std::uint64_t oom_event) {
+std::string describe_proof(const oom_proof& proof, std::uint64_t oom_event, bool last_request) {
   std::string with = "with " + proof.setting;
   std::string of_limit = " of " + format_bytes(proof.limit_bytes);
   if (!proof.tried) return proof.setting + ": not tried (" + proof.not_tried + ")";
   if (proof.served) {
-    return with + " the request is served and so is the run after it; reserved would reach " +
-           format_bytes(proof.reserved_reached_bytes) + of_limit;
+    return with + (last_request ? " the request is served (the recording ends with it: what the job asked after it is unknown)"
+                                : " the request is served and so is the run after it") +
+           "; reserved would reach " + format_bytes(proof.reserved_reached_bytes) + of_limit;
   }
   if (proof.failed_event == oom_event) {
     return with + " the request fails too: reserved would have to reach " + format_bytes(proof.reserved_needed_bytes) + of_limit + ", " +
@@ -68,7 +69,7 @@ void judge_oom(oom_report& report, const oom_limit& limit) {
   const std::int64_t requested = signed_bytes(report.requested_bytes);
   const std::int64_t need = saturating_add(report.allocated_bytes, requested);
   const std::int64_t judged = limit.judged_bytes;
-  const std::string limit_text = format_bytes(judged) + (limit.given ? " limit given (--limit)" : " limit the recording proves");
+  const std::string limit_text = format_bytes(judged) + (limit.given ? " limit given" : " limit the recording proves");
   const std::string live = "live tensors (" + format_bytes(report.allocated_bytes) + ") plus the request (" + format_bytes(requested) + ")";
   const std::string request_site = report.request_site.label.empty() ? "" : " at " + report.request_site.label;
   report.request_larger_than_any_gpu = report.requested_bytes > largest_gpu_memory_bytes;
@@ -76,7 +77,7 @@ void judge_oom(oom_report& report, const oom_limit& limit) {
 
   std::vector<const oom_proof*> serving;
   for (oom_proof& proof : report.proofs) {
-    proof.summary = describe_proof(proof, report.event);
+    proof.summary = describe_proof(proof, report.event, report.last_request_recorded);
     if (proof.tried && proof.served) serving.push_back(&proof);
   }
   const oom_proof* closest = closest_failure(report);
@@ -98,6 +99,16 @@ void judge_oom(oom_report& report, const oom_limit& limit) {
     report.advice = "check the shape of the tensor made" + (request_site.empty() ? std::string(" by this request") : request_site) +
                     ": a wrong dimension, an unintended broadcast or outer product; a smaller micro-batch or sequence length will not fix it";
     return;
+  }
+  // Served nowhere at the judged limit (the range's low end), but somewhere above it: the
+  // verdict is stated for both parts of the range, the capacity figures below being the low part's.
+  const oom_proof* first_serving = nullptr;
+  if (!fragmentation && !report.request_larger_than_any_gpu) {
+    for (const oom_proof& proof : report.proofs) {
+      if (proof.serves_from_bytes > 0 && (first_serving == nullptr || proof.serves_from_bytes < first_serving->serves_from_bytes)) {
+        first_serving = &proof;
+      }
+    }
   }
   if (fragmentation) {
     report.short_by_bytes = 0;
@@ -143,6 +154,46 @@ void judge_oom(oom_report& report, const oom_limit& limit) {
   report.advice = (report.short_by_bytes > 0 ? "shrink what is live by at least " + format_bytes(report.short_by_bytes) : std::string("shrink what is live")) +
                   holder + ": a smaller micro-batch or sequence length, activation checkpointing, or a limit of at least " +
                   format_bytes(saturating_add(judged, report.short_by_bytes)) + " on a larger card";
+  if (first_serving == nullptr) return;
+
+  report.verdict = oom_verdict::depends_on_limit;
+  report.fragmentation_from_bytes = first_serving->serves_from_bytes;
+  const std::string from = format_bytes(first_serving->serves_from_bytes);
+  std::vector<const oom_proof*> above;
+  for (const oom_proof& proof : report.proofs) {
+    if (proof.serves_from_bytes > 0) above.push_back(&proof);
+  }
+  std::sort(above.begin(), above.end(), [](const oom_proof* a, const oom_proof* b) { return a->serves_from_bytes < b->serves_from_bytes; });
+  std::string thresholds;
+  for (const oom_proof* proof : above) {
+    thresholds += (thresholds.empty() ? "" : ", ") + proof->setting + " from " + format_bytes(proof->serves_from_bytes);
+  }
+  report.proof = "under " + format_bytes(judged) + " no setting tried serves the request; above it: " + thresholds;
+  report.explanation = "the recording shows a limit of " + limit_range_text(limit) + ": FRAGMENTATION if it was at least " + from + " (" +
+                       first_serving->setting + (report.last_request_recorded ? " serves the request there" : " serves the request and the run after it there") +
+                       "), CAPACITY below (" +
+                       report.explanation + ")";
+  report.advice = "pass --limit (the memory fraction times the device's memory, or the device total if no fraction was set) for "
+                  "one verdict; if the limit was at least " + from + ": " + how_to_apply(*first_serving) + "; below it: " + report.advice;
 }
 
 }  // namespace rlmem::detail
+
+namespace rlmem {
+
+std::string limit_range_text(const oom_limit& limit) {
+  if (limit.given) return format_bytes(limit.judged_bytes) + " (given)";
+  if (limit.proven_high_bytes == INT64_MAX) return "at least " + format_bytes(limit.proven_low_bytes);
+  return format_byte_range(static_cast<std::uint64_t>(limit.proven_low_bytes), static_cast<std::uint64_t>(limit.proven_high_bytes));
+}
+
+std::string_view oom_verdict_name(oom_verdict verdict) noexcept {
+  switch (verdict) {
+    case oom_verdict::fragmentation: return "fragmentation";
+    case oom_verdict::capacity: return "capacity";
+    case oom_verdict::depends_on_limit: return "depends_on_limit";
+  }
+  return "unknown";
+}
+
+}  // namespace rlmem

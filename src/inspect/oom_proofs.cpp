@@ -8,9 +8,12 @@
 #include <rlmem/format.hpp>
 #include <rlmem/saturating.hpp>
 #include <rlmem/trace_simulation.hpp>
+#include <rlmem/usable_cores.hpp>
 
 #include <algorithm>
 #include <bit>
+#include <functional>
+#include <future>
 
 namespace rlmem::detail {
 
@@ -49,14 +52,24 @@ struct pass {
   std::vector<std::int64_t> reserved_before;  // by boundary: most reserved over the states before it
 };
 
-pass run_pass(const snapshot& snap, std::int64_t device, oom_remedy remedy, std::string setting, const allocator_settings& settings,
-              std::int64_t limit_bytes, std::vector<std::uint64_t> empty_cache_before, std::span<const std::uint64_t> boundaries) {
-  pass one{remedy, std::move(setting), "", {}, {}};
+// What a remedy simulates, at whatever limit.
+struct remedy_run {
+  oom_remedy remedy = oom_remedy::expandable_segments;
+  std::string setting;
+  std::string not_tried;  // "" when it can run
+  allocator_settings settings;
+  std::vector<std::uint64_t> empty_cache_before;
+};
+
+pass run_pass(const snapshot& snap, std::int64_t device, const remedy_run& how, std::int64_t limit_bytes,
+              std::span<const std::uint64_t> boundaries) {
+  pass one{how.remedy, how.setting, how.not_tried, {}, {}};
+  if (!how.not_tried.empty()) return one;
   trace_simulation_options options;
   options.device = device;
-  options.settings = settings;
+  options.settings = how.settings;
   options.capacity_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(limit_bytes, 0));
-  options.empty_cache_before = std::move(empty_cache_before);
+  options.empty_cache_before = how.empty_cache_before;
   std::int64_t most = 0;
   std::size_t next = 0;
   one.reserved_before.reserve(boundaries.size());
@@ -110,6 +123,25 @@ oom_proof proof_of(const pass& one, std::uint64_t oom_event, std::uint64_t windo
   return proof;
 }
 
+
+// The smallest limit in (low, high] at which `how` serves OOM `k`, to 2 MiB, or 0 when it does
+// not serve at `high`. Serving is taken to be monotone in the limit (more memory never hurts
+// these settings); the answer is a limit at which a pass served.
+std::int64_t smallest_serving_limit(const snapshot& snap, std::int64_t device, const remedy_run& how, std::int64_t low, std::int64_t high,
+                                    std::span<const std::uint64_t> oom_events, std::span<const std::uint64_t> boundaries, std::size_t k) {
+  auto served_at = [&](std::int64_t limit) {
+    pass one = run_pass(snap, device, how, limit, boundaries);
+    return proof_of(one, oom_events[k], boundaries[k + 1], k + 1, limit).served;
+  };
+  if (!served_at(high)) return 0;
+  constexpr std::int64_t step = 2 * static_cast<std::int64_t>(mib);
+  while (high - low > step) {
+    std::int64_t middle = low + (high - low) / 2;
+    (served_at(middle) ? high : low) = middle;
+  }
+  return high;
+}
+
 }  // namespace
 
 std::vector<std::vector<oom_proof>> prove_ooms(const snapshot& snap, std::int64_t device, std::span<const trace_event> events,
@@ -121,15 +153,11 @@ std::vector<std::vector<oom_proof>> prove_ooms(const snapshot& snap, std::int64_
   std::vector<std::uint64_t> boundaries(plan.oom_events.begin(), plan.oom_events.end());
   boundaries.push_back(events.size());
 
-  std::vector<pass> passes;
+  std::vector<remedy_run> remedies;
   allocator_settings expandable = recorded;
   expandable.expandable_segments = true;
-  if (recorded.expandable_segments || plan.expandable_trace) {
-    passes.push_back({oom_remedy::expandable_segments, "expandable_segments:True", "already the recorded setting", {}, {}});
-  } else {
-    passes.push_back(run_pass(snap, device, oom_remedy::expandable_segments, "expandable_segments:True", expandable, plan.limit_bytes, {},
-                              boundaries));
-  }
+  remedies.push_back({oom_remedy::expandable_segments, "expandable_segments:True",
+                      recorded.expandable_segments || plan.expandable_trace ? "already the recorded setting" : "", expandable, {}});
 
   // empty_cache() at the start of each OOM's step: after the last step end before it, else right
   // before the request. (Right before the request it can change nothing: the malloc's slow path
@@ -139,33 +167,57 @@ std::vector<std::vector<oom_proof>> prove_ooms(const snapshot& snap, std::int64_
     auto after = std::lower_bound(plan.step_ends.begin(), plan.step_ends.end(), event);
     empty_cache_before.push_back(after == plan.step_ends.begin() ? event : *std::prev(after) + 1);
   }
+  // Said in the user's terms: the step's number (step 1 ends at the first step end) and the code
+  // that makes the step's first allocation.
   std::vector<std::string> empty_cache_settings;
   for (std::size_t k = 0; k < plan.oom_events.size(); ++k) {
-    empty_cache_settings.push_back(empty_cache_before[k] == plan.oom_events[k]
-                                       ? "empty_cache() right before the request"
-                                       : "empty_cache() at the start of the step (before event " + format_count(empty_cache_before[k]) + ")");
+    std::uint64_t at = empty_cache_before[k];
+    if (at == plan.oom_events[k]) {
+      empty_cache_settings.push_back("empty_cache() right before the request");
+      continue;
+    }
+    auto step = static_cast<std::uint64_t>(std::upper_bound(plan.step_ends.begin(), plan.step_ends.end(), at) - plan.step_ends.begin()) + 1;
+    allocation_site first = resolve_site(snap, events[at].stack);
+    std::string where = first.user_frame.empty() ? first.label : first.user_frame;
+    empty_cache_settings.push_back("empty_cache() at the start of step " + format_count(step) + " (before event " + format_count(at) +
+                                   (where.empty() ? std::string() : ", " + where) + ")");
   }
   std::vector<std::uint64_t> points = empty_cache_before;
   points.erase(std::unique(points.begin(), points.end()), points.end());
-  passes.push_back(run_pass(snap, device, oom_remedy::empty_cache, "", recorded, plan.limit_bytes, std::move(points), boundaries));
+  remedies.push_back({oom_remedy::empty_cache, "", "", recorded, std::move(points)});
 
   allocator_settings split = recorded;
   split.max_split_size = max_split_size_for(requests);
-  std::string split_setting = "max_split_size_mb:" + std::to_string(split.max_split_size / mib);
   if (plan.expandable_trace && !recorded.expandable_segments) split.expandable_segments = true;  // the trace's reservations need it
-  if (split == recorded) {
-    passes.push_back({oom_remedy::max_split_size, split_setting, "already the recorded setting", {}, {}});
-  } else {
-    passes.push_back(run_pass(snap, device, oom_remedy::max_split_size, split_setting, split, plan.limit_bytes, {}, boundaries));
-  }
+  remedies.push_back({oom_remedy::max_split_size, "max_split_size_mb:" + std::to_string(split.max_split_size / mib),
+                      split == recorded ? "already the recorded setting" : "", split, {}});
 
+  // Each remedy's passes (at the judged limit, then its search) run on a thread of their own.
+  auto prove_remedy = [&](const remedy_run& how) {
+    pass judged = run_pass(snap, device, how, plan.limit_bytes, boundaries);
+    std::vector<oom_proof> by_oom(plan.oom_events.size());
+    for (std::size_t k = 0; k < plan.oom_events.size(); ++k) {
+      if (!plan.reported[k]) continue;
+      oom_proof& proof = by_oom[k];
+      proof = proof_of(judged, plan.oom_events[k], boundaries[k + 1], k + 1, plan.limit_bytes);
+      if (how.remedy == oom_remedy::empty_cache) proof.setting = empty_cache_settings[k];
+      if (proof.served && plan.search_high_bytes > 0) proof.serves_from_bytes = plan.limit_bytes;
+      if (proof.tried && !proof.served && plan.search_high_bytes > plan.limit_bytes) {
+        proof.serves_from_bytes = smallest_serving_limit(snap, device, how, plan.limit_bytes, plan.search_high_bytes, plan.oom_events,
+                                                         boundaries, k);
+      }
+    }
+    return by_oom;
+  };
+  std::vector<std::future<std::vector<oom_proof>>> running;
+  for (const remedy_run& how : remedies) {
+    running.push_back(std::async(several_cores_usable() ? std::launch::async : std::launch::deferred, prove_remedy, std::cref(how)));
+  }
   std::vector<std::vector<oom_proof>> proofs(plan.oom_events.size());
-  for (std::size_t k = 0; k < plan.oom_events.size(); ++k) {
-    if (!plan.reported[k]) continue;
-    for (const pass& one : passes) {
-      oom_proof proof = proof_of(one, plan.oom_events[k], boundaries[k + 1], k + 1, plan.limit_bytes);
-      if (one.remedy == oom_remedy::empty_cache) proof.setting = empty_cache_settings[k];
-      proofs[k].push_back(std::move(proof));
+  for (auto& each : running) {
+    std::vector<oom_proof> by_oom = each.get();
+    for (std::size_t k = 0; k < plan.oom_events.size(); ++k) {
+      if (plan.reported[k]) proofs[k].push_back(std::move(by_oom[k]));
     }
   }
   return proofs;

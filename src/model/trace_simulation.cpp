@@ -115,7 +115,10 @@ std::optional<recorded_limit> infer_recorded_limit(const snapshot& snap, std::in
   auto refusal = [&](std::size_t event, std::uint64_t bound) {
     if (!refused) limit.first_evidence_event = event;
     refused = true;
-    limit.high_bytes = std::min(limit.high_bytes, bound);
+    if (bound < limit.high_bytes) {
+      limit.high_bytes = bound;
+      limit.high_event = event;
+    }
   };
   std::int64_t reserved = reserved_at_trace_start(snap, device, events);
   std::int64_t peak = reserved;

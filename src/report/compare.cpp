@@ -52,11 +52,8 @@ json rows_json(const std::vector<diff_row>& rows, bool with_counts) {
 
 std::string oom_summary(const inspection& result) {
   if (result.ooms.empty()) return "-";
-  std::size_t fragmentation = 0;
-  for (const oom_report& oom : result.ooms) fragmentation += oom.verdict == oom_verdict::fragmentation;
-  return fmt::format("{} ({})", result.ooms.size(), fragmentation == result.ooms.size() ? "fragmentation"
-                                                     : fragmentation == 0                 ? "capacity"
-                                                                                          : "mixed");
+  bool same = std::all_of(result.ooms.begin(), result.ooms.end(), [&](const oom_report& oom) { return oom.verdict == result.ooms.front().verdict; });
+  return fmt::format("{} ({})", result.ooms.size(), same ? oom_verdict_name(result.ooms.front().verdict) : "mixed");
 }
 
 }  // namespace
@@ -148,7 +145,7 @@ json detail::ranks_json(const std::vector<rank_result>& ranks, const rank_imbala
       json ooms = json::array();
       for (const oom_report& oom : result.ooms) {
         ooms.push_back({{"event_index", oom.event}, {"requested_bytes", oom.requested_bytes},
-                        {"verdict", oom.verdict == oom_verdict::fragmentation ? "fragmentation" : "capacity"}});
+                        {"verdict", oom_verdict_name(oom.verdict)}});
       }
       row["events"] = result.events;
       row["steps"] = result.steps.size();

@@ -34,9 +34,19 @@ json proofs_json(const std::vector<oom_proof>& proofs) {
                    {"reserved_reached_bytes", proof.tried ? json(proof.reserved_reached_bytes) : json(nullptr)},
                    {"reserved_needed_bytes", proof.reserved_needed_bytes > 0 ? json(proof.reserved_needed_bytes) : json(nullptr)},
                    {"limit_bytes", proof.limit_bytes},
+                   {"serves_from_bytes", proof.serves_from_bytes > 0 ? json(proof.serves_from_bytes) : json(nullptr)},
                    {"summary", proof.summary}});
   }
   return out;
+}
+
+// The verdict over the limit's range, low to high: one part, or capacity then fragmentation.
+json verdict_by_limit(const oom_report& oom) {
+  if (oom.verdict != oom_verdict::depends_on_limit) {
+    return json::array({{{"from_bytes", oom.limit_low_bytes}, {"to_bytes", oom.limit_high_bytes}, {"verdict", oom_verdict_name(oom.verdict)}}});
+  }
+  return json::array({{{"from_bytes", oom.limit_low_bytes}, {"to_bytes", oom.fragmentation_from_bytes - 1}, {"verdict", "capacity"}},
+                      {{"from_bytes", oom.fragmentation_from_bytes}, {"to_bytes", oom.limit_high_bytes}, {"verdict", "fragmentation"}}});
 }
 
 }  // namespace
@@ -64,7 +74,9 @@ json ooms_json(const inspection& result) {
                     {"free_by_pool", pools},
                     {"largest_site", {{"site", oom.largest_site.label}, {"bytes", oom.largest_site_bytes}}},
                     {"request_site", oom.request_site.label},
-                    {"verdict", oom.verdict == oom_verdict::fragmentation ? "fragmentation" : "capacity"},
+                    {"verdict", oom_verdict_name(oom.verdict)},
+                    {"fragmentation_from_bytes", oom.verdict == oom_verdict::depends_on_limit ? json(oom.fragmentation_from_bytes) : json(nullptr)},
+                    {"verdict_by_limit", verdict_by_limit(oom)},
                     {"proven", oom.proven},
                     {"proofs", proofs_json(oom.proofs)},
                     {"proof", oom.proof},

@@ -90,11 +90,11 @@ std::string render_replay_text(const replay_report& report) {
   };
   if (result.inferred_limit) {
     const recorded_limit& limit = *result.inferred_limit;
-    row("limit", fmt::format("{} inferred: the recording ran at a limit in [{}, {}) (it refused to grow at event {}{}); "
+    row("limit", fmt::format("{} inferred: the recording shows a limit of {} (it refused to grow at event {}{}); "
                              "replayed under {}; --capacity overrides",
                              format_bytes(static_cast<std::int64_t>(limit.replay_bytes())),
-                             format_bytes(static_cast<std::int64_t>(limit.low_bytes)), format_bytes(static_cast<std::int64_t>(limit.high_bytes)),
-                             format_count(limit.first_evidence_event), limit.garbage_collection ? ", the garbage collector's releases" : "",
+                             format_byte_range(limit.low_bytes, limit.high_bytes - 1),
+                             format_count(limit.high_event), limit.garbage_collection ? ", the garbage collector's releases" : "",
                              limit.garbage_collection ? "the top of that range" : "its peak reserved"));
   }
   if (result.oom) {

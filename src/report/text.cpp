@@ -135,15 +135,17 @@ void append_steps_and_leaks(std::string& out, const snapshot& snap, const inspec
 void append_ooms(std::string& out, const inspection& result, const text_options& options) {
   for (const oom_report& oom : result.ooms) {
     std::string time = result.times_known ? " (" + seconds_after(oom.time_us, result.first_time_us) + ")" : "";
-    std::string verdict = oom.verdict == oom_verdict::fragmentation ? "FRAGMENTATION" : "CAPACITY";
+    std::string verdict = oom.verdict == oom_verdict::fragmentation ? "FRAGMENTATION"
+                          : oom.verdict == oom_verdict::capacity    ? "CAPACITY"
+                                                                    : "FRAGMENTATION if the limit was at least " +
+                                                                        format_bytes(oom.fragmentation_from_bytes) + ", CAPACITY below";
     if (oom.request_larger_than_any_gpu) verdict += " (a shape bug: the request is larger than any GPU)";
     if (!oom.proven) verdict += " (not proven by a simulation)";
     out += fmt::format("\nOOM at event {}{}: {}\n", format_count(oom.event), time, verdict);
     out += fmt::format("  requested {}   allocated {}   reserved {} ({} unallocated)\n",
                        format_bytes(static_cast<std::int64_t>(oom.requested_bytes)), format_bytes(oom.allocated_bytes),
                        format_bytes(oom.reserved_bytes), format_bytes(oom.reserved_unallocated_bytes));
-    std::string limit = oom.limit_given ? format_bytes(oom.limit_low_bytes) + " (--limit)"
-                                        : format_bytes(oom.limit_low_bytes) + " to " + format_bytes(oom.limit_high_bytes);
+    std::string limit = oom.limit_given ? format_bytes(oom.limit_low_bytes) + " (--limit)" : limit_range_text(result.limit);
     out += fmt::format("  limit {}   CUDA free {}   largest free block {}\n", limit,
                        format_bytes(static_cast<std::int64_t>(oom.device_free_bytes)),
                        format_bytes(static_cast<std::int64_t>(oom.largest_free_block_bytes)));
@@ -156,8 +158,11 @@ void append_ooms(std::string& out, const inspection& result, const text_options&
     }
     if (oom.proven) {
       out += fmt::format("  simulated under {}{}:\n", format_bytes(result.limit.judged_bytes),
-                         result.limit.given ? " (--limit)" : ", the limit the recording proves");
-      for (const oom_proof& proof : oom.proofs) out += detail::wrap(printable_text(proof.summary), 4, options.width);
+                         result.limit.given ? " (--limit)" : ", the low end of the limit's range");
+      for (const oom_proof& proof : oom.proofs) {
+        std::string above = !proof.served && proof.serves_from_bytes > 0 ? "; served from a limit of " + format_bytes(proof.serves_from_bytes) : "";
+        out += detail::wrap(printable_text(proof.summary + above), 4, options.width);
+      }
     }
     out += detail::wrap("why: " + printable_text(oom.explanation), 2, options.width);
     out += detail::wrap("advice: " + printable_text(oom.advice), 2, options.width);

@@ -96,4 +96,12 @@ std::string elide_middle(std::string_view text, std::size_t max_bytes) {
   return elided;
 }
 
+std::string format_byte_range(std::uint64_t low, std::uint64_t high) {
+  std::string from = format_bytes(low);
+  std::string to = format_bytes(high);
+  if (low == high) return from;
+  if (from != to) return from + " to " + to;
+  return format_count(low) + " B to " + format_count(high) + " B";
+}
+
 }  // namespace rlmem

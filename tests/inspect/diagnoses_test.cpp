@@ -151,37 +151,61 @@ TEST(oom, frag_default_oom_is_proven_fragmentation_by_every_setting) {
   ASSERT_EQ(result.ooms.size(), 1u);
   const oom_report& oom = result.ooms[0];
   EXPECT_EQ(result.limit.proven_low_bytes, 2'803'892'224);
-  EXPECT_EQ(result.limit.proven_high_bytes, 2'841'640'959);
+  // Below the 2,841,640,959 B the OOM alone proves: at event 7,866 the recording flushed its cache
+  // rather than grow by what would then have fit; the real cap, 2,805,590,497 B, is inside.
+  EXPECT_EQ(result.limit.proven_high_bytes, 2'805'989'375);
+  EXPECT_EQ(result.limit.proven_high_event, 7'866u);
   EXPECT_EQ(result.limit.judged_bytes, 2'803'892'224);
   EXPECT_TRUE(oom.proven);
   ASSERT_EQ(oom.proofs.size(), oom_remedy_count);
-  const char* settings[] = {"expandable_segments:True", "empty_cache() at the start of the step (before event 7,144)", "max_split_size_mb:256"};
+  const char* settings[] = {"expandable_segments:True", "empty_cache() at the start of step 3 (before event 7,144, rl/record.py:128 part_oom_frag)",
+                            "max_split_size_mb:256"};
   const std::int64_t reached[] = {2'740'977'664, 2'803'892'224, 2'778'726'400};
   for (std::size_t k = 0; k < oom_remedy_count; ++k) {
     EXPECT_EQ(oom.proofs[k].setting, settings[k]);
     EXPECT_TRUE(oom.proofs[k].served) << oom.proofs[k].summary;
     EXPECT_EQ(oom.proofs[k].reserved_reached_bytes, reached[k]) << oom.proofs[k].setting;
   }
-  EXPECT_EQ(oom.proof, "with expandable_segments:True the request is served and so is the run after it; reserved would reach 2.55 GiB of 2.61 GiB");
+  EXPECT_TRUE(oom.last_request_recorded) << "the job died at this request: only frees follow it";
+  EXPECT_EQ(oom.proof,
+            "with expandable_segments:True the request is served (the recording ends with it: what the job asked after it is unknown); "
+            "reserved would reach 2.55 GiB of 2.61 GiB");
   EXPECT_EQ(oom.short_by_bytes, 0);
 }
 
-// Capped at 3,600,809,984 B, the run asked 1.00 GiB with 2.56 GiB live: no setting serves it.
-TEST(oom, fidelity_capacity_default_is_proven_capacity) {
+// Capped at 3,600,809,984 B, the run asked 1.00 GiB with 2.56 GiB live. The recording shows a
+// limit of 3,571,449,856 to 3,965,714,431 B: under its low end no setting serves the request,
+// expandable segments do from 3,882,549,247 B (empty_cache() from 3,888,709,631), so the verdict
+// depends on the limit; at the real cap it is capacity.
+TEST(oom, fidelity_capacity_default_depends_on_the_limit_and_is_capacity_at_the_real_cap) {
   inspection result = inspect(fixture("fidelity_capacity_default.pickle.zst"));
   ASSERT_EQ(result.ooms.size(), 1u);
   const oom_report& oom = result.ooms[0];
   EXPECT_EQ(oom.event, 8'192u);
-  EXPECT_EQ(oom.verdict, oom_verdict::capacity) << oom.explanation;
+  EXPECT_EQ(oom.verdict, oom_verdict::depends_on_limit) << oom.explanation;
   EXPECT_EQ(result.limit.judged_bytes, 3'571'449'856) << "torch's max_memory_reserved in that run";
+  EXPECT_EQ(result.limit.proven_high_bytes, 3'965'714'431);
+  EXPECT_EQ(oom.fragmentation_from_bytes, 3'882'549'247);
+  const std::int64_t serves_from[] = {3'882'549'247, 3'888'709'631, 0};
   const std::int64_t needed[] = {3'898'605'568, 3'888'119'808, 4'074'766'336};
   ASSERT_EQ(oom.proofs.size(), oom_remedy_count);
   for (std::size_t k = 0; k < oom_remedy_count; ++k) {
     EXPECT_FALSE(oom.proofs[k].served) << oom.proofs[k].summary;
     EXPECT_EQ(oom.proofs[k].failed_event, 8'192u) << oom.proofs[k].summary;
     EXPECT_EQ(oom.proofs[k].reserved_needed_bytes, needed[k]) << oom.proofs[k].setting;
+    EXPECT_EQ(oom.proofs[k].serves_from_bytes, serves_from[k]) << oom.proofs[k].setting;
   }
-  EXPECT_EQ(oom.short_by_bytes, 247'224'832) << "2.56 GiB live + 1.00 GiB asked - the limit";
+  EXPECT_EQ(oom.short_by_bytes, 247'224'832) << "2.56 GiB live + 1.00 GiB asked - the range's low end";
+  EXPECT_EQ(oom.explanation.find("the recording shows a limit of 3.33 GiB to 3.69 GiB: FRAGMENTATION if it was at least 3.62 GiB "
+                                 "(expandable_segments:True serves the request"), 0u) << oom.explanation;
+
+  inspect_options at_the_cap;
+  at_the_cap.limit_bytes = 3'600'809'984;
+  inspection capped = inspect(fixture("fidelity_capacity_default.pickle.zst"), at_the_cap);
+  ASSERT_EQ(capped.ooms.size(), 1u);
+  EXPECT_EQ(capped.ooms[0].verdict, oom_verdict::capacity) << capped.ooms[0].explanation;
+  EXPECT_EQ(capped.ooms[0].short_by_bytes, 217'864'704) << "2.56 GiB live + 1.00 GiB asked - the cap";
+  for (const oom_proof& proof : capped.ooms[0].proofs) EXPECT_EQ(proof.serves_from_bytes, 0) << "a given limit is not searched";
 }
 
 TEST(oom, an_expandable_recording_does_not_try_expandable_segments_again) {
@@ -193,7 +217,10 @@ TEST(oom, an_expandable_recording_does_not_try_expandable_segments_again) {
   EXPECT_FALSE(oom.proofs[0].tried);
   EXPECT_EQ(oom.proofs[0].not_tried, "already the recorded setting");
   EXPECT_EQ(oom.proofs[1].reserved_needed_bytes, 3'919'577'088) << oom.proofs[1].summary;
-  EXPECT_EQ(oom.short_by_bytes, 810'703'360);
+  // Judged at 3,019,898,880 B: the recording's peak reserved (3,003,121,664) was not its most; an
+  // expandable segment mapped only what its free tail lacked, which alloc_block let through whole.
+  EXPECT_EQ(result.limit.judged_bytes, 3'019'898'880);
+  EXPECT_EQ(oom.short_by_bytes, 793'926'144);
 }
 
 TEST(oom, a_given_limit_is_used_as_is) {

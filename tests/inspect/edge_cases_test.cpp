@@ -153,7 +153,9 @@ TEST(oom, a_limit_that_contradicts_the_recording_is_refused) {
   EXPECT_EQ(problem, "--limit 3,145,728,000 B is below the 3,179,282,432 B the recording reserved, so its limit was at least that");
   options.limit_bytes = 3092 * mib;  // 3,032 MiB reserved + the 60 MiB segment would have fit
   EXPECT_FALSE(inspect_checked(snap, options, result, problem));
-  EXPECT_EQ(problem, "--limit 3,242,196,992 B is above the 3,242,196,991 B the OOM at event 0 proves the limit was at most (its request would have fit)");
+  EXPECT_EQ(problem,
+            "--limit 3,242,196,992 B is above the 3,242,196,991 B the recording shows the limit was at most (at event 0 it refused memory "
+            "that would have fit under it)");
   options.limit_bytes = 3092 * mib - 1;
   EXPECT_TRUE(inspect_checked(snap, options, result, problem)) << problem;
 }

@@ -143,7 +143,9 @@ def test_oom_with_a_given_limit(rlmem, cuda, tmp_path):
         with rlmem.record(tmp_path / "s", cuda=cuda, verdict_stream=stream, limit=2_805_590_497) as rec:
             raise FakeOutOfMemoryError("oom")
     assert rec.oom_verdict == stream.getvalue().strip()
-    assert "need 2.31 GiB of the 2.61 GiB limit given (--limit)" in rec.oom_verdict, rec.oom_verdict
+    assert "need 2.31 GiB of the 2.61 GiB limit given" in rec.oom_verdict, rec.oom_verdict
+    assert rec.oom_verdict.startswith("rlmem: OOM: FRAGMENTATION (judged under the 2.61 GiB limit of limit= given to record())"), \
+        rec.oom_verdict
 
 
 def test_second_oom_snapshot_does_not_replace_the_first(rlmem, cuda, tmp_path):

@@ -194,6 +194,7 @@ def test_oom_run_end_to_end_on_a_stand_in(stand_in_gpu, tmp_path, monkeypatch, r
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps_completed"] == 2 and summary["batch_at_oom"] == 6, summary
     assert summary["snapshot"] == str(out / "snapshots" / "rlmem-oom.pickle")
-    assert summary["verdict_line"].startswith("rlmem: OOM: FRAGMENTATION, requested 468.1 MiB"), summary["verdict_line"]
+    assert summary["verdict_line"].startswith("rlmem: OOM: FRAGMENTATION (judged under the 2.61 GiB limit of limit= given to "
+                                              "record()), requested 468.1 MiB"), summary["verdict_line"]
     assert summary["inspect_oom"][0]["limit_given"] is True
     assert len(load_series(tmp_path / "oom.json")["steps"]) == 2
