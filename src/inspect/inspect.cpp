@@ -591,6 +591,11 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
       judged.limit_low_bytes = limit.given ? options.limit_bytes : limit.proven_low_bytes;
       judged.limit_high_bytes = limit.given ? options.limit_bytes : limit.proven_high_bytes;
       detail::judge_oom(judged, limit);
+      if (!judged.request_larger_than_any_gpu && judged.device_free_bytes >= judged.segment_bytes) {
+        judged.explanation += "; CUDA had " + format_bytes(judged.device_free_bytes) +
+                              " free, room for the request: a memory fraction (set_per_process_memory_fraction) capped this process, "
+                              "not the card";
+      }
     }
   }
   result.peak_site_count = result.peak_by_site.size();

@@ -167,6 +167,10 @@ TEST(oom, frag_default_oom_is_proven_fragmentation_by_every_setting) {
     EXPECT_EQ(oom.proofs[k].reserved_reached_bytes, reached[k]) << oom.proofs[k].setting;
   }
   EXPECT_TRUE(oom.last_request_recorded) << "the job died at this request: only frees follow it";
+  EXPECT_NE(oom.explanation.find("; CUDA had 136.9 GiB free, room for the request: a memory fraction (set_per_process_memory_fraction) "
+                                 "capped this process, not the card"),
+            std::string::npos)
+      << oom.explanation;
   EXPECT_EQ(oom.proof,
             "with expandable_segments:True the request is served (the recording ends with it: what the job asked after it is unknown); "
             "reserved would reach 2.55 GiB of 2.61 GiB");
