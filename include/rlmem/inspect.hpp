@@ -206,7 +206,7 @@ struct oom_proof {
   std::int64_t limit_bytes = 0;  ///< the capacity simulated
   /// The smallest limit in the recording's range at which this setting serves the request (to
   /// 2 MiB; limit_bytes when it serves there); 0 when it serves nowhere in the range, or the
-  /// limit was given.
+  /// limit was given; -1 when the search's passes (48 per setting over the trace's OOMs) ran out.
   std::int64_t serves_from_bytes = 0;
   /// One line of the above: "with expandable_segments:True the request is served and so is the
   /// run after it; reserved would reach 2.55 GiB of 2.61 GiB".

@@ -154,7 +154,12 @@ void judge_oom(oom_report& report, const oom_limit& limit) {
   report.advice = (report.short_by_bytes > 0 ? "shrink what is live by at least " + format_bytes(report.short_by_bytes) : std::string("shrink what is live")) +
                   holder + ": a smaller micro-batch or sequence length, activation checkpointing, or a limit of at least " +
                   format_bytes(saturating_add(judged, report.short_by_bytes)) + " on a larger card";
-  if (first_serving == nullptr) return;
+  if (first_serving == nullptr) {
+    if (std::any_of(report.proofs.begin(), report.proofs.end(), [](const oom_proof& p) { return p.serves_from_bytes < 0; })) {
+      report.explanation += " (under the limit's low end; the search above it ran out of passes for this OOM: pass --limit)";
+    }
+    return;
+  }
 
   report.verdict = oom_verdict::depends_on_limit;
   report.fragmentation_from_bytes = first_serving->serves_from_bytes;

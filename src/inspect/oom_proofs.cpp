@@ -14,6 +14,8 @@
 #include <bit>
 #include <functional>
 #include <future>
+#include <map>
+#include <optional>
 
 namespace rlmem::detail {
 
@@ -124,23 +126,51 @@ oom_proof proof_of(const pass& one, std::uint64_t oom_event, std::uint64_t windo
 }
 
 
-// The smallest limit in (low, high] at which `how` serves OOM `k`, to 2 MiB, or 0 when it does
-// not serve at `high`. Serving is taken to be monotone in the limit (more memory never hurts
-// these settings); the answer is a limit at which a pass served.
-std::int64_t smallest_serving_limit(const snapshot& snap, std::int64_t device, const remedy_run& how, std::int64_t low, std::int64_t high,
-                                    std::span<const std::uint64_t> oom_events, std::span<const std::uint64_t> boundaries, std::size_t k) {
-  auto served_at = [&](std::int64_t limit) {
-    pass one = run_pass(snap, device, how, limit, boundaries);
-    return proof_of(one, oom_events[k], boundaries[k + 1], k + 1, limit).served;
-  };
-  if (!served_at(high)) return 0;
-  constexpr std::int64_t step = 2 * static_cast<std::int64_t>(mib);
-  while (high - low > step) {
-    std::int64_t middle = low + (high - low) / 2;
-    (served_at(middle) ? high : low) = middle;
+// Passes one remedy's search may run over all its OOMs: two or three full bisections of a range
+// as wide as a card. A trace with many OOMs judges the rest at the range's low end only.
+constexpr std::size_t search_passes_per_remedy = 48;
+
+// The passes of one remedy's search, by limit: an OOM's bisection reuses those another made.
+class remedy_search {
+ public:
+  remedy_search(const snapshot& snap, std::int64_t device, const remedy_run& how, std::span<const std::uint64_t> oom_events,
+                std::span<const std::uint64_t> boundaries)
+      : snap_(snap), device_(device), how_(how), oom_events_(oom_events), boundaries_(boundaries) {}
+
+  // The smallest limit in (low, high] at which the remedy serves OOM `k`, to 2 MiB; 0 when it
+  // does not serve at `high`; -1 when the passes ran out first. Serving is taken to be monotone
+  // in the limit (more memory never hurts these settings); the answer is a limit a pass served.
+  std::int64_t smallest_serving_limit(std::int64_t low, std::int64_t high, std::size_t k) {
+    std::optional<bool> at_high = served_at(high, k);
+    if (!at_high) return -1;
+    if (!*at_high) return 0;
+    constexpr std::int64_t step = 2 * static_cast<std::int64_t>(mib);
+    while (high - low > step) {
+      std::int64_t middle = low + (high - low) / 2;
+      std::optional<bool> served = served_at(middle, k);
+      if (!served) return -1;
+      (*served ? high : low) = middle;
+    }
+    return high;
   }
-  return high;
-}
+
+ private:
+  std::optional<bool> served_at(std::int64_t limit, std::size_t k) {
+    auto found = passes_.find(limit);
+    if (found == passes_.end()) {
+      if (passes_.size() >= search_passes_per_remedy) return std::nullopt;
+      found = passes_.emplace(limit, run_pass(snap_, device_, how_, limit, boundaries_)).first;
+    }
+    return proof_of(found->second, oom_events_[k], boundaries_[k + 1], k + 1, limit).served;
+  }
+
+  const snapshot& snap_;
+  std::int64_t device_;
+  const remedy_run& how_;
+  std::span<const std::uint64_t> oom_events_;
+  std::span<const std::uint64_t> boundaries_;
+  std::map<std::int64_t, pass> passes_;
+};
 
 }  // namespace
 
@@ -172,6 +202,10 @@ std::vector<std::vector<oom_proof>> prove_ooms(const snapshot& snap, std::int64_
   std::vector<std::string> empty_cache_settings;
   for (std::size_t k = 0; k < plan.oom_events.size(); ++k) {
     std::uint64_t at = empty_cache_before[k];
+    if (!plan.reported[k]) {
+      empty_cache_settings.emplace_back();  // no proof is made for it: its stack is not resolved
+      continue;
+    }
     if (at == plan.oom_events[k]) {
       empty_cache_settings.push_back("empty_cache() right before the request");
       continue;
@@ -195,6 +229,7 @@ std::vector<std::vector<oom_proof>> prove_ooms(const snapshot& snap, std::int64_
   // Each remedy's passes (at the judged limit, then its search) run on a thread of their own.
   auto prove_remedy = [&](const remedy_run& how) {
     pass judged = run_pass(snap, device, how, plan.limit_bytes, boundaries);
+    remedy_search search(snap, device, how, plan.oom_events, boundaries);
     std::vector<oom_proof> by_oom(plan.oom_events.size());
     for (std::size_t k = 0; k < plan.oom_events.size(); ++k) {
       if (!plan.reported[k]) continue;
@@ -203,8 +238,7 @@ std::vector<std::vector<oom_proof>> prove_ooms(const snapshot& snap, std::int64_
       if (how.remedy == oom_remedy::empty_cache) proof.setting = empty_cache_settings[k];
       if (proof.served && plan.search_high_bytes > 0) proof.serves_from_bytes = plan.limit_bytes;
       if (proof.tried && !proof.served && plan.search_high_bytes > plan.limit_bytes) {
-        proof.serves_from_bytes = smallest_serving_limit(snap, device, how, plan.limit_bytes, plan.search_high_bytes, plan.oom_events,
-                                                         boundaries, k);
+        proof.serves_from_bytes = search.smallest_serving_limit(plan.limit_bytes, plan.search_high_bytes, k);
       }
     }
     return by_oom;
