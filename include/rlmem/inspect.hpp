@@ -81,6 +81,10 @@ struct inspect_options {
   /// OOM events given full forensics: the first half and the last half of this many; the others
   /// are counted (events_by_action) and noted. Each costs a walk of the live blocks.
   std::size_t max_oom_reports = 64;
+  /// Without limit_bytes, the passes (simulations of the whole trace) each remedy's search over
+  /// the limit's range may run, shared by the OOMs reported; an OOM it cannot finish is judged at
+  /// the range's low end, and says so. 0: no search.
+  std::size_t limit_search_passes = 48;
   /// Leaks (causes) reported, fastest growth first; each carries its whole step series.
   std::size_t max_leaks = 64;
 };
@@ -206,7 +210,7 @@ struct oom_proof {
   std::int64_t limit_bytes = 0;  ///< the capacity simulated
   /// The smallest limit in the recording's range at which this setting serves the request (to
   /// 2 MiB; limit_bytes when it serves there); 0 when it serves nowhere in the range, or the
-  /// limit was given; -1 when the search's passes (48 per setting over the trace's OOMs) ran out.
+  /// limit was given; -1 when the search's passes (inspect_options::limit_search_passes) ran out.
   std::int64_t serves_from_bytes = 0;
   /// One line of the above: "with expandable_segments:True the request is served and so is the
   /// run after it; reserved would reach 2.55 GiB of 2.61 GiB".

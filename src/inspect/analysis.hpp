@@ -89,6 +89,7 @@ struct oom_simulation_plan {
   /// Without --limit, the top of the range the recording shows: a remedy not serving at
   /// limit_bytes is searched for the smallest limit up to this that it serves at. 0: no search.
   std::int64_t search_high_bytes = 0;
+  std::size_t search_passes = 0;  ///< most passes each remedy's search runs (limit_search_passes)
   bool expandable_trace = false;          ///< recorded with expandable segments
 };
 

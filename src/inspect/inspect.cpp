@@ -576,7 +576,9 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   if (!plan.oom_events.empty()) {
     plan.step_ends = steps.ends;
     plan.limit_bytes = limit.judged_bytes;
-    plan.search_high_bytes = limit.given || limit.proven_high_bytes == INT64_MAX ? 0 : limit.proven_high_bytes;
+    plan.search_high_bytes =
+        limit.given || limit.proven_high_bytes == INT64_MAX || options.limit_search_passes == 0 ? 0 : limit.proven_high_bytes;
+    plan.search_passes = options.limit_search_passes;
     plan.expandable_trace = expandable;
     std::vector<std::vector<oom_proof>> proofs = detail::prove_ooms(snap, result.device, events, plan);
     for (std::size_t report = 0; report < result.ooms.size(); ++report) {

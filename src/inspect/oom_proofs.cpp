@@ -126,16 +126,13 @@ oom_proof proof_of(const pass& one, std::uint64_t oom_event, std::uint64_t windo
 }
 
 
-// Passes one remedy's search may run over all its OOMs: two or three full bisections of a range
-// as wide as a card. A trace with many OOMs judges the rest at the range's low end only.
-constexpr std::size_t search_passes_per_remedy = 48;
-
 // The passes of one remedy's search, by limit: an OOM's bisection reuses those another made.
 class remedy_search {
  public:
+  /// At most `most_passes` passes, over every OOM searched.
   remedy_search(const snapshot& snap, std::int64_t device, const remedy_run& how, std::span<const std::uint64_t> oom_events,
-                std::span<const std::uint64_t> boundaries)
-      : snap_(snap), device_(device), how_(how), oom_events_(oom_events), boundaries_(boundaries) {}
+                std::span<const std::uint64_t> boundaries, std::size_t most_passes)
+      : snap_(snap), device_(device), how_(how), oom_events_(oom_events), boundaries_(boundaries), most_passes_(most_passes) {}
 
   // The smallest limit in (low, high] at which the remedy serves OOM `k`, to 2 MiB; 0 when it
   // does not serve at `high`; -1 when the passes ran out first. Serving is taken to be monotone
@@ -158,7 +155,7 @@ class remedy_search {
   std::optional<bool> served_at(std::int64_t limit, std::size_t k) {
     auto found = passes_.find(limit);
     if (found == passes_.end()) {
-      if (passes_.size() >= search_passes_per_remedy) return std::nullopt;
+      if (passes_.size() >= most_passes_) return std::nullopt;
       found = passes_.emplace(limit, run_pass(snap_, device_, how_, limit, boundaries_)).first;
     }
     return proof_of(found->second, oom_events_[k], boundaries_[k + 1], k + 1, limit).served;
@@ -169,6 +166,7 @@ class remedy_search {
   const remedy_run& how_;
   std::span<const std::uint64_t> oom_events_;
   std::span<const std::uint64_t> boundaries_;
+  std::size_t most_passes_;
   std::map<std::int64_t, pass> passes_;
 };
 
@@ -229,7 +227,7 @@ std::vector<std::vector<oom_proof>> prove_ooms(const snapshot& snap, std::int64_
   // Each remedy's passes (at the judged limit, then its search) run on a thread of their own.
   auto prove_remedy = [&](const remedy_run& how) {
     pass judged = run_pass(snap, device, how, plan.limit_bytes, boundaries);
-    remedy_search search(snap, device, how, plan.oom_events, boundaries);
+    remedy_search search(snap, device, how, plan.oom_events, boundaries, plan.search_passes);
     std::vector<oom_proof> by_oom(plan.oom_events.size());
     for (std::size_t k = 0; k < plan.oom_events.size(); ++k) {
       if (!plan.reported[k]) continue;

@@ -212,6 +212,27 @@ TEST(oom, fidelity_capacity_default_depends_on_the_limit_and_is_capacity_at_the_
   for (const oom_proof& proof : capped.ooms[0].proofs) EXPECT_EQ(proof.serves_from_bytes, 0) << "a given limit is not searched";
 }
 
+// The search over the range is bounded: with too few passes the OOM is judged at the range's low
+// end, and says why; with none, no setting is searched at all.
+TEST(oom, a_search_that_runs_out_of_passes_judges_at_the_low_end_and_says_so) {
+  inspect_options few;
+  few.limit_search_passes = 2;  // the top of the range, then one step of a bisection
+  inspection result = inspect(fixture("fidelity_capacity_default.pickle.zst"), few);
+  ASSERT_EQ(result.ooms.size(), 1u);
+  const oom_report& oom = result.ooms[0];
+  EXPECT_EQ(oom.verdict, oom_verdict::capacity) << oom.explanation;
+  EXPECT_EQ(oom.proofs[0].serves_from_bytes, -1) << "expandable segments serves at the top, and 2 passes cannot bisect to 2 MiB";
+  EXPECT_EQ(oom.proofs[2].serves_from_bytes, 0) << "max_split_size serves nowhere in the range: one pass at the top says so";
+  EXPECT_NE(oom.explanation.find("the search above it ran out of passes for this OOM: pass --limit"), std::string::npos) << oom.explanation;
+
+  inspect_options none;
+  none.limit_search_passes = 0;
+  inspection unsearched = inspect(fixture("fidelity_capacity_default.pickle.zst"), none);
+  ASSERT_EQ(unsearched.ooms.size(), 1u);
+  EXPECT_EQ(unsearched.ooms[0].verdict, oom_verdict::capacity);
+  for (const oom_proof& proof : unsearched.ooms[0].proofs) EXPECT_EQ(proof.serves_from_bytes, 0) << proof.setting;
+}
+
 TEST(oom, an_expandable_recording_does_not_try_expandable_segments_again) {
   inspection result = inspect(fixture("fidelity_capacity_expandable.pickle.zst"));
   ASSERT_EQ(result.ooms.size(), 1u);
