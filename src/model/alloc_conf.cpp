@@ -167,7 +167,8 @@ std::string to_alloc_conf(const allocator_settings& settings) {
   if (settings.roundup_power2_divisions != defaults.roundup_power2_divisions) {
     std::string list;
     for (std::size_t i = 0; i < settings.roundup_power2_divisions.size(); ++i) {
-      list += (list.empty() ? "" : ",") + std::to_string(std::uint64_t{1} << i) + ":" + std::to_string(settings.roundup_power2_divisions[i]);
+      if (!list.empty()) list += ',';
+      list += std::to_string(std::uint64_t{1} << i) + ":" + std::to_string(settings.roundup_power2_divisions[i]);
     }
     add("roundup_power2_divisions:[" + list + "]");
   }

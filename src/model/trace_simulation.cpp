@@ -123,7 +123,10 @@ std::optional<recorded_limit> infer_recorded_limit(const snapshot& snap, std::in
   std::int64_t reserved = reserved_at_trace_start(snap, device, events);
   std::int64_t peak = reserved;
   std::uint64_t allowed = 0;  // reserved plus an allocation size that alloc_block let through
-  std::optional<std::uint64_t> reserved_before_maps;
+  // Reserved before the run of maps now open; none open when unset. (Two plain values rather than
+  // an optional: GCC 12 reports the optional's payload as maybe uninitialised without LTO.)
+  bool maps_open = false;
+  std::uint64_t reserved_before_maps = 0;
   for (std::size_t i = 0; i < events.size(); ++i) {
     const trace_event& event = events[i];
     auto reserved_now = static_cast<std::uint64_t>(std::max<std::int64_t>(reserved, 0));
@@ -145,10 +148,11 @@ std::optional<recorded_limit> infer_recorded_limit(const snapshot& snap, std::in
     // expandable segment maps only what its free tail lacks: a map proves that much room.
     if (event.action == trace_action::segment_map && (i == 0 || events[i - 1].action != trace_action::segment_map)) {
       reserved_before_maps = reserved_now;
+      maps_open = true;
     }
-    if (event.action == trace_action::alloc && reserved_before_maps) {
-      allowed = std::max(allowed, *reserved_before_maps + needed);
-      reserved_before_maps.reset();
+    if (event.action == trace_action::alloc && maps_open) {
+      allowed = std::max(allowed, reserved_before_maps + needed);
+      maps_open = false;
     }
     reserved = saturating_add(reserved, reserved_delta(event));
     peak = std::max(peak, reserved);

@@ -71,8 +71,10 @@ int main(int argc, char** argv) {
       }
       std::sort(delays.begin(), delays.end());
       auto cell = [](long part, long whole) {
-        char text[48];
-        std::snprintf(text, sizeof text, "%.2f%% (%ld of %ld)", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0, part, whole);
+        const double percent = whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+        // Room for any double in %.2f (up to 309 digits) and two longs.
+        char text[384];
+        std::snprintf(text, sizeof text, "%.2f%% (%ld of %ld)", percent, part, whole);
         return std::string(text);
       };
       auto at = [&](double q) {
