@@ -28,8 +28,8 @@ OUT_DIR/NAME.json as soon as it finishes, so a run cut short still reports what 
               demand, expandable segments and rlmem alternated process by process, three passes
 - sanitized_read: a read of a paused tensor outside the checking mode, under compute-sanitizer:
               the kernel and the address it names
-- first_resume: the 10 GiB pause/resume after reserve_host_buffers, three times, and once with
-              256 MiB copy chunks, with the driver calls of the first resume
+- first_resume: the 10 GiB pause/resume after reserve_host_buffers, copy chunks of 64, 256 and
+              128 MiB alternated process by process, with the driver calls of the first resume
 - frag:       the fragmentation workload (the fixture's model, varying sequence lengths) under
               native, expandable segments and rlmem: peak reserved, smallest cap that completes,
               step time
@@ -150,7 +150,7 @@ def nvidia_smi_used_mib() -> int | None:
         return None
 
 
-def check_pause_10gb(gib: str = "10", keep_buffers: str = "0", chunk_mib: str = "0") -> dict:
+def check_pause_10gb(gib: str = "10", keep_buffers: str = "0", chunk_mib: str = "0", between: str = "rollout") -> dict:
     import torch
     import rlmem.runtime as rt
 
@@ -169,21 +169,33 @@ def check_pause_10gb(gib: str = "10", keep_buffers: str = "0", chunk_mib: str = 
     torch.cuda.synchronize()
     checksum = int(weights.sum()) ^ int((weights[::7] * 31).sum())
 
-    # Plain pinned copies of the same bytes, the bandwidth to compare with (pinning not timed).
+    # Plain pinned copies of the same bytes, the bandwidth to compare with (pinning not timed):
+    # three each way before rlmem's cycles and three after (plain_after), every one kept, since a
+    # single 10 GiB copy on these machines varies by 10-20% from one to the next.
     pinned = torch.empty(size, dtype=torch.uint8, pin_memory=True)
     device_bytes = weights.view(torch.uint8)
-    for direction in ("d2h", "h2d"):
-        times = []
-        for _ in range(2):
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            if direction == "d2h":
-                pinned.copy_(device_bytes, non_blocking=True)
-            else:
-                device_bytes.copy_(pinned, non_blocking=True)
-            torch.cuda.synchronize()
-            times.append(time.perf_counter() - start)
-        result[f"plain_pinned_{direction}_gbps"] = size / min(times) / 1e9
+
+    def plain_copies() -> dict:
+        speeds = {}
+        for direction in ("d2h", "h2d"):
+            times = []
+            for _ in range(3):
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                if direction == "d2h":
+                    pinned.copy_(device_bytes, non_blocking=True)
+                else:
+                    device_bytes.copy_(pinned, non_blocking=True)
+                torch.cuda.synchronize()
+                times.append(time.perf_counter() - start)
+            speeds[direction] = [size / t / 1e9 for t in times]
+        return speeds
+
+    plain = plain_copies()
+    for direction, speeds in plain.items():
+        result[f"plain_pinned_{direction}_gbps"] = max(speeds)
+        result[f"plain_pinned_{direction}_gbps_each"] = speeds
+    # The plain copies wrote the same bytes back: the checksum still holds.
     start = time.perf_counter()
     del pinned
     result["plain_pinned_free_seconds"] = time.perf_counter() - start
@@ -201,12 +213,16 @@ def check_pause_10gb(gib: str = "10", keep_buffers: str = "0", chunk_mib: str = 
     smi_paused = nvidia_smi_used_mib()
     result["returned_bytes_mem_get_info"] = free_paused - free_before
     result["nvidia_smi_used_mib"] = {"before": smi_before, "paused": smi_paused}
-    # The memory is usable by another tag meanwhile.
-    with rt.region("rollout"):
-        rollout = torch.ones(int(gib) * GiB // 2 // 4, dtype=torch.float32, device="cuda")
-    result["rollout_sum_ok"] = float(rollout.sum()) == float(rollout.numel())
-    del rollout
-    rt.empty_cache()
+    # The memory is usable by another tag meanwhile (between: "rollout", then empty_cache();
+    # "rollout_cached": the rollout's pages stay cached; "none": resume at once).
+    result["between"] = between
+    if between.startswith("rollout"):
+        with rt.region("rollout"):
+            rollout = torch.ones(int(gib) * GiB // 2 // 4, dtype=torch.float32, device="cuda")
+        result["rollout_sum_ok"] = float(rollout.sum()) == float(rollout.numel())
+        del rollout
+        if between == "rollout":
+            rt.empty_cache()
     calls_before = rt.statistics()["totals"]["device_calls"]
     start = time.perf_counter()
     rt.resume("train")
@@ -237,6 +253,11 @@ def check_pause_10gb(gib: str = "10", keep_buffers: str = "0", chunk_mib: str = 
                        "resume_gbps": train["last_resume"]["copied_bytes"] / train["last_resume"]["seconds"] / 1e9})
     result["later_cycles"] = cycles
     result["bit_exact_after_cycles"] = (int(weights.sum()) ^ int((weights[::7] * 31).sum())) == checksum
+    pinned = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+    result["plain_after_gbps_each"] = plain_copies()
+    speeds = sorted(plain["h2d"] + result["plain_after_gbps_each"]["h2d"])
+    result["plain_h2d_median_gbps"] = (speeds[2] + speeds[3]) / 2
+    result["resume_vs_plain_h2d_median"] = result["resume_gbps"] / result["plain_h2d_median_gbps"]
     return result
 
 
@@ -929,7 +950,14 @@ def main() -> int:
         write(out, "pause_10gb_keep", run_child("pause_10gb", "10", "1", timeout=300))
         write(out, "pause_10gb_reserved", run_child("pause_10gb", "10", "2", timeout=300))
     if wanted("first_resume"):
-        write(out, "first_resume", [run_child("pause_10gb", "10", "2", chunk, timeout=300) for chunk in ("0", "0", "256", "0")])
+        # Copy chunks of 64 MiB (the default, "0"), 256 and 128 MiB, alternated process by process.
+        chunks = ("0", "256", "0", "256", "0", "256", "128", "128")
+        write(out, "first_resume", [run_child("pause_10gb", "10", "2", chunk, timeout=300) | {"chunk_mib": int(chunk) or 64}
+                                    for chunk in chunks])
+    if wanted("first_resume_between"):
+        # What the first resume waits on: the rollout's memory given back just before, or not.
+        write(out, "first_resume_between", [run_child("pause_10gb", "10", "2", "0", between, timeout=300) for between in
+                                            ("rollout", "none", "rollout", "none", "rollout", "none", "rollout")])
     if wanted("kv_growth"):
         write(out, "kv_growth", {strategy: run_child("kv_growth", strategy) for strategy in ("cat", "prealloc", "growable")})
     if wanted("generate"):
