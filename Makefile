@@ -11,7 +11,6 @@ FUZZ_PACKAGES := clang libclang-rt-dev
 # Debian's interpreter, where python3-pytest and python3-torch live (not a pyenv or venv one).
 PYTHON := /usr/bin/python3
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-DEMO_SNAPSHOT := testdata/snapshots/grpo_clean.pickle.zst
 
 .PHONY: all deps build demo test test-release test-sanitize test-python bench fuzz clean
 
@@ -38,12 +37,13 @@ build: deps
 	cmake --preset release
 	cmake --build --preset release --target rlmem rlmem_c -j $(JOBS)
 
+# The payoff on the bundled recordings, in seconds: a leak and its site, an OOM's verdict with the
+# replay that proves it, a plan fitted to a card, and an HTML page; then the Python package.
 demo: build
-	./build/rlmem inspect $(DEMO_SNAPSHOT)
-	PYTHONPATH=python $(PYTHON) -c 'import rlmem; d = rlmem.inspect("$(DEMO_SNAPSHOT)"); \
-	  print("python: rlmem", rlmem.version(), "peak allocated", d["summary"]["peak_allocated_bytes"], "bytes,", len(d["leaks"]), "leaks")'
-	./build/rlmem plan --model qwen2.5-0.5b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 \
-	  --new-tokens 512 --micro-batch 16 --ref-model --fit h100-80g
+	tools/demo.sh build/rlmem build/demo
+	@PYTHONPATH=python $(PYTHON) -c 'import rlmem; leak = rlmem.inspect("testdata/snapshots/grpo_leak_logits.pickle.zst")["leaks"][0]; \
+	  print("\npython: rlmem", rlmem.version() + ", the same leak from import rlmem:", leak["site"] + ",", \
+	        format(leak["bytes_per_step"], ","), "B per step")'
 
 # Every C++ test twice (a Release build, then an AddressSanitizer + UBSan build), and the Python
 # package's tests once, against the Release librlmem.
