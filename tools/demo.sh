@@ -2,10 +2,12 @@
 # `make demo`: the four questions rlmem answers, each on a bundled recording, in a few seconds.
 # Usage: tools/demo.sh RLMEM_BINARY OUTPUT_FOLDER
 set -euo pipefail
-rlmem=$1
-out=$2
+rlmem=$(realpath "$1")
+mkdir -p "$2"
+out=$(realpath "$2")
+# The bundled files by the names the README gives them, from the checkout's root.
+cd "$(dirname "$0")/.."
 snapshots=testdata/snapshots
-mkdir -p "$out"
 
 # A heading (bold on a terminal), then the command as a user would type it.
 bold=""
