@@ -73,7 +73,9 @@ expect_bad "replay of a truncated snapshot" "truncated.pickle: TRUNCATED at byte
 expect_bad "unknown device" "has no device 7 (devices: 0)" inspect "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --device 7
 expect_bad "unknown option" "unknown option or extra argument: --frobnicate" inspect "$testdata/snapshots/tiny_oom_cpp_stacks.pickle" --frobnicate
 expect_bad "no file" "FILE is required (see rlmem inspect --help)" inspect
-expect_bad "unknown command" "A subcommand is required (see rlmem --help)" frobnicate
+expect_bad "unknown command" "unknown command 'frobnicate' (one of inspect, report, diff, replay, plan, watch; see rlmem --help)" frobnicate
+expect_bad "no command" "A subcommand is required (see rlmem --help)"
+expect_bad "unknown option before any command" "unknown option or extra argument: --frobnicate (see rlmem --help)" --frobnicate
 
 # The hostile pickle was refused above without running its call: the file it would make is absent.
 if [ -e "$work/pwned" ]; then

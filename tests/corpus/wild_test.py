@@ -172,7 +172,7 @@ def main():
     if failures:
         return 1
     if checked == 0:
-        print("skipped: no snapshot of the corpus is present, so none was checked")
+        print("skipped: no snapshot of the corpus was checked (none is present here, or none matched -k)")
         return 77
     return 0
 
