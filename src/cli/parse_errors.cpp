@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <regex>
+#include <string>
+#include <vector>
 
 namespace rlmem::cli {
 
@@ -32,6 +34,18 @@ std::string plain_parse_error(const CLI::ParseError& error, const CLI::App& app)
   if (std::regex_match(what, match, missing_value)) return fmt::format("{} needs a value (see {})", match[1].str(), help);
   if (std::regex_match(what, match, unexpected)) {
     return fmt::format("unknown option or extra argument: {} (see {})", match[1].str().substr(0, 200), help);
+  }
+  // `rlmem frobnicate`: CLI11 says only that a subcommand is required; name the word it got.
+  const std::vector<std::string> left = app.remaining();
+  if (what == "A subcommand is required" && !left.empty() && app.get_subcommands().empty()) {
+    if (left.front().starts_with("-")) {
+      return fmt::format("unknown option or extra argument: {} (see {})", left.front().substr(0, 200), help);
+    }
+    std::string commands;
+    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+      commands += (commands.empty() ? "" : ", ") + command->get_name();
+    }
+    return fmt::format("unknown command '{}' (one of {}; see {})", left.front().substr(0, 200), commands, help);
   }
   return fmt::format("{} (see {})", what, help);
 }

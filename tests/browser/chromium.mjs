@@ -79,6 +79,26 @@ export async function startBrowser(chromium) {
 
 export const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
+// Polls `expression` in the page until it is truthy or `timeoutMs` has passed; returns its last
+// value (falsy on a timeout), so the caller's check says what was expected and what was seen.
+export async function waitFor(page, expression, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await page.evaluate(expression);
+    if (value || Date.now() >= deadline) return value;
+    await sleep(20);
+  }
+}
+
+// Resolves once the page has drawn two more frames: whatever an input event scheduled for the
+// next animation frame (a chart's cursor, its tooltip) has run by then.
+export async function framesDrawn(page) {
+  await page.send('Runtime.evaluate', {
+    expression: 'new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))',
+    awaitPromise: true, returnByValue: true,
+  });
+}
+
 // `beforeLoad`: a script run in the page before its own (an observer to install, say).
 export async function openPage(browser, file, { beforeLoad } = {}) {
   const { targetId } = await browser.send('Target.createTarget', { url: 'about:blank' });

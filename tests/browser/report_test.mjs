@@ -13,7 +13,7 @@ import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'nod
 import { join, resolve } from 'node:path';
 import { inflateSync } from 'node:zlib';
 
-import { boxOf, findChromium, mouse, openPage, sleep, startBrowser } from './chromium.mjs';
+import { boxOf, findChromium, framesDrawn, mouse, openPage, startBrowser, waitFor } from './chromium.mjs';
 
 const [rlmem, testdata, workdirArgument, ...rest] = process.argv.slice(2);
 const screenshotsAt = rest.includes('--screenshots') ? resolve(rest[rest.indexOf('--screenshots') + 1]) : null;
@@ -128,8 +128,8 @@ async function testPage(browser, file, name, expect) {
     check((await page.evaluate('document.querySelectorAll("#oom-list table.proofs tr").length')) > 1, `${name}: the OOM's proofs are listed`);
     check((await page.evaluate('document.querySelectorAll("#oom-links a").length')) > 0, `${name}: the timeline links to its OOMs`);
     await page.evaluate('document.querySelector("#oom-list details").open = true');
-    await sleep(100);
-    check((await page.evaluate('document.querySelectorAll("#oom-list .segment-bar").length')) > 0, `${name}: the segment map at the OOM opens`);
+    const bars = await waitFor(page, 'document.querySelectorAll("#oom-list .segment-bar").length');
+    check(bars > 0, `${name}: the segment map at the OOM opens (expected segment bars within 5 s, saw ${bars})`);
   }
   check((await page.evaluate('document.querySelectorAll("#peak-segments .segment-bar").length')) > 0, `${name}: the segment map at the peak rendered`);
 
@@ -147,12 +147,14 @@ async function testPage(browser, file, name, expect) {
 
   // Hover over the middle of the timeline: the tooltip shows a column and, where one was made, a stack.
   await page.evaluate('document.getElementById("timeline").scrollIntoView()');
-  await sleep(100);
+  const inView = await waitFor(page, `(() => { const b = document.querySelector('#timeline-chart .u-over').getBoundingClientRect();
+    return b.height > 0 && b.top >= 0 && b.bottom <= innerHeight; })()`);
+  check(inView, `${name}: the timeline scrolled into view (expected its plot inside the viewport within 5 s)`);
   const over = await boxOf(page, '#timeline-chart .u-over');
   let stackShown = '';
   for (const fraction of [0.5, 0.3, 0.7, 0.1, 0.9, ...Array.from({ length: 40 }, (_, k) => (k + 0.5) / 40)]) {
     await mouse(page, 'mouseMoved', over.x + over.width * fraction, over.y + over.height / 2);
-    await sleep(60);
+    await framesDrawn(page);
     stackShown = await page.evaluate('(() => { const t = document.getElementById("tooltip"); const s = t.querySelector("pre.stack"); return t.hidden || !s ? "" : s.textContent; })()');
     if (stackShown.length > 0 && stackShown !== '(no frames recorded)') break;
   }
@@ -164,7 +166,8 @@ async function testPage(browser, file, name, expect) {
   await mouse(page, 'mousePressed', over.x + over.width * 0.4, over.y + over.height / 2, 1);
   for (const fraction of [0.45, 0.5, 0.55, 0.6]) await mouse(page, 'mouseMoved', over.x + over.width * fraction, over.y + over.height / 2, 1);
   await mouse(page, 'mouseReleased', over.x + over.width * 0.6, over.y + over.height / 2, 1);
-  await sleep(150);
+  await waitFor(page, `document.body.dataset.rangeMin !== ${JSON.stringify(String(before[0]))} ||
+    document.body.dataset.rangeMax !== ${JSON.stringify(String(before[1]))}`);
   const after = [Number(await page.evaluate('document.body.dataset.rangeMin')), Number(await page.evaluate('document.body.dataset.rangeMax'))];
   check(after[1] - after[0] < before[1] - before[0] && after[0] > before[0],
     `${name}: dragging zooms the timeline (events ${before[0]}..${before[1]} -> ${after[0]}..${after[1]})`);

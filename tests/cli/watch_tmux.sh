@@ -15,11 +15,13 @@ sample=$testdata/steplog/grpo_qwen0.5b_h100_leak.jsonl
 log=$work/steps.jsonl
 head -3 "$sample" >"$log"
 
-# The pane runs watch, records its exit code, and stays a moment so the cursor state can be read.
+# The pane runs watch, records its exit code, and stays until the cursor state has been read
+# (the test writes $work/read; at most 30 s).
 cat >"$work/run.sh" <<RUN
 RLMEM_NVML_LIBRARY='$fake' '$rlmem' watch --interval 0.2 --log '$log' 2>'$work/stderr'
 echo \$? >'$work/exit.tmp' && mv '$work/exit.tmp' '$work/exit'
-sleep 30
+deadline=\$((SECONDS + 30))
+until [ -f '$work/read' ] || [ \$SECONDS -ge \$deadline ]; do sleep 0.1; done
 RUN
 tmux_ -f /dev/null new-session -d -s watch -x 100 -y 40 "bash '$work/run.sh'" || { echo "FAIL tmux cannot start a session"; exit 1; }
 
@@ -49,9 +51,11 @@ in_place "after the first frames"
 sed -n 4,12p "$sample" >>"$log"
 wait_for "  step           12 (rank 0 of 1, device 0)"
 wait_for "GiB over 12 steps"
-sleep 1  # a few more refreshes for the GPU history; what follows only needs "more than before"
+# The GPU history grows with each refresh: wait (at most 30 s) for more blocks than before.
+deadline=$((SECONDS + 30))
 late=$(blocks '^  0  NVIDIA')
-[ "$late" -gt "$early" ] || { echo "FAIL the GPU sparkline did not grow ($early then $late blocks)"; screen; exit 1; }
+until [ "$late" -gt "$early" ] || [ $SECONDS -ge $deadline ]; do sleep 0.1; late=$(blocks '^  0  NVIDIA'); done
+[ "$late" -gt "$early" ] || { echo "FAIL the GPU sparkline did not grow within 30 s: expected more than $early blocks, saw $late"; screen; exit 1; }
 [ "$(blocks '^  allocated ')" -ge 2 ] || { echo "FAIL no sparkline of allocated"; screen; exit 1; }
 in_place "after the log grew"
 
@@ -84,5 +88,7 @@ until [ -f "$work/exit" ]; do
 done
 [ "$(cat "$work/exit")" = 0 ] || { echo "FAIL Ctrl-C exit code $(cat "$work/exit"), stderr: $(cat "$work/stderr")"; exit 1; }
 [ ! -s "$work/stderr" ] || { echo "FAIL stderr: $(cat "$work/stderr")"; exit 1; }
-[ "$(tmux_ display-message -p -t watch '#{cursor_flag}')" = 1 ] || { echo "FAIL the cursor was left hidden"; exit 1; }
+cursor=$(tmux_ display-message -p -t watch '#{cursor_flag}')
+touch "$work/read"
+[ "$cursor" = 1 ] || { echo "FAIL the cursor was left hidden: expected cursor_flag 1, saw '$cursor'"; exit 1; }
 echo "rlmem watch redraws in place in tmux, follows the log, and exits 0 on Ctrl-C"

@@ -14,30 +14,24 @@ namespace rlmem {
 
 using testing::fixture;
 
-namespace {
-
-constexpr double mib = 1024.0 * 1024.0;
-
-std::vector<double> step_end_mib(const inspection& result) {
-  std::vector<double> ends;
-  for (const step_end& end : result.steps) ends.push_back(static_cast<double>(end.allocated_bytes) / mib);
-  return ends;
-}
-
-}  // namespace
-
 TEST(steps, grpo_clean_returns_to_368_mib_after_each_of_its_3_steps) {
   inspection result = inspect(fixture("grpo_clean.pickle.zst"));
   ASSERT_EQ(result.steps.size(), 3u) << result.step_method;
-  for (double allocated : step_end_mib(result)) EXPECT_NEAR(allocated, 368.0, 1.0);
+  // 368.36, 368.36 and 368.35 MiB: the recording's 368 MiB, to the byte as the trace has it.
+  const std::int64_t expected[] = {386'258'432, 386'258'432, 386'242'560};
+  for (std::size_t k = 0; k < 3; ++k)
+    EXPECT_EQ(result.steps[k].allocated_bytes, expected[k])
+        << "step " << k + 1 << ": expected " << expected[k] << " B allocated, saw " << result.steps[k].allocated_bytes;
 }
 
 TEST(steps, grpo_leak_logits_ends_its_4_steps_at_415_462_508_555_mib) {
   inspection result = inspect(fixture("grpo_leak_logits.pickle.zst"));
-  auto ends = step_end_mib(result);
-  ASSERT_EQ(ends.size(), 4u) << result.step_method;
-  const double recorded[] = {415, 462, 508, 555};
-  for (std::size_t k = 0; k < 4; ++k) EXPECT_NEAR(ends[k], recorded[k], 1.0) << "step " << k + 1;
+  ASSERT_EQ(result.steps.size(), 4u) << result.step_method;
+  // 414.71, 461.58, 508.46 and 555.32 MiB: the recording's figures, to the byte.
+  const std::int64_t expected[] = {434'853'376, 484'005'376, 533'157'376, 582'293'504};
+  for (std::size_t k = 0; k < 4; ++k)
+    EXPECT_EQ(result.steps[k].allocated_bytes, expected[k])
+        << "step " << k + 1 << ": expected " << expected[k] << " B allocated, saw " << result.steps[k].allocated_bytes;
 }
 
 TEST(steps, fragmentation_runs_have_10_steps) {
@@ -71,7 +65,8 @@ TEST(leaks, the_fp32_logits_kept_for_logging_leak_47_mib_per_step) {
   ASSERT_EQ(result.leaks.size(), 1u);
   const leak& found = result.leaks[0];
   EXPECT_EQ(found.site.label, "rl/record.py:41 logprobs_of");
-  EXPECT_NEAR(static_cast<double>(found.bytes_per_step) / mib, 46.9, 4.69) << "within 10%";
+  // 46.9 MiB: the fp32 logits of one step's responses, the same bytes every step.
+  EXPECT_EQ(found.bytes_per_step, 49'152'000) << "expected 49,152,000 B/step, saw " << found.bytes_per_step;
   EXPECT_EQ(found.steps, 4u);
   EXPECT_EQ(found.first_step, 1u);
   EXPECT_EQ(found.live_count_at_end, 4u);
@@ -79,7 +74,8 @@ TEST(leaks, the_fp32_logits_kept_for_logging_leak_47_mib_per_step) {
 }
 
 // The target on the first leak fixture: 415, 462, 508, 555 MiB at step ends (README).
-TEST(leaks, the_logits_leak_explains_the_step_end_growth_within_10_percent) {
+// The leak is 5,291 B/step (0.011%) more than the step-end growth, far inside the 10%.
+TEST(leaks, the_logits_leak_is_the_step_end_growth_to_within_5291_bytes_a_step) {
   inspection result = inspect(fixture("grpo_leak_logits.pickle.zst"));
   const leak_summary& growth = result.summary_of_leaks;
   ASSERT_TRUE(growth.measured);
@@ -91,8 +87,9 @@ TEST(leaks, the_logits_leak_explains_the_step_end_growth_within_10_percent) {
   EXPECT_EQ(growth.step_ends_grown, 3u);
   EXPECT_EQ(growth.explained_per_step_bytes, 49'152'000) << "the kept logits over steps 2 to 4";
   ASSERT_EQ(result.leaks.size(), 1u);
-  double share = static_cast<double>(result.leaks[0].bytes_per_step) / static_cast<double>(growth.growth_per_step_bytes);
-  EXPECT_NEAR(share, 1.0, 0.10) << "expected the leak within 10% of the step-end growth, saw " << share;
+  EXPECT_EQ(result.leaks[0].bytes_per_step - growth.growth_per_step_bytes, 49'152'000 - 49'146'709)
+      << "expected the leak 5,291 B/step above the step-end growth, saw leak " << result.leaks[0].bytes_per_step
+      << " B/step, growth " << growth.growth_per_step_bytes << " B/step";
   ASSERT_EQ(result.leaks[0].lines.size(), 1u) << "one line, one leak";
   EXPECT_EQ(result.leaks[0].lines[0].bytes_per_step, result.leaks[0].bytes_per_step);
 }
@@ -133,7 +130,8 @@ TEST(oom, frag_default_oom_is_fragmentation_and_brackets_the_real_cap) {
   const oom_report& oom = result.ooms[0];
   EXPECT_EQ(oom.requested_bytes, 490'880'000u);
   EXPECT_EQ(oom.verdict, oom_verdict::fragmentation) << oom.explanation;
-  EXPECT_NEAR(static_cast<double>(oom.reserved_unallocated_bytes) / mib, 338.0, 1.0);
+  EXPECT_EQ(oom.reserved_unallocated_bytes, 354'624'000) << "338.2 MiB reserved but unallocated, saw "
+                                                        << oom.reserved_unallocated_bytes;
   EXPECT_LT(oom.largest_free_block_bytes, oom.requested_bytes) << "otherwise the allocation would have succeeded";
   // set_per_process_memory_fraction capped the run at 2,805,590,497 bytes.
   EXPECT_LE(oom.limit_low_bytes, 2'805'590'497);
@@ -285,10 +283,12 @@ TEST(categories, add_up_to_the_peak_and_adamw_state_matches_the_models_loaded_be
   for (std::int64_t bytes : result.categories_at_peak) total += bytes;
   EXPECT_EQ(total, result.peak_allocated_bytes);
   // Two bf16 models (policy, reference), loaded before recording began; AdamW keeps two bf16
-  // tensors per policy parameter, so optimizer state equals the bytes of both models.
-  auto models = static_cast<double>(result.categories_at_peak[static_cast<std::size_t>(memory_category::before_recording)]);
-  auto state = static_cast<double>(result.categories_at_peak[static_cast<std::size_t>(memory_category::optimizer_state)]);
-  EXPECT_NEAR(state / models, 1.0, 0.02);
+  // tensors per policy parameter, so optimizer state is the bytes of both models less what the
+  // models hold beyond their parameters: 1,345,536 B (0.84%).
+  const std::int64_t models = result.categories_at_peak[static_cast<std::size_t>(memory_category::before_recording)];
+  const std::int64_t state = result.categories_at_peak[static_cast<std::size_t>(memory_category::optimizer_state)];
+  EXPECT_EQ(state, 158'369'792) << "expected 158,369,792 B of optimizer state at the peak, saw " << state;
+  EXPECT_EQ(models - state, 1'345'536) << "expected the models 1,345,536 B above the optimizer state, saw " << models - state;
   EXPECT_GT(result.categories_at_peak[static_cast<std::size_t>(memory_category::kv_cache)], 0);
   EXPECT_GT(result.categories_at_peak[static_cast<std::size_t>(memory_category::logits)], 0);
 }

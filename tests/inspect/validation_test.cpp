@@ -70,8 +70,9 @@ TEST(validation, kv_caches_kept_in_a_list_are_one_leak_of_keys_and_values) {
   EXPECT_GT(result.categories_at_end[static_cast<std::size_t>(memory_category::kv_cache)], 0);
 }
 
-// The target: the leak's total is within 10% of torch's step-end growth.
-TEST(validation, the_kv_leak_is_within_10_percent_of_torchs_step_end_growth) {
+// The target is the leak's total within 10% of torch's step-end growth; it is 3,794,534
+// B/step against torch's 3,833,856 (1.03% under), held to the byte.
+TEST(validation, the_kv_leak_is_3794534_bytes_a_step_1_percent_under_torchs_step_end_growth) {
   inspection result = inspect(fixture("validation_kv_leak.pickle.zst"));
   nlohmann::json facts = facts_of("kv_leak");
   const auto& ends = facts["allocated_at_step_ends"];
@@ -79,8 +80,8 @@ TEST(validation, the_kv_leak_is_within_10_percent_of_torchs_step_end_growth) {
   ASSERT_EQ(torch_growth, 3'833'856);
   std::int64_t named = 0;
   for (const leak& found : result.leaks) named += found.bytes_per_step;
-  EXPECT_NEAR(static_cast<double>(named), static_cast<double>(torch_growth), 0.10 * static_cast<double>(torch_growth))
-      << "expected the leaks to total torch's " << torch_growth << " B/step within 10%, saw " << named;
+  EXPECT_EQ(named, 3'794'534) << "expected the leaks to total 3,794,534 B/step (torch's growth is " << torch_growth
+                              << "), saw " << named;
   const leak_summary& growth = result.summary_of_leaks;
   ASSERT_TRUE(growth.measured);
   EXPECT_EQ(growth.from_step, 1u);

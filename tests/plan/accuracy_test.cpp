@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The planner against peaks PyTorch measured on an H200 (testdata/planner): the issue's bounds,
-// median error at most 5% and every row within 12%, per file and over all rows.
+// The planner against peaks PyTorch measured on H200s and H100s (testdata/planner): every row
+// within its measured error plus half a point, each file's median within docs/plan.md's figure.
 
 #include "planner_support.hpp"
 
@@ -131,35 +131,58 @@ std::vector<row_error> errors_of(const std::string& file) {
   return errors;
 }
 
-// Issue 12's bound for newly measured paths is tighter (median 1%, max 3%) than the first rows'.
-void expect_within_bounds(const std::vector<row_error>& errors, double max_error = 0.12, double max_median = 0.05) {
-  ASSERT_FALSE(errors.empty());
+// Every row is held to the error it has now (|error| rounded up to 0.01%, in percent, in the
+// fixture's row order) plus half a percentage point, and the median to the figure docs/plan.md
+// states. The issue's bounds (every row within 12%, median 5%) and issue 12's (3%, 1%) are far
+// looser; these catch a change that makes any one row worse.
+constexpr double row_margin_percent = 0.5;
+
+void expect_as_measured(const std::vector<row_error>& errors, const std::vector<double>& measured_percent,
+                        double documented_median_percent) {
+  ASSERT_EQ(errors.size(), measured_percent.size()) << "expected one measured error per row of the fixture";
   std::vector<double> magnitudes;
   std::ostringstream table;
-  for (const row_error& error : errors) {
-    magnitudes.push_back(std::abs(error.relative));
-    table << "  " << error.label << "  error " << 100 * error.relative << "%\n";
-    EXPECT_LE(std::abs(error.relative), max_error) << "expected every row within " << 100 * max_error << "%, saw " << error.label;
+  for (std::size_t k = 0; k < errors.size(); ++k) {
+    const double seen = 100 * std::abs(errors[k].relative);
+    magnitudes.push_back(seen);
+    table << "  " << errors[k].label << "  error " << 100 * errors[k].relative << "%\n";
+    EXPECT_LE(seen, measured_percent[k] + row_margin_percent)
+        << "row " << k << ": expected |error| at most " << measured_percent[k] << "% + " << row_margin_percent
+        << " points, saw " << seen << "% (" << errors[k].label << ")";
   }
   std::sort(magnitudes.begin(), magnitudes.end());
   const std::size_t n = magnitudes.size();
   const double median = n % 2 == 1 ? magnitudes[n / 2] : (magnitudes[n / 2 - 1] + magnitudes[n / 2]) / 2;
-  EXPECT_LE(median, max_median) << "expected a median error of at most " << 100 * max_median << "%, saw " << 100 * median << "%\n" << table.str();
-  std::cout << table.str() << "  median |error| " << 100 * median << "%, max " << 100 * magnitudes.back() << "%\n";
+  EXPECT_LE(median, documented_median_percent) << "expected the median |error| docs/plan.md states, at most "
+                                               << documented_median_percent << "%, saw " << median << "%\n" << table.str();
+  std::cout << table.str() << "  median |error| " << median << "%, max " << magnitudes.back() << "%\n";
 }
 
-TEST(PlanAccuracy, IssueFixtureRows) { expect_within_bounds(errors_of("measured_peaks.json")); }
+// Median 0.022%, max 3.36% (the first generate of a process, with its cuBLAS workspace).
+TEST(PlanAccuracy, IssueFixtureRows) {
+  expect_as_measured(errors_of("measured_peaks.json"),
+                     {3.36, 0.01, 2.89, 1.48, 0.01, 0.05, 0.02, 0.04, 0.01, 0.08, 0.79, 0.05, 0.01, 0.01, 0.01, 0.01}, 0.022);
+}
 
-TEST(PlanAccuracy, GrpoStepsAndLoraMeasuredWithTheSameScript) { expect_within_bounds(errors_of("measured_extra.json")); }
+// Median 0.065%, max 1.14%.
+TEST(PlanAccuracy, GrpoStepsAndLoraMeasuredWithTheSameScript) {
+  expect_as_measured(errors_of("measured_extra.json"),
+                     {0.66, 0.23, 0.11, 0.04, 0.49, 1.14, 0.04, 0.01, 0.99, 0.03, 0.02,
+                      0.01, 0.03, 0.03, 0.60, 0.07, 0.48, 0.37, 0.01, 0.04, 0.08},
+                     0.065);
+}
 
 // Paths derived before they were measured: mixture of experts, Gemma, fp32 master weights, FSDP2.
-TEST(PlanAccuracy, MoeGemmaFp32MasterWeightsAndFsdp) { expect_within_bounds(errors_of("measured_variants.json")); }
+// Median 0.29%, max 2.30%.
+TEST(PlanAccuracy, MoeGemmaFp32MasterWeightsAndFsdp) {
+  expect_as_measured(errors_of("measured_variants.json"), {2.30, 0.09, 0.47, 0.01, 0.01, 0.01, 0.90, 0.10, 1.26, 0.61}, 0.29);
+}
 // Issue 12, item 3: GRPO steps of a LoRA policy with its reference taken with the adapter
 // disabled (no second copy) or from a bf16 copy, measured on an H100 by
 // tools/planner/measure_lora_reference.py (r 16 and 64; the run stopped at its time limit after
-// the first 1.5B row).
+// the first 1.5B row). Median 0.20%, max 0.78%.
 TEST(PlanAccuracy, LoraReferenceAdapterDisabledAndCopy) {
-  expect_within_bounds(errors_of("measured_lora_reference.json"), 0.03, 0.01);
+  expect_as_measured(errors_of("measured_lora_reference.json"), {0.50, 0.04, 0.50, 0.05, 0.78, 0.12, 0.73, 0.12, 0.20}, 0.20);
 }
 
 // Issue 12, items 4, 5, 6 and 9: measured on an H100 by tools/planner/measure_issue12.py. A
@@ -168,12 +191,18 @@ TEST(PlanAccuracy, LoraReferenceAdapterDisabledAndCopy) {
 // a GRPO step of it generating 8 rows at a time; Qwen2.5-0.5B GRPO steps generating 64 or 16 rows
 // at a time; a PPO step with a buffer of rows x epochs x ... in every phase and two epochs; GPT-2
 // small and GPT-NeoX at Pythia-160M's shape (GELU MLPs without a gate) generating and training.
+// Median 0.35%, max 1.16%.
 TEST(PlanAccuracy, GenerationBatchNanochatMuonAndBuffersTimesEpochs) {
-  expect_within_bounds(errors_of("measured_issue12.json"), 0.03, 0.01);
+  expect_as_measured(errors_of("measured_issue12.json"),
+                     {1.16, 0.48, 0.41, 0.98, 0.99, 0.22, 0.38, 0.45, 0.31, 0.21, 0.09, 0.06, 0.29, 0.29}, 0.35);
 }
 
-// The same rows phase by phase: the generation batch moves the rollout's peak, not the update's.
-TEST(PlanAccuracy, IssueTwelvePhasesOneByOne) { expect_within_bounds(phase_errors_of("measured_issue12.json"), 0.03, 0.01); }
+// The same rows phase by phase (16 phases): the generation batch moves the rollout's peak, not
+// the update's. Median 0.45%, max 1.89%.
+TEST(PlanAccuracy, IssueTwelvePhasesOneByOne) {
+  expect_as_measured(phase_errors_of("measured_issue12.json"),
+                     {0.79, 1.89, 0.99, 0.56, 0.45, 0.22, 0.46, 0.30, 0.23, 0.42, 0.38, 0.01, 0.69, 0.49, 0.01, 0.45}, 0.45);
+}
 
 }  // namespace
 }  // namespace rlmem

@@ -47,8 +47,9 @@ def test_keys_and_values_of_kept_kv_caches_are_one_leak(rlmem, snapshot):
     torch_growth = (facts[-1] - facts[0]) // (len(facts) - 1)
     summary = report["leak_summary"]
     assert summary["growth_per_step_bytes"] == torch_growth == 3_833_856, f"saw {summary}"
-    assert abs(leaks[0]["bytes_per_step"] - torch_growth) <= 0.10 * torch_growth, \
-        f"expected the leak within 10% of torch's {torch_growth} B/step, saw {leaks[0]['bytes_per_step']}"
+    # The issue asks for 10% of torch's growth; the leak is 39,322 B/step (1.03%) under it, exactly.
+    assert torch_growth - leaks[0]["bytes_per_step"] == 39_322, \
+        f"expected the leak 39,322 B/step under torch's {torch_growth}, saw {leaks[0]['bytes_per_step']}"
     assert summary["explained_fraction"] == 1.0 and summary["growth_without_named_leak"] is False, f"saw {summary}"
 
 

@@ -64,7 +64,7 @@ TEST(growth_rule, a_slow_leak_after_a_few_kb_of_jitter_starts_where_it_started) 
   growth_verdict verdict = judge_growth(series);
   EXPECT_TRUE(verdict.growing);
   EXPECT_EQ(verdict.first, 10u);
-  EXPECT_NEAR(static_cast<double>(verdict.bytes_per_step), 1.2e6, 0.2 * 1.2e6);
+  EXPECT_EQ(verdict.bytes_per_step, 1'200'000) << "expected the series' own slope, saw " << verdict.bytes_per_step;
 }
 
 TEST(growth_rule, a_cache_that_filled_is_cleared_by_the_third_step_after_it_stopped) {
@@ -98,8 +98,9 @@ TEST(growth_rule, step_ends_that_follow_the_response_length_are_no_leak_and_a_le
   }
   growth_verdict verdict = judge_growth(series);
   EXPECT_TRUE(verdict.growing) << "30 steps of 24 MiB under 120 MiB of scatter";
-  EXPECT_NEAR(static_cast<double>(verdict.first), 30.0, 3.0);
-  EXPECT_NEAR(static_cast<double>(verdict.bytes_per_step), 24.0 * mib, 0.2 * 24 * mib);
+  // The leak starts at step 30; under the scatter the rule places its start 2 steps later.
+  EXPECT_EQ(verdict.first, 32u) << "expected the start at step 32, saw " << verdict.first;
+  EXPECT_EQ(verdict.bytes_per_step, 24 * mib) << "expected 24 MiB a step exactly, saw " << verdict.bytes_per_step;
 }
 
 TEST(growth_rule, clean_and_short_series_say_nothing) {

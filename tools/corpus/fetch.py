@@ -6,8 +6,8 @@ checked against the sha256 of testdata/wild/MANIFEST.json, written zstd -19 as N
 
   tools/corpus/fetch.py [-k NAME]      # needs curl and zstd; skips files already present
 
-Most of these repositories state no licence: the files are fetched for local checks and never
-committed. Exit 0: every file is here and checked; 1: some could not be fetched or differ.
+Files carried in testdata/wild/files/ (a licence allows it) are not fetched. Most of the others'
+repositories state no licence: they are fetched for local checks and never committed. Exit 0: every file is here and checked; 1: some could not be fetched or differ.
 """
 import argparse
 import hashlib
@@ -32,7 +32,7 @@ def main():
             continue
         name, repo, commit, path = line.split("\t")[:4]
         target = local / f"{name}.pickle.zst"
-        if options.only not in name or target.exists():
+        if options.only not in name or target.exists() or (ROOT / "testdata/wild/files" / target.name).exists():
             continue
         url = f"https://raw.githubusercontent.com/{repo}/{commit}/{path}"
         got = subprocess.run(["curl", "-fsSL", url], capture_output=True)

@@ -3,7 +3,7 @@
 """Writes testdata/wild/MANIFEST.json: for every snapshot listed in tools/corpus/sources.tsv,
 where it came from and the independent reference's figures (tools/corpus/reference.py).
 
-  tools/corpus/make_manifest.py             # reads testdata/wild/local/<name>.pickle.zst
+  tools/corpus/make_manifest.py             # reads testdata/wild/{files,local}/<name>.pickle.zst
 
 A listed file that is not present keeps its entry of the committed manifest (its figures were
 made where it was; fetch.py gets it back), with its provenance and replay column refreshed from
@@ -51,7 +51,8 @@ def main():
             continue
         fields = line.split("\t") + ["", ""]
         name, repo, commit, path, licence, torch, replay = fields[:7]
-        local = ROOT / "testdata/wild/local" / f"{name}.pickle.zst"
+        carried = ROOT / "testdata/wild/files" / f"{name}.pickle.zst"
+        local = carried if carried.is_file() else ROOT / "testdata/wild/local" / f"{name}.pickle.zst"
         source = {"repo": repo, "path": path, "commit": commit, "licence": licence}
         if not local.is_file():
             if f"{name}.pickle.zst" not in committed:
@@ -82,7 +83,8 @@ def main():
         })
     out = {
         "what": "Real snapshots from public repositories and an independent reference's figures "
-                "(tools/corpus/reference.py); the files themselves are not committed (testdata/wild/local/).",
+                "(tools/corpus/reference.py); those with a licence that allows it are carried in testdata/wild/files/, "
+                "the others are not committed (testdata/wild/local/; testdata/wild/README.md).",
         "snapshots": entries,
     }
     manifest_path.write_text(json.dumps(out, indent=1) + "\n")
