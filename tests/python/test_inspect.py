@@ -174,6 +174,19 @@ def test_bad_options_raise_invalid_argument(rlmem, cli, snapshot):
         rlmem.inspect(path, categories="/nonexistent/rules.txt")
 
 
+@pytest.mark.parametrize("device", [2**64, 2**64 + 3, 2**63, 32768, -1])
+def test_a_device_outside_the_clis_range_is_refused_with_its_words_never_wrapped(rlmem, cli, snapshot, device):
+    # Issue 28: device=2**64 wrapped to 0 in ctypes and gave device 0's report.
+    path = snapshot("grpo_clean.pickle.zst")
+    code, _, err = cli("inspect", str(path), "--device", str(device))
+    assert code == 2
+    with pytest.raises(rlmem.InvalidArgumentError) as caught:
+        rlmem.inspect(path, device=device)
+    assert str(caught.value) == _cli_message(err), f"CLI: {err!r}, Python: {caught.value}"
+    with pytest.raises(rlmem.InvalidArgumentError):
+        rlmem.report(path, device=device)
+
+
 def test_bad_category_rules_are_invalid_arguments(rlmem, snapshot, tmp_path):
     rules = tmp_path / "rules.txt"
     rules.write_text("\n", encoding="utf-8")
