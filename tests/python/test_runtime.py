@@ -182,7 +182,7 @@ def test_sizes_past_a_uint64_are_refused_never_wrapped(fake, nbytes):
     with pytest.raises(rlmem.InvalidArgumentError, match=f"nbytes = {nbytes} is outside"):
         runtime.reserve_host_buffers(nbytes, device=fake)
     assert runtime.statistics(fake)["totals"]["host_buffer_bytes"] == 0, "expected nothing pinned"
-    with pytest.raises(rlmem.InvalidArgumentError, match="max_bytes must be a positive number of bytes up to 2\*\*64 - 1"):
+    with pytest.raises(rlmem.InvalidArgumentError, match=r"max_bytes must be a positive number of bytes up to 2\*\*64 - 1"):
         runtime.GrowableBuffer(nbytes, device=fake)
     buffer = runtime.GrowableBuffer(4 * MiB, device=fake)
     with pytest.raises(rlmem.InvalidArgumentError, match=f"nbytes = {nbytes} is outside"):
