@@ -180,11 +180,15 @@ def test_a_device_outside_the_clis_range_is_refused_with_its_words_never_wrapped
     path = snapshot("grpo_clean.pickle.zst")
     code, _, err = cli("inspect", str(path), "--device", str(device))
     assert code == 2
+    # The CLI's words, less its pointer to its own --help.
+    expected = _cli_message(err).removesuffix(" (see rlmem inspect --help)")
+    assert expected == f"--device: '{device}' is not a whole number from 0 to 32767", f"CLI: {err!r}"
     with pytest.raises(rlmem.InvalidArgumentError) as caught:
         rlmem.inspect(path, device=device)
-    assert str(caught.value) == _cli_message(err), f"CLI: {err!r}, Python: {caught.value}"
-    with pytest.raises(rlmem.InvalidArgumentError):
+    assert str(caught.value) == expected, f"expected the CLI's {expected!r}, seen {str(caught.value)!r}"
+    with pytest.raises(rlmem.InvalidArgumentError) as caught:
         rlmem.report(path, device=device)
+    assert str(caught.value) == expected, f"expected the CLI's {expected!r}, seen {str(caught.value)!r}"
 
 
 def test_bad_category_rules_are_invalid_arguments(rlmem, snapshot, tmp_path):
