@@ -30,16 +30,17 @@ def require_cuda(what: str, minimum: str, has_api: Optional[Callable[[Any], bool
     whatever torch would raise deep inside (an ``AttributeError`` from ``torch._C``, an
     ``AssertionError`` "Torch not compiled with CUDA enabled")."""
     torch = import_torch()
+    has_calls = has_api is None or has_api(torch)
+    if has_calls and torch.cuda.is_available():
+        return torch
     needs = f"{what} needs PyTorch {minimum} or later built with CUDA, and a CUDA device"
     version = getattr(torch, "__version__", "of unknown version")
     built = getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)
     if not built:
         raise DeviceError(f"{needs}: this torch ({version}) is built without CUDA")
-    if has_api is not None and not has_api(torch):
+    if not has_calls:
         raise DeviceError(f"{needs}: this torch ({version}) lacks the calls it uses")
-    if not torch.cuda.is_available():
-        raise DeviceError(f"{needs}: this torch ({version}) sees no CUDA device (torch.cuda.is_available() is False)")
-    return torch
+    raise DeviceError(f"{needs}: this torch ({version}) sees no CUDA device (torch.cuda.is_available() is False)")
 
 
 def default_cuda(cuda=None):
