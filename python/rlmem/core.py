@@ -18,9 +18,9 @@ __all__ = ["inspect", "report", "version", "library_path"]
 PathOrBytes = Union[str, "os.PathLike[str]", "os.PathLike[bytes]", bytes, bytearray, memoryview]
 
 _INT64_MAX = _lib.INT64[1]
-_UINT32_MAX = _lib.UINT32[1]
-# The CLI's bound on --device (max_device_index in src/cli/arguments.hpp).
+# The CLI's bounds on --device and --top (max_device_index and max_top in src/cli/arguments.hpp).
 _MAX_DEVICE_INDEX = 32767
+_MAX_TOP = 1_000_000
 
 
 def version() -> str:
@@ -66,9 +66,7 @@ def _options(lib, device, top, step_marker, limit, categories, keep_alive: list)
                                            f"--device: '{device}' is not a whole number from 0 to {_MAX_DEVICE_INDEX}")
     if isinstance(top, bool) or not isinstance(top, int):
         raise TypeError(f"top must be an int, not {type(top).__name__}")
-    if not 1 <= top <= _UINT32_MAX:
-        raise InvalidArgumentError(f"top must be at least 1, not {top}")
-    options.top = top
+    options.top = _lib.whole_number("top", top, (1, _MAX_TOP), f"--top: '{top}' is not a whole number from 1 to {_MAX_TOP}")
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise TypeError(f"limit must be a number of bytes (int) or None, not {type(limit).__name__}")
