@@ -160,7 +160,11 @@ def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
     for the next pause. Pinning runs at ~1 GB/s and the copies at ~50 GB/s, so a loop that
     pauses every step wants it; :func:`release_host_buffers` gives the memory back.
     ``history``: keep the last this many allocator events for :func:`dump_snapshot` (torch's
-    ``_record_memory_history`` raises under this route); 0 keeps none.
+    ``_record_memory_history`` raises under this route); 0 keeps none; at most 2**24 (48 bytes
+    an event, reserved when a device's runtime opens).
+
+    Needs PyTorch 2.0 or later built with CUDA, and a CUDA device: without them a
+    :class:`rlmem.DeviceError` says which is missing.
 
     A request the device cannot serve raises ``torch.OutOfMemoryError`` at the call, its message
     starting "CUDA out of memory (rlmem runtime)", never a null tensor: librlmem throws torch's
@@ -297,7 +301,9 @@ def reserve_host_buffers(nbytes: int, device: Optional[int] = None) -> None:
     """Pins host memory now for a later ``pause(keep="host")`` of up to ``nbytes``: pinning runs
     at ~2 GB/s against ~50 GB/s for the copies, so a pause that must pin as it goes is slow.
     Call it at startup with ``install(keep_host_buffers=True)`` and every pause and resume runs
-    at the copies' speed."""
+    at the copies' speed. More than a pause could ever back up (the smaller of ``capacity``, else
+    the device's memory, and half the host's physical memory) raises
+    :class:`InvalidArgumentError` naming the bound, with nothing pinned."""
     _call("rlmem_runtime_reserve_host_buffers", _device(device), _lib.whole_number("nbytes", nbytes, _lib.UINT64))
 
 
@@ -419,7 +425,8 @@ class GrowableBuffer:
         self._release.atexit = False
 
     def grow(self, nbytes: int) -> int:
-        """Makes the first ``nbytes`` usable; returns the bytes usable now (whole pages)."""
+        """Makes the first ``nbytes`` usable; returns the bytes usable now (whole pages). More
+        than ``max_bytes`` raises :class:`InvalidArgumentError` and changes nothing."""
         if not self._release.alive:
             raise RuntimeStateError("this GrowableBuffer was released")
         grown = ctypes.c_uint64()
