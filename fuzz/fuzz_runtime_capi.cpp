@@ -10,6 +10,10 @@
 // - the bytes written to a block read back bit-exact, also after a pause that kept them in host
 //   memory and its resume; after a pause that discarded them they read as zeros; a paused
 //   block cannot be read or written;
+// - refusals with their bounds (issue 28): the input's options with more history_entries than
+//   2^24 open nothing; a grow past the buffer's max_bytes (UINT64_MAX among them) changes
+//   nothing and leaves *grown unwritten; host buffers past what a pause could back up (the
+//   capacity, else the device) are refused;
 // - the statistics document parses, and its allocated bytes (in all and per tag) are the sum of
 //   the live blocks' sizes and growable buffers' grown bytes as this harness tracks them;
 // - differential (DESIGN.md: one policy, one implementation): a plain rlmem_policy over a second
@@ -106,6 +110,7 @@ struct growable_buffer {
   std::uint64_t key = 0;
   std::uint32_t tag = 0;
   std::uint64_t grown = 0;
+  std::uint64_t max_bytes = 0;
 };
 
 struct tag_model {
@@ -463,7 +468,7 @@ void reserve_growable(model& expected, input_reader& in, std::uint64_t total) {
     return;
   }
   FUZZ_CHECK(base == address && !expected.growables.contains(address));
-  expected.growables[address] = {*key, tag, 0};
+  expected.growables[address] = {*key, tag, 0, max_bytes};
 }
 
 void grow(model& expected, input_reader& in, std::uint64_t total) {
@@ -480,12 +485,16 @@ void grow(model& expected, input_reader& in, std::uint64_t total) {
   std::uint64_t bytes = growable_size(in, expected.page_bytes(), total);
   std::uint64_t grown = 12345;
   int status = checked([&](char** error) { return rlmem_runtime_grow(ordinal, address, bytes, &grown, error); });
-  if (bytes >= std::uint64_t{1} << 63 || buffer == nullptr) {
+  if (buffer == nullptr) {
     FUZZ_CHECK(status == RLMEM_E_INVALID_ARGUMENT);
     return;
   }
   if (expected.tags()[buffer->tag].paused) {
     FUZZ_CHECK(status == RLMEM_E_STATE && grown == buffer->grown);
+    return;
+  }
+  if (bytes > buffer->max_bytes) {  // UINT64_MAX among them: it once "succeeded" growing nothing
+    FUZZ_CHECK(status == RLMEM_E_INVALID_ARGUMENT && grown == 12345);
     return;
   }
   bool made = expected.grow(buffer->key, bytes);
@@ -575,12 +584,15 @@ void access_unmapped(input_reader& in) {
   FUZZ_CHECK(status == RLMEM_E_INVALID_ARGUMENT);
 }
 
-// Host buffers (a few slabs at most), peaks, the snapshot document.
-void other_calls(model& expected, input_reader& in) {
+// Host buffers (a few slabs at most, or more than a pause could back up: refused, nothing
+// pinned), peaks, the snapshot document.
+void other_calls(model& expected, input_reader& in, std::uint64_t host_buffers_limit) {
   switch (in.byte() % 4) {
     case 0: {
-      std::uint64_t bytes = expected.page_bytes() * (in.byte() % 9);
-      FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_reserve_host_buffers(ordinal, bytes, error); }) == RLMEM_OK);
+      std::uint8_t choice = in.byte();
+      std::uint64_t bytes = choice == 255 ? uint64_max : expected.page_bytes() * (choice % 9);
+      int status = checked([&](char** error) { return rlmem_runtime_reserve_host_buffers(ordinal, bytes, error); });
+      FUZZ_CHECK(status == (bytes > host_buffers_limit ? RLMEM_E_INVALID_ARGUMENT : RLMEM_OK));
       break;
     }
     case 1: FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_release_host_buffers(ordinal, error); }) == RLMEM_OK); break;
@@ -623,7 +635,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.history_entries = history[(flags >> 6) & 3];
 
   if (rlmem_runtime_is_open(ordinal) != 0) rlmem_runtime_close(ordinal);
+  // The same options keeping more events than the runtime's bound: refused, nothing opened.
+  rlmem_runtime_options too_much_history = options;
+  too_much_history.history_entries = (std::uint64_t{1} << 24) + 1 + flags;
+  FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_open_fake(ordinal, total, page, &too_much_history, error); }) ==
+             RLMEM_E_INVALID_ARGUMENT);
+  FUZZ_CHECK(rlmem_runtime_is_open(ordinal) == 0);
   FUZZ_CHECK(checked([&](char** error) { return rlmem_runtime_open_fake(ordinal, total, page, &options, error); }) == RLMEM_OK);
+  // What a pause could ever back up (the fake device is far below half of any host's memory).
+  std::uint64_t host_buffers_limit = options.capacity_bytes != 0 ? options.capacity_bytes : total;
 
   rlmem::fake_device_options device;
   device.total_bytes = total;
@@ -659,7 +679,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 16: write(expected, in); break;
       case 17: read_back(expected, in); break;
       case 18: access_unmapped(in); break;
-      default: other_calls(expected, in); break;
+      default: other_calls(expected, in, host_buffers_limit); break;
     }
     check_statistics(expected);
   }

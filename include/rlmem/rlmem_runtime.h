@@ -26,7 +26,9 @@ typedef struct rlmem_runtime_options {
   uint64_t reservation_bytes;  /**< address space per tag and stream; 0: the device's memory */
   uint64_t copy_chunk_bytes;   /**< pause/resume copy chunk and pinned slab size; 0: 64 MiB */
   int keep_host_buffers;       /**< 1: keep pinned slabs after resume for the next pause */
-  uint64_t history_entries;    /**< allocator events kept for rlmem_runtime_snapshot_json; 0: none */
+  uint64_t history_entries;    /**< allocator events kept for rlmem_runtime_snapshot_json; 0: none;
+                                    at most 2^24 (16777216; 768 MiB of host memory, reserved at open):
+                                    more is RLMEM_E_INVALID_ARGUMENT */
 } rlmem_runtime_options;
 
 /** Fills the caller's `struct_size` bytes of `options` with the defaults (every field 0) and
@@ -90,8 +92,11 @@ RLMEM_API int rlmem_runtime_empty_cache(int ordinal, char** error_out);
 RLMEM_API int rlmem_runtime_release_host_buffers(int ordinal, char** error_out);
 
 /** Pins host slabs now until `bytes` of them wait for the next pause, which then copies at full
- *  speed instead of pinning as it goes (~2 GB/s). RLMEM_E_NO_MEMORY when the host cannot pin
- *  that much (what was pinned stays, for release_host_buffers). */
+ *  speed instead of pinning as it goes (~2 GB/s). RLMEM_E_INVALID_ARGUMENT, nothing pinned, for
+ *  more than the smaller of the device memory the runtime may map (capacity_bytes, else the
+ *  device's total: the most a pause backs up) and half the host's physical memory (the message
+ *  says which, and how much); RLMEM_E_NO_MEMORY when the host cannot pin that much (what was
+ *  pinned stays, for release_host_buffers). */
 RLMEM_API int rlmem_runtime_reserve_host_buffers(int ordinal, uint64_t bytes, char** error_out);
 
 /** Every peak counter back to its current value (per-step peaks). */
@@ -102,8 +107,9 @@ RLMEM_API int rlmem_runtime_reset_peaks(int ordinal, char** error_out);
  *  for max_bytes 0 or 2^63 and more; RLMEM_E_NO_MEMORY when the address space is short. */
 RLMEM_API int rlmem_runtime_growable_reserve(int ordinal, uint64_t max_bytes, uint64_t* address, char** error_out);
 /** Makes the buffer's first `bytes` usable (rounded up to the page; never shrinks); `*grown` (may
- *  be NULL) receives the bytes usable now. RLMEM_E_NO_MEMORY, nothing changed, when it cannot;
- *  RLMEM_E_INVALID_ARGUMENT, `*grown` not written, for `bytes` of 2^63 or more. */
+ *  be NULL) receives the bytes usable now. RLMEM_E_INVALID_ARGUMENT, nothing changed and `*grown`
+ *  not written, for `bytes` more than the buffer's max_bytes; RLMEM_E_NO_MEMORY, nothing
+ *  changed, when the device has too little memory. */
 RLMEM_API int rlmem_runtime_grow(int ordinal, uint64_t address, uint64_t bytes, uint64_t* grown, char** error_out);
 RLMEM_API int rlmem_runtime_growable_release(int ordinal, uint64_t address, char** error_out);
 

@@ -68,8 +68,13 @@ struct runtime_options {
   /// 0xFF bytes: a NaN in every floating-point type (fp32, fp16, bf16, fp8 e5m2, fp64).
   std::uint8_t check_fill = 0xFF;
   /// Keep the last this many allocator events (allocations, frees, pages mapped and unmapped,
-  /// OOMs) for snapshot(), as torch's _record_memory_history keeps its trace; 0: none.
+  /// OOMs) for snapshot(), as torch's _record_memory_history keeps its trace; 0: none; at most
+  /// max_history_entries.
   std::uint64_t history_entries = 0;
+  /// The ring is reserved whole when the runtime opens: 2^24 events are 768 MiB of host memory,
+  /// hundreds of training steps of a large model's allocations (torch's own trace keeps 100,000
+  /// by default).
+  static constexpr std::uint64_t max_history_entries = std::uint64_t{1} << 24;
 };
 
 /// One event of the runtime's history, as a torch trace entry names it.
@@ -200,14 +205,21 @@ class runtime {
   void release_host_buffers();
   /// Pins slabs now until `bytes` of them (whole slabs) wait for the next pause, so that pinning,
   /// 25 times slower than the copies, is paid here and not inside it (with keep_host_buffers,
-  /// for every pause). out_of_memory when the host cannot pin that much: what was pinned stays.
+  /// for every pause). invalid_argument, nothing pinned, for more than host_buffers_limit();
+  /// out_of_memory when the host cannot pin that much: what was pinned stays.
   runtime_errc reserve_host_buffers(std::uint64_t bytes);
+  /// The most reserve_host_buffers() takes: the smaller of the device memory the runtime may map
+  /// (capacity_bytes, else the device's total), which is the most a pause ever backs up, and
+  /// half the host's physical memory, since pinned pages cannot be swapped out and a host pinned
+  /// to the brim meets the kernel's OOM killer. `why` says which bound it is.
+  std::uint64_t host_buffers_limit(std::string& why) const;
 
   /// A growable buffer in the current tag: `max_bytes` of address space reserved at once, no
   /// memory yet; its data never moves while it grows (a KV cache that grows with the sequence).
   runtime_errc reserve_growable(std::uint64_t max_bytes, std::uint64_t& address);
   /// Maps memory so that the buffer's first `bytes` are usable (rounded up to the page); never
-  /// shrinks. out_of_memory (nothing changed) past the device or the buffer's reservation.
+  /// shrinks. invalid_argument (nothing changed) for more than the buffer's max_bytes;
+  /// out_of_memory (nothing changed) past the device's memory.
   runtime_errc grow(std::uint64_t address, std::uint64_t bytes);
   /// Bytes usable at the buffer's start now.
   std::uint64_t grown_bytes(std::uint64_t address) const;
@@ -258,6 +270,7 @@ class runtime {
   struct growable {
     std::uint64_t key = 0;
     std::uint32_t tag = 0;
+    std::uint64_t max_bytes = 0;  // as the caller asked, before rounding to the page
   };
 
   tag_state& tag_named(std::string_view name);

@@ -17,8 +17,9 @@ import ctypes
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
-from .errors import LibraryError
+from .errors import InvalidArgumentError, LibraryError
 
 LIBRARY_NAME = "librlmem.so"
 
@@ -124,6 +125,56 @@ class RuntimeOptions(ctypes.Structure):
         ("keep_host_buffers", ctypes.c_int),
         ("history_entries", ctypes.c_uint64),
     ]
+
+
+#: The values each C integer type of the ABI holds. ctypes converts anything else silently
+#: modulo the type's width (2**64 passed as uint64_t arrives as 0, 2**32 as int as 0), so every
+#: integer is checked against its type's range before a call: see :func:`whole_number`.
+C_INT = (-(2**31), 2**31 - 1)
+UINT32 = (0, 2**32 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+UINT64 = (0, 2**64 - 1)
+SIZE_T = (0, 2 ** (8 * ctypes.sizeof(ctypes.c_size_t)) - 1)
+
+
+def whole_number(name: str, value: Any, bounds: tuple[int, int], out_of_range: str | None = None) -> int:
+    """``value`` as an int within ``bounds`` (low, high: the C type's range, or narrower), for a
+    ctypes call that would otherwise wrap it.
+
+    ``TypeError`` for what is not a number (a bool, a string, None); :class:`InvalidArgumentError`
+    for a number that is not whole (1.5), and outside the bounds, with ``out_of_range`` as its
+    message (the CLI's or the C library's wording for the same value, where one exists) or else
+    "<name> = <value> is outside [<low>, <high>]".
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} is a bool, not a number")
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} is {value!r}, not an integer")
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise TypeError(f"{name} is {value!r}, not an integer") from None
+    if number != value:
+        raise InvalidArgumentError(f"{name} = {value!r} is not a whole number")
+    low, high = bounds
+    if not low <= number <= high:
+        raise InvalidArgumentError(out_of_range if out_of_range is not None else f"{name} = {number} is outside [{low}, {high}]")
+    return number
+
+
+_BOUNDS_OF_TYPE = {ctypes.c_int: C_INT, ctypes.c_uint32: UINT32, ctypes.c_int64: INT64, ctypes.c_uint64: UINT64,
+                   ctypes.c_size_t: SIZE_T}
+
+
+def checked_arguments(name: str, function: Any, args: tuple) -> tuple:
+    """``args`` for ``function`` (a declared librlmem function named ``name``), each Python int
+    checked by :func:`whole_number` against the range of the C type it is declared as: what a
+    caller did not check with its own wording is still never wrapped."""
+    for position, (value, ctype) in enumerate(zip(args, function.argtypes), start=1):
+        bounds = _BOUNDS_OF_TYPE.get(ctype)
+        if bounds is not None and isinstance(value, int):
+            whole_number(f"{name}: argument {position}", value, bounds)
+    return args
 
 
 def candidate_paths() -> list[Path]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import inspect as _inspect
 import os
 import pickle
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from .errors import RlmemError
+from .errors import DeviceError, RlmemError
 
 
 def import_torch():
@@ -21,6 +21,26 @@ def import_torch():
     except ImportError as error:
         raise RlmemError(f"this part of rlmem needs PyTorch, which cannot be imported here ({error})") from None
     return torch
+
+
+def require_cuda(what: str, minimum: str, has_api: Optional[Callable[[Any], bool]] = None):
+    """torch, where it can run ``what``: built with CUDA (or ROCm's HIP, which torch.cuda drives
+    alike), with the calls ``has_api(torch)`` checks for (those of PyTorch ``minimum`` on), and
+    seeing a CUDA device. Else one :class:`DeviceError` that says what is missing, instead of
+    whatever torch would raise deep inside (an ``AttributeError`` from ``torch._C``, an
+    ``AssertionError`` "Torch not compiled with CUDA enabled")."""
+    torch = import_torch()
+    has_calls = has_api is None or has_api(torch)
+    if has_calls and torch.cuda.is_available():
+        return torch
+    needs = f"{what} needs PyTorch {minimum} or later built with CUDA, and a CUDA device"
+    version = getattr(torch, "__version__", "of unknown version")
+    built = getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)
+    if not built:
+        raise DeviceError(f"{needs}: this torch ({version}) is built without CUDA")
+    if not has_calls:
+        raise DeviceError(f"{needs}: this torch ({version}) lacks the calls it uses")
+    raise DeviceError(f"{needs}: this torch ({version}) sees no CUDA device (torch.cuda.is_available() is False)")
 
 
 def default_cuda(cuda=None):

@@ -85,7 +85,7 @@ def _open(device: int) -> bool:
     from . import _lib
 
     lib, _ = _lib.load()
-    return bool(lib.rlmem_runtime_is_open(int(device)))
+    return bool(lib.rlmem_runtime_is_open(_lib.whole_number("device", device, _lib.C_INT, f"device {device} is out of range")))
 
 
 def _is_accumulated(key: str) -> bool:

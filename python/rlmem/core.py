@@ -17,8 +17,10 @@ __all__ = ["inspect", "report", "version", "library_path"]
 
 PathOrBytes = Union[str, "os.PathLike[str]", "os.PathLike[bytes]", bytes, bytearray, memoryview]
 
-_INT64_MAX = 2**63 - 1
-_UINT32_MAX = 2**32 - 1
+_INT64_MAX = _lib.INT64[1]
+# The CLI's bounds on --device and --top (max_device_index and max_top in src/cli/arguments.hpp).
+_MAX_DEVICE_INDEX = 32767
+_MAX_TOP = 1_000_000
 
 
 def version() -> str:
@@ -60,14 +62,11 @@ def _options(lib, device, top, step_marker, limit, categories, keep_alive: list)
     if device is not None:
         if isinstance(device, bool) or not isinstance(device, int):
             raise TypeError(f"device must be an int or None, not {type(device).__name__}")
-        if device < 0:
-            raise InvalidArgumentError(f"device {device} is not a CUDA device (None: the one with the longest trace)")
-        options.device = device
+        options.device = _lib.whole_number("device", device, (0, _MAX_DEVICE_INDEX),
+                                           f"--device: '{device}' is not a whole number from 0 to {_MAX_DEVICE_INDEX}")
     if isinstance(top, bool) or not isinstance(top, int):
         raise TypeError(f"top must be an int, not {type(top).__name__}")
-    if not 1 <= top <= _UINT32_MAX:
-        raise InvalidArgumentError(f"top must be at least 1, not {top}")
-    options.top = top
+    options.top = _lib.whole_number("top", top, (1, _MAX_TOP), f"--top: '{top}' is not a whole number from 1 to {_MAX_TOP}")
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise TypeError(f"limit must be a number of bytes (int) or None, not {type(limit).__name__}")

@@ -186,6 +186,8 @@ class record:
     def __enter__(self) -> "record":
         if self.active:
             raise RlmemError("this rlmem.record is already active (use one per block, or one per thread)")
+        if self._cuda is None:
+            _torch.require_cuda("rlmem.record", "1.13")
         cuda = _torch.default_cuda(self._cuda)
         self._cuda_module = cuda
         enabled = _torch.history_enabled(cuda)

@@ -20,9 +20,8 @@ from .errors import InvalidArgumentError, RLMEM_OK, error_for_status
 __all__ = ["leak_check", "LeakVerdict", "StepRules", "StepJudgment", "judge_step", "judge_imbalance",
            "SAMPLE_FIELDS"]
 
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
-_UINT64_MAX = 2**64 - 1
+_INT64_MIN, _INT64_MAX = _lib.INT64
+_UINT64_MAX = _lib.UINT64[1]
 
 #: The figures of a step end, in the order of rlmem_step_sample.
 SAMPLE_FIELDS = ("step", "allocated", "reserved", "inactive_split", "step_peak_allocated", "step_peak_reserved",
@@ -31,17 +30,7 @@ SAMPLE_FIELDS = ("step", "allocated", "reserved", "inactive_split", "step_peak_a
 
 def _whole(name: str, value, low: int, high: int) -> int:
     """`value` as an int of the C type [low, high], or the error that names it."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} is a bool, not a number")
-    try:
-        number = int(value)
-    except (TypeError, ValueError, OverflowError):
-        raise TypeError(f"{name} is {value!r}, not an integer") from None
-    if number != value:
-        raise InvalidArgumentError(f"{name} = {value!r} is not a whole number")
-    if not low <= number <= high:
-        raise InvalidArgumentError(f"{name} = {number} is outside [{low}, {high}]")
-    return number
+    return _lib.whole_number(name, value, (low, high))
 
 
 def _int_series(name: str, values: Iterable[int], low: int, high: int) -> list[int]:

@@ -42,7 +42,7 @@ import types
 import weakref
 from typing import Any, Iterator, Optional
 
-from . import _lib, _torch_stats
+from . import _lib, _torch, _torch_stats
 from .errors import InvalidArgumentError, RuntimeStateError, error_for_status
 
 __all__ = [
@@ -83,7 +83,8 @@ def _check(lib: ctypes.CDLL, status: int, error: ctypes.c_void_p) -> None:
 def _call(name: str, *args: Any) -> None:
     lib, _ = _lib.load()
     error = ctypes.c_void_p()
-    status = getattr(lib, name)(*args, ctypes.byref(error))
+    function = getattr(lib, name)
+    status = function(*_lib.checked_arguments(name, function, args), ctypes.byref(error))
     _check(lib, status, error)
 
 
@@ -92,7 +93,8 @@ def _document(name: str, device: Optional[int], *args: Any) -> Any:
     lib, _ = _lib.load()
     document = ctypes.c_void_p()
     error = ctypes.c_void_p()
-    status = getattr(lib, name)(_device(device), *args, ctypes.byref(document), ctypes.byref(error))
+    function = getattr(lib, name)
+    status = function(*_lib.checked_arguments(name, function, (_device(device), *args)), ctypes.byref(document), ctypes.byref(error))
     text = _lib.take_string(lib, document)
     _check(lib, status, error)
     return json.loads(text)
@@ -104,25 +106,33 @@ def _options(capacity: Optional[int], release_free_pages: bool, copy_chunk_bytes
     options = _lib.RuntimeOptions()
     lib.rlmem_runtime_options_init(ctypes.byref(options))
     if capacity is not None:
-        if int(capacity) <= 0:
-            raise InvalidArgumentError(f"capacity must be a positive number of bytes, not {capacity!r}")
-        options.capacity_bytes = int(capacity)
+        options.capacity_bytes = _lib.whole_number("capacity", capacity, (1, _lib.UINT64[1]),
+                                                   f"capacity must be a positive number of bytes up to 2**64 - 1, not {capacity!r}")
     options.release_free_pages = 1 if release_free_pages else 0
     if copy_chunk_bytes is not None:
-        options.copy_chunk_bytes = int(copy_chunk_bytes)
+        options.copy_chunk_bytes = _lib.whole_number("copy_chunk_bytes", copy_chunk_bytes, _lib.UINT64)
     options.keep_host_buffers = 1 if keep_host_buffers else 0
-    if int(history) < 0:
-        raise InvalidArgumentError(f"history must be a number of events (0: none), not {history!r}")
-    options.history_entries = int(history)
+    options.history_entries = _lib.whole_number("history", history, _lib.UINT64,
+                                                f"history must be a number of events (0: none) up to 2**64 - 1, not {history!r}")
     return options
 
 
 def _device(device: Optional[int]) -> int:
     if device is not None:
-        return int(device)
-    import torch
-
+        # The C library's wording for an ordinal it does not take.
+        return _lib.whole_number("device", device, _lib.C_INT, f"device {device} is out of range")
+    torch = _torch.require_cuda("rlmem.runtime's current device (device=None)", "2.0")
     return int(torch.cuda.current_device())
+
+
+def _tag_name(tag: Any) -> bytes:
+    """``tag`` as the C ABI takes it. The C string ends at its first NUL, so a name holding one
+    would name another tag ("a\\0b" is "a"): refused."""
+    if not isinstance(tag, str):
+        raise TypeError(f"a tag name is a str, not {type(tag).__name__}")
+    if "\0" in tag:
+        raise InvalidArgumentError(f"tag name {tag!r} contains a NUL character")
+    return tag.encode()
 
 
 def _ensure_open(device: int) -> None:
@@ -150,7 +160,11 @@ def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
     for the next pause. Pinning runs at ~1 GB/s and the copies at ~50 GB/s, so a loop that
     pauses every step wants it; :func:`release_host_buffers` gives the memory back.
     ``history``: keep the last this many allocator events for :func:`dump_snapshot` (torch's
-    ``_record_memory_history`` raises under this route); 0 keeps none.
+    ``_record_memory_history`` raises under this route); 0 keeps none; at most 2**24 (48 bytes
+    an event, reserved when a device's runtime opens).
+
+    Needs PyTorch 2.0 or later built with CUDA, and a CUDA device: without them a
+    :class:`rlmem.DeviceError` says which is missing.
 
     A request the device cannot serve raises ``torch.OutOfMemoryError`` at the call, its message
     starting "CUDA out of memory (rlmem runtime)", never a null tensor: librlmem throws torch's
@@ -158,7 +172,7 @@ def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
     it, a ``RuntimeError`` with the same message).
     """
     global _installed, _history_entries
-    import torch
+    torch = _torch.require_cuda("rlmem.runtime.install()", "2.0", _has_pluggable_allocator)
 
     with _state_lock:
         if _installed:
@@ -177,6 +191,16 @@ def install(*, capacity: Optional[int] = None, release_free_pages: bool = False,
         _torch_stats.enable()  # torch.cuda.memory_allocated() & co. answered by rlmem (docs/runtime-compat.md)
 
 
+def _has_pluggable_allocator(torch: Any) -> bool:
+    """torch.cuda.memory.CUDAPluggableAllocator's machinery (PyTorch 2.0 on)."""
+    return hasattr(torch._C, "_cuda_customAllocator") and hasattr(torch.cuda.memory, "change_current_allocator")
+
+
+def _has_memory_pools(torch: Any) -> bool:
+    """torch.cuda.MemPool and use_mem_pool (PyTorch 2.5 on) over the pluggable allocator."""
+    return _has_pluggable_allocator(torch) and hasattr(torch.cuda, "MemPool") and hasattr(torch.cuda, "use_mem_pool")
+
+
 def installed() -> bool:
     """Whether :func:`install` made rlmem the process's allocator."""
     return _installed
@@ -193,9 +217,10 @@ def region(tag: str, device: Optional[int] = None) -> Iterator[None]:
     """Allocations inside (every thread, autograd's included) belong to ``tag``; regions nest."""
     if not isinstance(tag, str) or not tag:
         raise InvalidArgumentError("a region needs a tag name (a non-empty string)")
+    name = _tag_name(tag)
     ordinal = _device(device)
     _ensure_open(ordinal)
-    _call("rlmem_runtime_enter_region", ordinal, tag.encode())
+    _call("rlmem_runtime_enter_region", ordinal, name)
     try:
         yield
     finally:
@@ -212,22 +237,24 @@ def pause(tag: str, keep: str = "discard", device: Optional[int] = None) -> None
     """
     if keep not in ("discard", "host"):
         raise InvalidArgumentError(f'keep must be "discard" or "host", not {keep!r}')
+    name = _tag_name(tag)
     ordinal = _device(device)
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing():
         raise RuntimeStateError(f"pause({tag!r}) during a CUDA graph capture: the capture cannot fence the device; "
                                 "pause before or after it")
-    _call("rlmem_runtime_pause", ordinal, tag.encode(), 1 if keep == "host" else 0)
+    _call("rlmem_runtime_pause", ordinal, name, 1 if keep == "host" else 0)
 
 
 def resume(tag: str, device: Optional[int] = None) -> None:
     """Maps memory again at the tag's addresses and restores (or zero-fills) the contents. If
     the device has too little free memory, nothing changes and the tag stays paused. In the
     checking mode, warns (``RuntimeWarning``) when the tag's memory was written while paused."""
+    name = _tag_name(tag)
     ordinal = _device(device)
     checking = os.environ.get("RLMEM_CHECK_PAUSED") == "1"
     before = _writes_while_paused(ordinal, tag) if checking else 0
-    _call("rlmem_runtime_resume", ordinal, tag.encode())
+    _call("rlmem_runtime_resume", ordinal, name)
     if checking and _writes_while_paused(ordinal, tag) > before:
         warnings.warn(f"rlmem: tag {tag!r} was written while paused (a kernel used its tensors between pause and "
                       "resume); its contents are restored from before the pause", RuntimeWarning, stacklevel=2)
@@ -244,7 +271,7 @@ def release_graph_memory(tag: Optional[str] = None, device: Optional[int] = None
     """Frees the blocks CUDA graph captures allocated that the program has freed since (``tag``,
     or every tag): rlmem keeps them because every replay of the graph still uses them, as torch
     keeps a graph's private pool. Call it once those graphs are gone."""
-    _call("rlmem_runtime_release_graph_memory", _device(device), None if tag is None else tag.encode())
+    _call("rlmem_runtime_release_graph_memory", _device(device), None if tag is None else _tag_name(tag))
 
 
 def blocks_still_filled(tag: str, tensors: Optional[dict] = None, device: Optional[int] = None) -> list:
@@ -253,7 +280,7 @@ def blocks_still_filled(tag: str, tensors: Optional[dict] = None, device: Option
     real zero tensor also matches): memory discarded and never written since, such as weights not
     loaded again. Gives ``[(address, size)]``; with ``tensors`` (a name -> tensor mapping, such
     as ``dict(model.named_parameters())``), the names of the tensors inside those blocks."""
-    listed = _document("rlmem_runtime_blocks_still_filled_json", device, tag.encode())
+    listed = _document("rlmem_runtime_blocks_still_filled_json", device, _tag_name(tag))
     blocks = [(int(each["address"]), int(each["size"])) for each in listed]
     if tensors is None:
         return blocks
@@ -274,10 +301,10 @@ def reserve_host_buffers(nbytes: int, device: Optional[int] = None) -> None:
     """Pins host memory now for a later ``pause(keep="host")`` of up to ``nbytes``: pinning runs
     at ~2 GB/s against ~50 GB/s for the copies, so a pause that must pin as it goes is slow.
     Call it at startup with ``install(keep_host_buffers=True)`` and every pause and resume runs
-    at the copies' speed."""
-    if int(nbytes) < 0:
-        raise InvalidArgumentError(f"nbytes must not be negative, not {nbytes!r}")
-    _call("rlmem_runtime_reserve_host_buffers", _device(device), int(nbytes))
+    at the copies' speed. More than a pause could ever back up (the smaller of ``capacity``, else
+    the device's memory, and half the host's physical memory) raises
+    :class:`InvalidArgumentError` naming the bound, with nothing pinned."""
+    _call("rlmem_runtime_reserve_host_buffers", _device(device), _lib.whole_number("nbytes", nbytes, _lib.UINT64))
 
 
 def release_host_buffers(device: Optional[int] = None) -> None:
@@ -356,7 +383,7 @@ def pool(tag: str, device: Optional[int] = None) -> Iterator[Any]:
     pool; one pool per tag and device, kept for the process's life (PyTorch frees a pool's
     memory only when nothing references it)."""
     global _pool_allocator
-    import torch
+    torch = _torch.require_cuda("rlmem.runtime.pool()", "2.5", _has_memory_pools)
 
     ordinal = _device(device)
     with _state_lock:
@@ -384,25 +411,26 @@ class GrowableBuffer:
     """
 
     def __init__(self, max_bytes: int, device: Optional[int] = None):
-        if int(max_bytes) <= 0:
-            raise InvalidArgumentError(f"max_bytes must be positive, not {max_bytes!r}")
+        wanted = _lib.whole_number("max_bytes", max_bytes, (1, _lib.UINT64[1]),
+                                   f"max_bytes must be a positive number of bytes up to 2**64 - 1, not {max_bytes!r}")
         self.device = _device(device)
         _ensure_open(self.device)
         address = ctypes.c_uint64()
-        _call("rlmem_runtime_growable_reserve", self.device, int(max_bytes), ctypes.byref(address))
+        _call("rlmem_runtime_growable_reserve", self.device, wanted, ctypes.byref(address))
         self.address = address.value
-        self.max_bytes = int(max_bytes)
+        self.max_bytes = wanted
         self.nbytes = 0
         self._release = weakref.finalize(self, _release_growable, self.device, self.address)
         # Not at interpreter exit: the process's CUDA context may be gone by then.
         self._release.atexit = False
 
     def grow(self, nbytes: int) -> int:
-        """Makes the first ``nbytes`` usable; returns the bytes usable now (whole pages)."""
+        """Makes the first ``nbytes`` usable; returns the bytes usable now (whole pages). More
+        than ``max_bytes`` raises :class:`InvalidArgumentError` and changes nothing."""
         if not self._release.alive:
             raise RuntimeStateError("this GrowableBuffer was released")
         grown = ctypes.c_uint64()
-        _call("rlmem_runtime_grow", self.device, self.address, int(nbytes), ctypes.byref(grown))
+        _call("rlmem_runtime_grow", self.device, self.address, _lib.whole_number("nbytes", nbytes, _lib.UINT64), ctypes.byref(grown))
         self.nbytes = grown.value
         return self.nbytes
 
@@ -455,7 +483,7 @@ def _open_fake(device: int, total_bytes: int, granularity: int = 2 << 20, **opti
 
 def _close(device: int) -> None:
     lib, _ = _lib.load()
-    lib.rlmem_runtime_close(device)
+    lib.rlmem_runtime_close(_device(device))
 
 
 def _allocate(device: int, size: int, stream: int = 0) -> int:

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <pthread.h>  // pthread_rwlock_t: a writer-preferring lock
+
 #include <array>
 #include <cstddef>  // offsetof
 #include <cstdlib>
@@ -20,7 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
-#include <shared_mutex>
+#include <shared_mutex>  // std::shared_lock
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,13 +35,48 @@ struct open_runtime {
   std::unique_ptr<rlmem::runtime> rt;
 };
 
-// Ordinals 0..63: more GPUs than any host has. Readers (allocations) share the lock; opening and
-// closing take it alone.
+// A reader-writer lock under which no new reader starts while a writer waits. std::shared_mutex
+// is glibc's reader-preferring rwlock: with threads allocating back to back its readers never
+// all left at once, and a close waited more than 15 s (issue 28). No thread takes it twice, which
+// under writer preference would wait behind the queued writer for ever.
+class writer_preferring_lock {
+ public:
+  writer_preferring_lock() noexcept {
+    pthread_rwlockattr_t attributes;
+    pthread_rwlockattr_init(&attributes);
+    pthread_rwlockattr_setkind_np(&attributes, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&lock_, &attributes);
+    pthread_rwlockattr_destroy(&attributes);
+  }
+  ~writer_preferring_lock() { pthread_rwlock_destroy(&lock_); }
+  writer_preferring_lock(const writer_preferring_lock&) = delete;
+  writer_preferring_lock& operator=(const writer_preferring_lock&) = delete;
+
+  void lock() noexcept { pthread_rwlock_wrlock(&lock_); }
+  void unlock() noexcept { pthread_rwlock_unlock(&lock_); }
+  void lock_shared() noexcept { pthread_rwlock_rdlock(&lock_); }
+  void unlock_shared() noexcept { pthread_rwlock_unlock(&lock_); }
+
+ private:
+  pthread_rwlock_t lock_;
+};
+
+// One device's runtime, and the lock that keeps it alive while calls use it: calls (readers)
+// share it, opening and closing take it alone. A lock per device, so that opening or closing one
+// device never waits for calls on another.
+struct device_slot {
+  writer_preferring_lock lock;
+  std::unique_ptr<open_runtime> open;
+};
+
+// Ordinals 0..63: more GPUs than any host has.
 constexpr int max_devices = 64;
-std::shared_mutex registry_lock;
-std::array<std::unique_ptr<open_runtime>, max_devices> registry;
+std::array<device_slot, max_devices> registry;
 // rlmem_runtime_configure's options, for runtimes opened by first use; struct_size 0: none.
+std::mutex configured_lock;
 rlmem_runtime_options configured{};
+
+device_slot& slot_of(int ordinal) noexcept { return registry[static_cast<std::size_t>(ordinal)]; }
 
 using rlmem::capi::layout_ending_at;
 
@@ -64,10 +101,15 @@ rlmem_runtime_options runtime_options_defaults() noexcept {
 }
 
 // The caller's options as this library's struct (fields past their struct_size at their
-// defaults); false with the reason when struct_size is no layout.
+// defaults); false with the reason when struct_size is no layout or a field is out of bounds.
 bool read_options(const rlmem_runtime_options* caller, rlmem_runtime_options& read, std::string& why) {
   if (!rlmem::capi::known_layout(runtime_options_layouts, rlmem::capi::caller_struct_size(caller), why)) return false;
   read = rlmem::capi::read_caller_struct(caller, runtime_options_defaults());
+  if (read.history_entries > rlmem::runtime_options::max_history_entries) {
+    why = "history_entries " + std::to_string(read.history_entries) + " is more than the " +
+          std::to_string(rlmem::runtime_options::max_history_entries) + " events the runtime keeps";
+    return false;
+  }
   return true;
 }
 
@@ -102,7 +144,8 @@ bool valid_ordinal(int ordinal) noexcept { return ordinal >= 0 && ordinal < max_
 
 // Growable buffers of 2^63 bytes or more are refused here: no device has that much address
 // space, and the policy rounds sizes up to its page, which wraps past 2^64 for sizes within a
-// page of it (a grow "succeeded" without growing, a reservation of 0 bytes faulted).
+// page of it (a reservation of 0 bytes faulted). A grow past the buffer's max_bytes is refused
+// by the runtime.
 constexpr std::uint64_t growable_size_limit = std::uint64_t{1} << 63;
 
 // Reads the caller's options; false with the reason when they are not this library's.
@@ -131,11 +174,10 @@ int install(int ordinal, std::unique_ptr<rlmem::device> gpu, const rlmem_runtime
   auto made = std::make_unique<open_runtime>();
   made->rt = std::make_unique<rlmem::runtime>(*gpu, converted);
   made->gpu = std::move(gpu);
-  std::unique_lock hold(registry_lock);
-  if (registry[static_cast<std::size_t>(ordinal)]) {
-    return report(error_out, RLMEM_E_STATE, "the runtime of device " + std::to_string(ordinal) + " is open already");
-  }
-  registry[static_cast<std::size_t>(ordinal)] = std::move(made);
+  device_slot& slot = slot_of(ordinal);
+  std::unique_lock hold(slot.lock);
+  if (slot.open) return report(error_out, RLMEM_E_STATE, "the runtime of device " + std::to_string(ordinal) + " is open already");
+  slot.open = std::move(made);
   return RLMEM_OK;
 }
 
@@ -150,8 +192,9 @@ int with_runtime(int ordinal, char** error_out, Call call) noexcept {
   if (error_out != nullptr) *error_out = nullptr;
   if (!valid_ordinal(ordinal)) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "device " + std::to_string(ordinal) + " is out of range");
   try {
-    std::shared_lock hold(registry_lock);
-    open_runtime* open = registry[static_cast<std::size_t>(ordinal)].get();
+    device_slot& slot = slot_of(ordinal);
+    std::shared_lock hold(slot.lock);
+    open_runtime* open = slot.open.get();
     if (open == nullptr) return report(error_out, RLMEM_E_STATE, "the runtime of device " + std::to_string(ordinal) + " is not open");
     rlmem::runtime_errc code = call(*open->rt);
     if (code == rlmem::runtime_errc::ok) return RLMEM_OK;
@@ -189,13 +232,8 @@ void* torch_allocate(std::size_t size, int device, void* stream, std::string& wh
     why = "device " + std::to_string(device) + " is out of range";
     return nullptr;
   }
-  bool open = false;
-  {
-    std::shared_lock hold(registry_lock);
-    open = registry[static_cast<std::size_t>(device)] != nullptr;
-  }
   char* error = nullptr;
-  if (!open) {
+  if (rlmem_runtime_is_open(device) == 0) {
     // First use of this device: its runtime opens with the configured options.
     int status = rlmem_runtime_open_cuda(device, nullptr, &error);
     if (status != RLMEM_OK && status != RLMEM_E_STATE) {
@@ -236,7 +274,7 @@ int rlmem_runtime_configure(const rlmem_runtime_options* options, char** error_o
     rlmem_runtime_options whole{};
     std::string why;
     if (options != nullptr && !read_options(options, whole, why)) return report(error_out, RLMEM_E_INVALID_ARGUMENT, why);
-    std::unique_lock hold(registry_lock);
+    std::lock_guard hold(configured_lock);
     configured = whole;
     return RLMEM_OK;
   } catch (...) {
@@ -253,7 +291,7 @@ int rlmem_runtime_open_cuda(int ordinal, const rlmem_runtime_options* options, c
     if (!gpu) return report(error_out, RLMEM_E_DEVICE, why);
     rlmem_runtime_options given{};
     if (options == nullptr) {
-      std::shared_lock hold(registry_lock);
+      std::lock_guard hold(configured_lock);
       given = configured;
     }
     return install(ordinal, std::move(gpu), options != nullptr ? options : (given.struct_size != 0 ? &given : nullptr), error_out);
@@ -288,8 +326,9 @@ int rlmem_runtime_close(int ordinal) {
   if (!valid_ordinal(ordinal)) return RLMEM_E_INVALID_ARGUMENT;
   std::unique_ptr<open_runtime> closing;
   {
-    std::unique_lock hold(registry_lock);
-    closing = std::move(registry[static_cast<std::size_t>(ordinal)]);
+    device_slot& slot = slot_of(ordinal);
+    std::unique_lock hold(slot.lock);
+    closing = std::move(slot.open);
   }
   if (!closing) return RLMEM_E_STATE;
   closing->rt.reset();  // its memory back to the device before the device closes
@@ -298,8 +337,9 @@ int rlmem_runtime_close(int ordinal) {
 
 int rlmem_runtime_is_open(int ordinal) {
   if (!valid_ordinal(ordinal)) return 0;
-  std::shared_lock hold(registry_lock);
-  return registry[static_cast<std::size_t>(ordinal)] != nullptr ? 1 : 0;
+  device_slot& slot = slot_of(ordinal);
+  std::shared_lock hold(slot.lock);
+  return slot.open != nullptr ? 1 : 0;
 }
 
 int rlmem_runtime_allocate(int ordinal, uint64_t size, uint64_t stream, uint64_t* address, char** error_out) {
@@ -381,12 +421,9 @@ int rlmem_runtime_growable_reserve(int ordinal, uint64_t max_bytes, uint64_t* ad
 }
 
 int rlmem_runtime_grow(int ordinal, uint64_t address, uint64_t bytes, uint64_t* grown, char** error_out) {
-  if (bytes >= growable_size_limit) {
-    return report(error_out, RLMEM_E_INVALID_ARGUMENT, "growing a buffer to " + std::to_string(bytes) + " bytes: 2^63 or more");
-  }
   return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
     rlmem::runtime_errc code = rt.grow(address, bytes);
-    if (grown != nullptr) *grown = rt.grown_bytes(address);
+    if (grown != nullptr && code != rlmem::runtime_errc::invalid_argument) *grown = rt.grown_bytes(address);
     return code;
   });
 }

@@ -9,6 +9,8 @@
 #include <iterator>
 #include <new>
 
+#include <unistd.h>  // sysconf: the host's physical memory
+
 namespace rlmem {
 
 namespace {
@@ -310,8 +312,29 @@ void runtime::release_host_buffers() {
   spare_slabs_.clear();
 }
 
+std::uint64_t runtime::host_buffers_limit(std::string& why) const {
+  std::uint64_t device_bytes = options_.policy.capacity_bytes != 0 ? options_.policy.capacity_bytes : gpu_.config().total_bytes;
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page_bytes = sysconf(_SC_PAGESIZE);
+  // A host that does not say (sysconf fails) is bounded by the device alone.
+  std::uint64_t host_half = pages > 0 && page_bytes > 0 ? static_cast<std::uint64_t>(pages) / 2 * static_cast<std::uint64_t>(page_bytes)
+                                                        : UINT64_MAX;
+  if (host_half < device_bytes) {
+    why = "half the host's physical memory";
+    return host_half;
+  }
+  why = options_.policy.capacity_bytes != 0 ? "the runtime's capacity, the most a pause backs up"
+                                            : "the device's memory, the most a pause backs up";
+  return device_bytes;
+}
+
 runtime_errc runtime::reserve_host_buffers(std::uint64_t bytes) {
   std::lock_guard hold(lock_);
+  std::string bound;
+  if (std::uint64_t limit = host_buffers_limit(bound); bytes > limit) {
+    return fail(runtime_errc::invalid_argument, "reserving " + std::to_string(bytes) + " bytes of pinned host memory: more than " +
+                                                    std::to_string(limit) + " (" + mib(limit) + ", " + bound + "); nothing pinned");
+  }
   std::uint64_t slabs = bytes / options_.copy_chunk_bytes + (bytes % options_.copy_chunk_bytes != 0 ? 1 : 0);
   while (spare_slabs_.size() < slabs) {
     void* slab = nullptr;
@@ -595,7 +618,7 @@ runtime_errc runtime::reserve_growable(std::uint64_t max_bytes, std::uint64_t& a
     return fail(runtime_errc::out_of_memory, "no address space for a growable buffer of " + mib(max_bytes));
   }
   ++next_arena_key_;
-  growables_.emplace(address, growable{key, tag_id});
+  growables_.emplace(address, growable{key, tag_id, max_bytes});
   tags_[tag_id].arena_keys.push_back(key);
   return runtime_errc::ok;
 }
@@ -606,6 +629,10 @@ runtime_errc runtime::grow(std::uint64_t address, std::uint64_t bytes) {
   if (found == growables_.end()) return fail(runtime_errc::unknown_pointer, "not a growable buffer's address");
   tag_state& tag = tags_[found->second.tag];
   if (tag.stats.paused) return fail(runtime_errc::paused, "tag '" + tag.stats.name + "' is paused: resume it before growing its buffers");
+  if (bytes > found->second.max_bytes) {
+    return fail(runtime_errc::invalid_argument, "growing a buffer to " + std::to_string(bytes) + " bytes: more than its max_bytes, " +
+                                                    std::to_string(found->second.max_bytes));
+  }
   std::uint64_t before = policy_.grown_bytes(found->second.key);
   if (!policy_.grow(found->second.key, bytes)) {
     for (tag_state& each : tags_) refresh_mapped(each);
@@ -614,7 +641,7 @@ runtime_errc runtime::grow(std::uint64_t address, std::uint64_t bytes) {
     ++totals_.ooms;
     return fail(runtime_errc::out_of_memory, "a growable buffer cannot grow to " + std::to_string(bytes) + " bytes: " +
                                                  mib(static_cast<std::uint64_t>(policy_.reserved_bytes())) +
-                                                 " mapped by rlmem, or past the buffer's reservation");
+                                                 " mapped by rlmem");
   }
   std::uint64_t added = policy_.grown_bytes(found->second.key) - before;
   tag.stats.allocated_bytes.add(added);
@@ -633,7 +660,8 @@ runtime_errc runtime::release_growable(std::uint64_t address) {
   std::lock_guard hold(lock_);
   auto found = growables_.find(address);
   if (found == growables_.end()) return fail(runtime_errc::unknown_pointer, "not a growable buffer's address, or released twice");
-  auto [key, tag_id] = found->second;
+  std::uint64_t key = found->second.key;
+  std::uint32_t tag_id = found->second.tag;
   address_run range;
   if (policy_.arena_range(key, range)) {
     if (runtime_errc code = unpoison(tags_[tag_id], range); code != runtime_errc::ok) return code;

@@ -10,9 +10,12 @@
 #include <rlmem/rlmem_runtime.h>
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "c_check.h"
 
@@ -397,6 +400,133 @@ static void test_runtime_errors_per_thread(void) {
   CHECK(rlmem_runtime_close(7) == RLMEM_OK, "close");
 }
 
+/* Issue 28: rlmem_runtime_grow(UINT64_MAX) succeeded with nothing grown; a size past the
+ * buffer's max_bytes is a bad argument that changes nothing and leaves *grown as it was. */
+static void test_growing_past_max_bytes_is_an_invalid_argument(void) {
+  const uint64_t mib = 1u << 20;
+  CHECK(rlmem_runtime_open_fake(8, 64 * mib, 2 * mib, NULL, NULL) == RLMEM_OK, "open");
+  uint64_t buffer = 0;
+  CHECK(rlmem_runtime_growable_reserve(8, 8 * mib, &buffer, NULL) == RLMEM_OK, "reserve 8 MiB");
+  const uint64_t too_big[] = {UINT64_MAX, (uint64_t)1 << 63, 8 * mib + 1};
+  for (size_t i = 0; i < sizeof too_big / sizeof too_big[0]; ++i) {
+    uint64_t grown = 12345;
+    char* error = NULL;
+    int status = rlmem_runtime_grow(8, buffer, too_big[i], &grown, &error);
+    CHECK(status == RLMEM_E_INVALID_ARGUMENT, "grow to %llu: expected RLMEM_E_INVALID_ARGUMENT, seen %s", (unsigned long long)too_big[i],
+          rlmem_status_name(status));
+    CHECK(error != NULL && strstr(error, "more than its max_bytes, 8388608") != NULL, "grow to %llu: the line says why, seen: %s",
+          (unsigned long long)too_big[i], error ? error : "(none)");
+    CHECK(grown == 12345, "grow to %llu: *grown expected untouched, seen %llu", (unsigned long long)too_big[i], (unsigned long long)grown);
+    rlmem_string_free(error);
+  }
+  uint64_t grown = 0;
+  CHECK(rlmem_runtime_grow(8, buffer, 8 * mib, &grown, NULL) == RLMEM_OK && grown == 8 * mib, "grow to max_bytes: expected 8 MiB, seen %llu",
+        (unsigned long long)grown);
+  CHECK(rlmem_runtime_close(8) == RLMEM_OK, "close");
+}
+
+/* Issue 28: reserve_host_buffers pinned until the host refused; more than a pause could ever back
+ * up (here the fake device's 64 MiB) is refused at once, with the bound, and nothing is pinned. */
+static void test_host_buffers_past_the_device_are_refused_and_nothing_is_pinned(void) {
+  const uint64_t mib = 1u << 20;
+  CHECK(rlmem_runtime_open_fake(8, 64 * mib, 2 * mib, NULL, NULL) == RLMEM_OK, "open");
+  char* error = NULL;
+  int status = rlmem_runtime_reserve_host_buffers(8, UINT64_MAX, &error);
+  CHECK(status == RLMEM_E_INVALID_ARGUMENT, "expected RLMEM_E_INVALID_ARGUMENT, seen %s", rlmem_status_name(status));
+  CHECK(error != NULL && strstr(error, "more than 67108864 (64 MiB, the device's memory") != NULL, "the line gives the bound, seen: %s",
+        error ? error : "(none)");
+  rlmem_string_free(error);
+  char* json = NULL;
+  CHECK(rlmem_runtime_statistics_json(8, &json, NULL) == RLMEM_OK, "statistics");
+  CHECK(json != NULL && strstr(json, "\"host_buffer_bytes\":0") != NULL, "expected nothing pinned, seen: %s", json ? json : "(none)");
+  rlmem_string_free(json);
+  CHECK(rlmem_runtime_close(8) == RLMEM_OK, "close");
+}
+
+/* Issue 28: history_entries = UINT64_MAX failed as RLMEM_E_INTERNAL; past 2^24 it is refused with
+ * the bound. */
+static void test_history_entries_past_the_bound_are_an_invalid_argument(void) {
+  const uint64_t mib = 1u << 20;
+  rlmem_runtime_options options;
+  rlmem_runtime_options_init(&options);
+  const uint64_t too_many[] = {UINT64_MAX, ((uint64_t)1 << 24) + 1};
+  for (size_t i = 0; i < 2; ++i) {
+    options.history_entries = too_many[i];
+    char* error = NULL;
+    int status = rlmem_runtime_open_fake(8, 64 * mib, 2 * mib, &options, &error);
+    CHECK(status == RLMEM_E_INVALID_ARGUMENT, "history_entries %llu: expected RLMEM_E_INVALID_ARGUMENT, seen %s",
+          (unsigned long long)too_many[i], rlmem_status_name(status));
+    CHECK(error != NULL && strstr(error, "is more than the 16777216 events the runtime keeps") != NULL, "the line gives the bound, seen: %s",
+          error ? error : "(none)");
+    rlmem_string_free(error);
+    CHECK(rlmem_runtime_is_open(8) == 0, "history_entries %llu: expected nothing opened", (unsigned long long)too_many[i]);
+    status = rlmem_runtime_configure(&options, &error);
+    CHECK(status == RLMEM_E_INVALID_ARGUMENT, "configure with history_entries %llu: expected RLMEM_E_INVALID_ARGUMENT, seen %s",
+          (unsigned long long)too_many[i], rlmem_status_name(status));
+    rlmem_string_free(error);
+  }
+  options.history_entries = (uint64_t)1 << 24;
+  CHECK(rlmem_runtime_configure(&options, NULL) == RLMEM_OK, "configure with the bound itself");
+  CHECK(rlmem_runtime_configure(NULL, NULL) == RLMEM_OK, "configure back to the defaults");
+}
+
+/* Issue 28: with 8 threads allocating, opening or closing a runtime waited more than 15 s behind
+ * them (a reader-preferring lock over every device). Another device's open and close, and the
+ * close of the busy device itself, now take their turn at once. */
+struct allocating_job {
+  int ordinal;
+  atomic_int* stop;
+  atomic_int rounds;
+};
+
+static void* allocate_until_stopped(void* argument) {
+  struct allocating_job* job = argument;
+  while (atomic_load(job->stop) == 0) {
+    uint64_t address = 0;
+    if (rlmem_runtime_allocate(job->ordinal, 1u << 20, 0, &address, NULL) == RLMEM_OK) rlmem_runtime_free(job->ordinal, address, NULL);
+    atomic_fetch_add(&job->rounds, 1);
+  }
+  return NULL;
+}
+
+static double seconds_now(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+static void test_opening_and_closing_are_not_starved_by_threads_allocating(void) {
+  const uint64_t mib = 1u << 20;
+  enum { threads_allocating = 8, opens = 50 };
+  CHECK(rlmem_runtime_open_fake(10, 256 * mib, 2 * mib, NULL, NULL) == RLMEM_OK, "open device 10");
+  atomic_int stop = 0;
+  struct allocating_job jobs[threads_allocating];
+  pthread_t threads[threads_allocating];
+  for (int i = 0; i < threads_allocating; ++i) {
+    jobs[i].ordinal = 10;
+    jobs[i].stop = &stop;
+    atomic_init(&jobs[i].rounds, 0);
+    pthread_create(&threads[i], NULL, allocate_until_stopped, &jobs[i]);
+  }
+  for (int i = 0; i < threads_allocating; ++i) {
+    while (atomic_load(&jobs[i].rounds) == 0) sched_yield();
+  }
+  double start = seconds_now();
+  for (int i = 0; i < opens; ++i) {
+    CHECK(rlmem_runtime_open_fake(11, 64 * mib, 2 * mib, NULL, NULL) == RLMEM_OK, "open device 11, round %d", i);
+    CHECK(rlmem_runtime_close(11) == RLMEM_OK, "close device 11, round %d", i);
+  }
+  double took = seconds_now() - start;
+  CHECK(took < 2.0, "%d opens and closes of device 11 beside %d threads allocating on device 10: expected under 2 s, took %.2f s", opens,
+        threads_allocating, took);
+  start = seconds_now();
+  CHECK(rlmem_runtime_close(10) == RLMEM_OK, "close device 10");
+  took = seconds_now() - start;
+  CHECK(took < 2.0, "closing device 10 while %d threads allocate on it: expected under 2 s, took %.2f s", threads_allocating, took);
+  atomic_store(&stop, 1);
+  for (int i = 0; i < threads_allocating; ++i) pthread_join(threads[i], NULL);
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "--print-json") == 0) {
     char* json = NULL;
@@ -424,6 +554,10 @@ int main(int argc, char** argv) {
   test_two_threads(argv[1]);
   test_runtime();
   test_runtime_errors_per_thread();
+  test_growing_past_max_bytes_is_an_invalid_argument();
+  test_host_buffers_past_the_device_are_refused_and_nothing_is_pinned();
+  test_history_entries_past_the_bound_are_an_invalid_argument();
+  test_opening_and_closing_are_not_starved_by_threads_allocating();
   printf("c_abi_test: %d failed checks\n", failures);
   return failures == 0 ? 0 : 1;
 }

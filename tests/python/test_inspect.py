@@ -165,7 +165,7 @@ def test_bad_options_raise_invalid_argument(rlmem, cli, snapshot):
     assert str(caught.value) == _cli_message(err), f"CLI: {err!r}, Python: {caught.value}"
     with pytest.raises(rlmem.InvalidArgumentError, match="not a valid regular expression"):
         rlmem.inspect(path, step_marker="(")
-    with pytest.raises(rlmem.InvalidArgumentError, match="top must be at least 1"):
+    with pytest.raises(rlmem.InvalidArgumentError, match="^--top: '0' is not a whole number from 1 to 1000000$"):
         rlmem.inspect(path, top=0)
     with pytest.raises(rlmem.InvalidArgumentError, match="not a number of bytes"):
         rlmem.inspect(path, limit=-5)
@@ -173,6 +173,35 @@ def test_bad_options_raise_invalid_argument(rlmem, cli, snapshot):
         rlmem.inspect(12345)
     with pytest.raises(rlmem.BadInputError, match="cannot be read"):
         rlmem.inspect(path, categories="/nonexistent/rules.txt")
+
+
+@pytest.mark.parametrize("device", [2**64, 2**64 + 3, 2**63, 32768, -1])
+def test_a_device_outside_the_clis_range_is_refused_with_its_words_never_wrapped(rlmem, cli, snapshot, device):
+    # Issue 28: device=2**64 wrapped to 0 in ctypes and gave device 0's report.
+    path = snapshot("grpo_clean.pickle.zst")
+    code, _, err = cli("inspect", str(path), "--device", str(device))
+    assert code == 2
+    # The CLI's words, less its pointer to its own --help.
+    expected = _cli_message(err).removesuffix(" (see rlmem inspect --help)")
+    assert expected == f"--device: '{device}' is not a whole number from 0 to 32767", f"CLI: {err!r}"
+    with pytest.raises(rlmem.InvalidArgumentError) as caught:
+        rlmem.inspect(path, device=device)
+    assert str(caught.value) == expected, f"expected the CLI's {expected!r}, seen {str(caught.value)!r}"
+    with pytest.raises(rlmem.InvalidArgumentError) as caught:
+        rlmem.report(path, device=device)
+    assert str(caught.value) == expected, f"expected the CLI's {expected!r}, seen {str(caught.value)!r}"
+
+
+@pytest.mark.parametrize("top", [2**32, 2**32 + 10, 2**64, 1_000_001, -1])
+def test_a_top_outside_the_clis_range_is_refused_with_its_words_never_wrapped(rlmem, cli, snapshot, top):
+    # top is a uint32_t in the C ABI: 2**32 + 10 would have arrived as 10.
+    path = snapshot("grpo_clean.pickle.zst")
+    code, _, err = cli("inspect", str(path), f"--top={top}")
+    assert code == 2
+    expected = _cli_message(err).removesuffix(" (see rlmem inspect --help)")
+    with pytest.raises(rlmem.InvalidArgumentError) as caught:
+        rlmem.inspect(path, top=top)
+    assert str(caught.value) == expected, f"expected the CLI's {expected!r}, seen {str(caught.value)!r}"
 
 
 def test_bad_category_rules_are_invalid_arguments(rlmem, snapshot, tmp_path):

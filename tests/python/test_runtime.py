@@ -129,7 +129,7 @@ def test_a_growable_buffer_grows_in_place_and_keeps_its_bytes(fake):
     address = buffer.address
     assert buffer.grow(20 * MiB) == 20 * MiB
     assert buffer.address == address and runtime._read(fake, address, len(data)) == data
-    with pytest.raises(rlmem.RlmemMemoryError, match="cannot grow"):
+    with pytest.raises(rlmem.InvalidArgumentError, match="more than its max_bytes, 33554432"):
         buffer.grow(33 * MiB)
     tags = {tag["name"]: tag for tag in runtime.statistics(fake)["tags"]}
     assert tags["kv"]["allocated_bytes"]["current"] == 20 * MiB
@@ -145,6 +145,119 @@ def test_host_buffers_reserved_ahead_are_pinned_in_whole_slabs_and_released_on_r
     assert runtime.statistics(fake)["totals"]["host_buffer_bytes"] == 0
     with pytest.raises(rlmem.InvalidArgumentError):
         runtime.reserve_host_buffers(-1, device=fake)
+
+
+def _tag_figures(device: int) -> dict:
+    return {tag["name"]: tag for tag in runtime.statistics(device)["tags"]}
+
+
+@pytest.mark.parametrize("wrapped", [2**32, 2**64, -(2**32)])
+def test_a_device_past_a_c_int_is_refused_never_wrapped_onto_another(fake, wrapped):
+    # Issue 28: device=2**32 reached the C ABI as device 0 (here DEVICE + 2**32 as DEVICE).
+    with runtime.region("train", device=fake):
+        runtime._allocate(fake, MiB)
+    device = DEVICE + wrapped
+    expected = f"device {device} is out of range"
+    for call in (lambda: runtime.pause("train", device=device), lambda: runtime.resume("train", device=device),
+                 lambda: runtime.statistics(device), lambda: runtime.empty_cache(device),
+                 lambda: runtime.reserve_host_buffers(MiB, device=device), lambda: runtime.GrowableBuffer(MiB, device=device)):
+        with pytest.raises(rlmem.InvalidArgumentError) as caught:
+            call()
+        assert str(caught.value) == expected, f"expected {expected!r}, seen {str(caught.value)!r}"
+    with pytest.raises(rlmem.InvalidArgumentError, match=expected):
+        with runtime.region("train", device=device):
+            pass
+    assert not _tag_figures(fake)["train"]["paused"], "expected the tag of the device wrapped onto untouched"
+    assert runtime.statistics(fake)["totals"]["host_buffer_bytes"] == 0
+
+
+def test_a_negative_device_is_refused_in_the_c_librarys_words(fake):
+    with pytest.raises(rlmem.InvalidArgumentError, match="^device -1 is out of range$"):
+        runtime.pause("train", device=-1)
+
+
+@pytest.mark.parametrize("nbytes", [2**64, 2**64 + MiB, -1, -(2**64)])
+def test_sizes_past_a_uint64_are_refused_never_wrapped(fake, nbytes):
+    # Issue 28: 2**64 + MiB arrived as 1 MiB: a slab pinned, a buffer reserved and grown.
+    with pytest.raises(rlmem.InvalidArgumentError, match=f"nbytes = {nbytes} is outside"):
+        runtime.reserve_host_buffers(nbytes, device=fake)
+    assert runtime.statistics(fake)["totals"]["host_buffer_bytes"] == 0, "expected nothing pinned"
+    with pytest.raises(rlmem.InvalidArgumentError, match=r"max_bytes must be a positive number of bytes up to 2\*\*64 - 1"):
+        runtime.GrowableBuffer(nbytes, device=fake)
+    buffer = runtime.GrowableBuffer(4 * MiB, device=fake)
+    with pytest.raises(rlmem.InvalidArgumentError, match=f"nbytes = {nbytes} is outside"):
+        buffer.grow(nbytes)
+    assert buffer.nbytes == 0 and runtime.statistics(fake)["totals"]["allocated_bytes"]["current"] == 0
+    buffer.release()
+    with pytest.raises(rlmem.InvalidArgumentError, match="history must be a number of events"):
+        runtime._open_fake(DEVICE + 1, 64 * MiB, history=nbytes)
+    assert not runtime._lib.load()[0].rlmem_runtime_is_open(DEVICE + 1)
+
+
+def test_the_private_helpers_check_every_integer_against_its_c_type_too(fake):
+    with pytest.raises(rlmem.InvalidArgumentError, match=r"rlmem_runtime_allocate: argument 2 = 18446744073709551616 is outside"):
+        runtime._allocate(fake, 2**64)
+    with pytest.raises(TypeError, match="is a bool"):
+        runtime.reserve_host_buffers(True, device=fake)
+    with pytest.raises(rlmem.InvalidArgumentError, match="not a whole number"):
+        runtime.reserve_host_buffers(1.5, device=fake)
+
+
+def test_history_past_its_bound_is_refused_with_the_bound():
+    # Issue 28: history_entries = 2**64 - 1 failed as an internal error.
+    with pytest.raises(rlmem.InvalidArgumentError, match="history_entries 18446744073709551615 is more than the 16777216 events"):
+        runtime._open_fake(DEVICE, 64 * MiB, history=2**64 - 1)
+    assert not runtime._lib.load()[0].rlmem_runtime_is_open(DEVICE)
+
+
+def test_host_buffers_past_what_the_device_could_back_up_fail_at_once_pinning_nothing(fake):
+    # Issue 28: the request pinned until the host refused (a 24 GB host met the OOM killer).
+    with pytest.raises(rlmem.InvalidArgumentError, match=r"more than 67108864 \(64 MiB, the device's memory, the most a pause backs up\)"):
+        runtime.reserve_host_buffers(2**64 - 1, device=fake)
+    with pytest.raises(rlmem.InvalidArgumentError, match="nothing pinned"):
+        runtime.reserve_host_buffers(64 * MiB + 1, device=fake)
+    assert runtime.statistics(fake)["totals"]["host_buffer_bytes"] == 0
+
+
+@pytest.mark.parametrize("tag", ["a\0b", "\0", "train\0"])
+def test_tag_names_holding_a_nul_are_refused_not_cut_short(fake, tag):
+    # Issue 28: region("a\0b") entered the tag "a".
+    expected = f"tag name {tag!r} contains a NUL character"
+    calls = {"region": lambda: runtime.region(tag, device=fake).__enter__(),
+             "pause": lambda: runtime.pause(tag, device=fake), "resume": lambda: runtime.resume(tag, device=fake),
+             "release_graph_memory": lambda: runtime.release_graph_memory(tag, device=fake),
+             "blocks_still_filled": lambda: runtime.blocks_still_filled(tag, device=fake)}
+    for name, call in calls.items():
+        with pytest.raises(rlmem.InvalidArgumentError) as caught:
+            call()
+        assert str(caught.value) == expected, f"{name}: expected {expected!r}, seen {str(caught.value)!r}"
+    assert set(_tag_figures(fake)) == {"default", "libraries"}, "expected no tag entered"
+
+
+def test_the_cuda_route_on_a_torch_without_cuda_says_what_it_needs(tmp_path):
+    # Issue 28: an AttributeError from torch._C, or torch's AssertionError, instead.
+    torch = pytest.importorskip("torch")
+    if torch.version.cuda is not None:
+        pytest.skip("this torch is built with CUDA")
+    needs = "needs PyTorch {} or later built with CUDA, and a CUDA device: this torch ({}) is built without CUDA"
+    with pytest.raises(rlmem.DeviceError, match=re_escaped("rlmem.runtime.install() " + needs.format("2.0", torch.__version__))):
+        runtime.install()
+    assert not runtime.installed()
+    with pytest.raises(rlmem.DeviceError, match=re_escaped("rlmem.runtime.pool() " + needs.format("2.5", torch.__version__))):
+        with runtime.pool("rollout"):
+            pass
+    with pytest.raises(rlmem.DeviceError, match=re_escaped("(device=None) " + needs.format("2.0", torch.__version__))):
+        runtime.statistics()
+    with pytest.raises(rlmem.DeviceError, match=re_escaped("rlmem.record " + needs.format("1.13", torch.__version__))):
+        with rlmem.record(tmp_path / "run.pickle"):
+            pass
+    assert list(tmp_path.iterdir()) == [], "expected nothing written"
+
+
+def re_escaped(text: str) -> str:
+    import re
+
+    return re.escape(text)
 
 
 def test_a_growable_buffer_no_one_references_gives_its_memory_back(fake):

@@ -185,6 +185,7 @@ def test_install_answers_torchs_statistics_from_rlmem(fake, monkeypatch):
                         raising=False)
     monkeypatch.setattr(torch.cuda.memory, "_CUDAAllocator", lambda allocator: allocator, raising=False)
     monkeypatch.setattr(torch.cuda.memory, "change_current_allocator", lambda allocator: None, raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(runtime, "_installed", False)
     try:
         runtime.install()

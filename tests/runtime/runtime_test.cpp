@@ -179,7 +179,7 @@ TEST(runtime, a_growable_buffer_grows_in_place_keeping_its_data_and_pauses_with_
   EXPECT_TRUE(holds(rt, kv, 3 * mib, 11)) << "the data did not move";
   std::vector<std::uint8_t> tail(mib, 0x42);
   ASSERT_EQ(rt.write(kv + 8 * mib, tail.data(), tail.size()), runtime_errc::ok) << "the grown part is memory";
-  EXPECT_EQ(rt.grow(kv, 41 * mib), runtime_errc::out_of_memory) << "past the reservation";
+  EXPECT_EQ(rt.grow(kv, 41 * mib), runtime_errc::invalid_argument) << "past max_bytes";
   EXPECT_EQ(rt.grow(kv, 2 * mib), runtime_errc::ok) << "never shrinks: a smaller size is already there";
   EXPECT_EQ(stats_of(rt.statistics(), "kv").allocated_bytes.current, 10 * mib);
 
@@ -205,6 +205,58 @@ TEST(runtime, a_growable_buffer_that_cannot_grow_changes_nothing) {
   EXPECT_EQ(rt.grown_bytes(kv), 4 * mib);
   EXPECT_EQ(gpu.used_bytes(), 4 * mib);
   ASSERT_EQ(rt.grow(kv, 8 * mib), runtime_errc::ok) << "the whole device";
+}
+
+// Issue 28: a grow past max_bytes was an out-of-memory (or, near 2^64, a success that grew
+// nothing); it is a bad argument, refused before anything is mapped.
+TEST(runtime, growing_a_buffer_past_its_max_bytes_is_refused_as_a_bad_argument_and_changes_nothing) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, small_chunks());
+  std::uint64_t kv = 0;
+  ASSERT_EQ(rt.reserve_growable(3 * mib, kv), runtime_errc::ok) << rt.last_error();
+  ASSERT_EQ(rt.grow(kv, 2 * mib), runtime_errc::ok) << rt.last_error();
+  for (std::uint64_t bytes : {3 * mib + 1, 4 * mib, std::uint64_t{1} << 63, UINT64_MAX}) {
+    EXPECT_EQ(rt.grow(kv, bytes), runtime_errc::invalid_argument) << "grow to " << bytes << " of a 3 MiB buffer";
+    EXPECT_NE(rt.last_error().find("more than its max_bytes, 3145728"), std::string::npos) << "seen: " << rt.last_error();
+    EXPECT_EQ(rt.grown_bytes(kv), 2 * mib) << "expected nothing grown by a grow to " << bytes;
+  }
+  EXPECT_EQ(gpu.used_bytes(), 2 * mib);
+  EXPECT_EQ(rt.grow(kv, 3 * mib), runtime_errc::ok) << "max_bytes itself fits: " << rt.last_error();
+}
+
+// Issue 28: reserve_host_buffers pinned until the host refused (a 24 GB host met the OOM killer).
+TEST(runtime, host_buffers_past_what_a_pause_could_back_up_are_refused_at_once_and_nothing_is_pinned) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, small_chunks());
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(rt.reserve_host_buffers(UINT64_MAX), runtime_errc::invalid_argument);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1)) << "expected a refusal, not an attempt";
+  EXPECT_NE(rt.last_error().find("more than 67108864 (64 MiB, the device's memory"), std::string::npos) << "seen: " << rt.last_error();
+  EXPECT_EQ(rt.reserve_host_buffers(64 * mib + 1), runtime_errc::invalid_argument) << "a byte past the device";
+  EXPECT_EQ(gpu.host_buffers(), 0u) << "expected nothing pinned";
+  EXPECT_EQ(rt.totals().host_buffer_bytes, 0u);
+  EXPECT_EQ(rt.reserve_host_buffers(64 * mib), runtime_errc::ok) << "the whole device is a pause's most: " << rt.last_error();
+  EXPECT_EQ(rt.totals().host_buffer_bytes, 64 * mib);
+
+  runtime_options capped = small_chunks();
+  capped.policy.capacity_bytes = 16 * mib;
+  fake_device other(device_of(64));
+  runtime within(other, capped);
+  EXPECT_EQ(within.reserve_host_buffers(32 * mib), runtime_errc::invalid_argument);
+  EXPECT_NE(within.last_error().find("16 MiB, the runtime's capacity"), std::string::npos) << "seen: " << within.last_error();
+  EXPECT_EQ(other.host_buffers(), 0u);
+}
+
+TEST(runtime, host_buffers_past_half_the_hosts_physical_memory_are_refused_whatever_the_device) {
+  fake_device gpu(device_of(std::uint64_t{1} << 30));  // a 1 PiB device: more than any host has
+  runtime rt(gpu, small_chunks());
+  std::string bound;
+  std::uint64_t limit = rt.host_buffers_limit(bound);
+  EXPECT_EQ(bound, "half the host's physical memory");
+  EXPECT_LT(limit, std::uint64_t{1} << 50);
+  EXPECT_EQ(rt.reserve_host_buffers(limit + 1), runtime_errc::invalid_argument);
+  EXPECT_NE(rt.last_error().find("half the host's physical memory"), std::string::npos) << "seen: " << rt.last_error();
+  EXPECT_EQ(gpu.host_buffers(), 0u) << "expected nothing pinned";
 }
 
 TEST(runtime, its_history_and_state_read_as_torchs_snapshot_would_name_them) {
