@@ -22,8 +22,11 @@ namespace rlmem {
 struct gpu_status {
   /// The library could not be loaded, or lacks a symbol watch needs (message: dlerror's text).
   static constexpr int load_failed = -1;
+  /// This program is linked statically: it has no dynamic loader, and glibc's dlopen from such a
+  /// program crashes loading the driver's NVML (SIGFPE on an H100 host), so it is never tried.
+  static constexpr int static_program = -2;
 
-  int code = 0;         ///< 0 success; load_failed; otherwise the nvmlReturn_t the driver returned
+  int code = 0;         ///< 0 success; load_failed or static_program; otherwise the nvmlReturn_t the driver returned
   std::string message;  ///< "" on success; otherwise nvmlErrorString's or dlerror's text
   bool ok() const noexcept { return code == 0; }
 };
@@ -66,6 +69,7 @@ std::string nvml_library_path();
 /// Loads NVML from `library` with dlopen (no link-time dependency on the driver) and initialises
 /// it; the source shuts NVML down and unloads it when destroyed.
 /// Returns null and sets `status` when:
+/// - the program is linked statically: code gpu_status::static_program, nothing loaded;
 /// - the library cannot be loaded or lacks a symbol: code gpu_status::load_failed, dlerror's text;
 /// - nvmlInit_v2 fails (no driver loaded, no permission): its code and nvmlErrorString's text.
 std::unique_ptr<gpu_source> open_nvml_gpu_source(const std::string& library, gpu_status& status);

@@ -149,8 +149,13 @@ int run_watch(const watch_arguments& args) {
   std::string library = nvml_library_path();
   std::unique_ptr<gpu_source> gpus = open_nvml_gpu_source(library, status);
   if (!gpus && args.log.empty()) {
-    fail("NVML is unavailable (" + status.message +
-         "): no NVIDIA driver on this machine? rlmem watch --log FILE shows a StepMonitor log without it");
+    if (status.code == gpu_status::static_program) {
+      fail(status.message + ": use the dynamically linked build for the GPU view; rlmem watch --log FILE shows a "
+           "StepMonitor log without it");
+    } else {
+      fail("NVML is unavailable (" + status.message +
+           "): no NVIDIA driver on this machine? rlmem watch --log FILE shows a StepMonitor log without it");
+    }
     return exit_bad_input;
   }
   watch_options options;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <sys/auxv.h>
 
 namespace rlmem {
 
@@ -194,6 +195,13 @@ std::string nvml_library_path() {
 }
 
 std::unique_ptr<gpu_source> open_nvml_gpu_source(const std::string& library, gpu_status& status) {
+  // A dynamically linked program was started by the dynamic loader, whose base the kernel passes
+  // as AT_BASE; a static one has none.
+  if (getauxval(AT_BASE) == 0) {
+    status = {gpu_status::static_program,
+              "this rlmem is a statically linked binary, which cannot load the driver's NVML (" + library + ")"};
+    return nullptr;
+  }
   auto source = std::make_unique<nvml_gpu_source>();
   status = source->open(library);
   if (!status.ok()) return nullptr;
