@@ -408,7 +408,7 @@ static void test_option_file(const char* dir) {
   int status = rlmem_read_option_file("/dev/zero", &text, &size, &error);
   expect_failure(status, RLMEM_E_BAD_INPUT, error, "/dev/zero: not a regular file (a FIFO, a device or a folder)");
   CHECK(text == NULL && size == 0, "text or size set on failure");
-  const char* rules = testdata_file(dir, "snapshots/tiny_oom_cpp_stacks.pickle");
+  const char* rules = testdata_file(dir, "tiny_oom_cpp_stacks.pickle");
   status = rlmem_read_option_file(rules, &text, &size, &error);
   CHECK(status == RLMEM_OK && text != NULL && size > 0, "status %s reading %s: %s", rlmem_status_name(status), rules,
         error ? error : "(none)");
@@ -454,7 +454,7 @@ static void test_huge_step_marker_prints_nothing(const char* dir) {
   dup2(fileno(captured), 2);
   char* json = NULL;
   char* error = NULL;
-  int status = rlmem_inspect_file(testdata_file(dir, "snapshots/tiny_oom_cpp_stacks.pickle"), &options, &json, &error);
+  int status = rlmem_inspect_file(testdata_file(dir, "tiny_oom_cpp_stacks.pickle"), &options, &json, &error);
   fflush(stderr);
   dup2(saved, 2);
   close(saved);

@@ -156,19 +156,21 @@ expect_refused "--capacity is given an empty value" replay "$snap" --capacity ''
 # Issue 28 items 1 and 2: a page goes where the path leads without replacing what is there.
 page_in_place() {  # NAME PATH [ARGS...]: the page written to PATH; fails with NAME otherwise
   local name=$1 path=$2; shift 2
-  if ! "$rlmem" report "$snap" --quiet -o "$path" "$@" 2>"$work/err"; then
-    fail "$name: report -o exited non-zero: $(cat "$work/err")"
+  "$rlmem" report "$snap" --quiet -o "$path" "$@" 2>"$work/err"
+  local code=$?
+  if [ "$code" -ne 0 ]; then
+    fail "$name: report -o exited $code, expected 0: $(cat "$work/err")"
     return 1
   fi
 }
 # A FIFO stays a FIFO, and its reader gets the whole page.
 mkfifo "$work/page.fifo"
-(head -c 15 "$work/page.fifo" >"$work/fifo.head"; cat "$work/page.fifo" >/dev/null) &
+cat "$work/page.fifo" >"$work/fifo.read" &
 reader=$!
 if page_in_place "-o FIFO" "$work/page.fifo"; then
   wait "$reader"
-  if [ ! -p "$work/page.fifo" ] || [ "$(cat "$work/fifo.head")" != '<!DOCTYPE html>' ]; then
-    fail "-o FIFO: expected the FIFO kept and its reader given the page; saw type $(stat -c %F "$work/page.fifo"), head '$(cat "$work/fifo.head")'"
+  if [ ! -p "$work/page.fifo" ] || [ "$(head -c 15 "$work/fifo.read")" != '<!DOCTYPE html>' ] || ! grep -q '</html>' "$work/fifo.read"; then
+    fail "-o FIFO: expected the FIFO kept and its reader given the whole page; saw type $(stat -c %F "$work/page.fifo"), $(wc -c <"$work/fifo.read") bytes read"
   else
     ok "-o FIFO: the FIFO stays, its reader got the page"
   fi
