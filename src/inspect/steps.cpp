@@ -4,6 +4,8 @@
 
 #include "analysis.hpp"
 
+#include <rlmem/format.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -127,7 +129,8 @@ std::unique_ptr<RE2> compile_step_marker(const std::string& pattern, std::string
   options.set_log_errors(false);
   auto marker = std::make_unique<RE2>(pattern, options);
   if (!marker->ok()) {
-    problem = marker->error();
+    // RE2's reason quotes the pattern from where it failed: kept to one short line.
+    problem = elide_middle(marker->error(), 200);
     return nullptr;
   }
   return marker;

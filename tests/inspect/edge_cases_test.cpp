@@ -74,6 +74,11 @@ TEST(step_marker, a_1_mib_marker_is_refused_naming_the_limit_and_prints_nothing)
   inspection result;
   std::string problem;
   EXPECT_TRUE(inspect_checked(made.build(), options, result, problem)) << "expected a marker of exactly the limit accepted: " << problem;
+  // Within the limit RE2's own reason quotes the pattern; the line stays short all the same.
+  options.step_marker = std::string(max_step_marker_bytes, '(');
+  EXPECT_FALSE(inspect_checked(made.build(), options, result, problem));
+  EXPECT_NE(problem.find("missing )"), std::string::npos) << "saw: " << problem.substr(0, 300);
+  EXPECT_LT(problem.size(), 400u) << "expected one short line, saw " << problem.size() << " bytes";
 }
 
 TEST(step_marker, matches_path_line_function_with_windows_separators_read_as_slashes) {
