@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <new>  // std::bad_alloc
 #include <optional>
 
 namespace rlmem {
@@ -150,10 +151,15 @@ output_written write_output_file(const std::string& path, std::string_view conte
   output_written written;
   try {
     output_target target = follow_links(path);
-    written.error_number = target.error_number != 0       ? target.error_number
-                           : target.descriptor >= 0       ? write_all_to(target.descriptor, contents)
-                           : !target.exists || S_ISREG(target.mode) ? replace_regular_file(target, contents)
-                                                                    : write_in_place(target, contents);
+    if (target.error_number != 0) {
+      written.error_number = target.error_number;
+    } else if (target.descriptor >= 0) {
+      written.error_number = write_all_to(target.descriptor, contents);
+    } else if (!target.exists || S_ISREG(target.mode)) {
+      written.error_number = replace_regular_file(target, contents);
+    } else {
+      written.error_number = write_in_place(target, contents);
+    }
   } catch (const std::bad_alloc&) {
     written.error_number = ENOMEM;
   }
