@@ -114,6 +114,18 @@ TEST(write_output_file, dev_null_stays_a_character_device) {
   EXPECT_TRUE(S_ISCHR(status.st_mode)) << "expected /dev/null still a character device";
 }
 
+TEST(write_output_file, a_descriptor_name_writes_to_that_descriptor) {
+  int ends[2];
+  ASSERT_EQ(::pipe(ends), 0);
+  output_written written = write_output_file("/dev/fd/" + std::to_string(ends[1]), "to the pipe");
+  ::close(ends[1]);
+  EXPECT_EQ(written.error_number, 0) << written.problem;
+  char received[32] = {};
+  ssize_t got = ::read(ends[0], received, sizeof received);
+  ::close(ends[0]);
+  EXPECT_EQ(std::string(received, got > 0 ? static_cast<std::size_t>(got) : 0), "to the pipe");
+}
+
 TEST(write_output_file, a_planted_partial_symlink_is_never_followed) {
   scratch_folder folder;
   put(folder / "victim", "victim");
