@@ -5,6 +5,7 @@
 
 #include <rlmem/error.hpp>
 #include <rlmem/inspect.hpp>
+#include <rlmem/saturating.hpp>
 #include <rlmem/snapshot_reader.hpp>
 
 #include <cstdint>
@@ -23,7 +24,8 @@ struct diff_row {
   std::int64_t b_bytes = 0;
   std::uint64_t a_count = 0;
   std::uint64_t b_count = 0;
-  std::int64_t delta() const { return b_bytes - a_bytes; }
+  /// b_bytes - a_bytes, held at INT64_MIN or INT64_MAX where the difference overflows.
+  std::int64_t delta() const { return saturating_subtract(b_bytes, a_bytes); }
 };
 
 /// What grew and shrank from A to B, largest change first.

@@ -70,11 +70,16 @@ const std::vector<category_rule>& default_category_rules();
 /// Returns false and sets `message` ("line 3: unknown category 'weight'") on bad input.
 bool parse_category_rules(std::string_view text, std::vector<category_rule>& rules, std::string& message);
 
+/// The longest step marker accepted: a pattern matched against one frame's "path:line function"
+/// needs far less, and RE2 is never handed a pattern whose compilation would cost megabytes.
+inline constexpr std::size_t max_step_marker_bytes = 4096;
+
 struct inspect_options {
   std::int64_t device = -1;  ///< -1: the device with the most data (see default_device)
   std::size_t top = 10;      ///< sites kept in the peak breakdown
   /// RE2 regex searched in frames "path:line function" ('\' in paths read as '/'); "" = automatic.
-  /// RE2 matches in time linear in the text (no backreferences or lookaround).
+  /// RE2 matches in time linear in the text (no backreferences or lookaround). At most
+  /// max_step_marker_bytes.
   std::string step_marker;
   std::int64_t limit_bytes = 0;             ///< the memory limit for OOM verdicts; 0 = derive
   std::vector<category_rule> category_rules; ///< empty = default_category_rules()

@@ -114,6 +114,29 @@ RLMEM_API int rlmem_report_file(const char* path, const rlmem_inspect_options* o
 RLMEM_API int rlmem_report_bytes(const void* data, size_t size, const rlmem_inspect_options* options,
                                  char** html_out, char** error_out);
 
+/** Reads an option file (a --categories rules file) the way the CLI does: only a regular file
+ *  (a FIFO, a device such as /dev/zero, a socket or a folder is refused at once, never read or
+ *  waited on), at most 16 MiB. `*text_out` receives the bytes, NUL-terminated (the file itself
+ *  may hold NULs: `*size_out` counts them), to free with rlmem_string_free().
+ *  `*error_out`, when error_out is not NULL, receives the CLI's line on failure ("PATH: not a
+ *  regular file (a FIFO, a device or a folder)"; the CLI prints it after "--categories ").
+ *  @return RLMEM_OK, RLMEM_E_INVALID_ARGUMENT (NULL path, text_out or size_out),
+ *    RLMEM_E_BAD_INPUT (missing, unreadable, not a regular file, too large), RLMEM_E_NO_MEMORY,
+ *    RLMEM_E_INTERNAL. */
+RLMEM_API int rlmem_read_option_file(const char* path, char** text_out, size_t* size_out, char** error_out);
+
+/** Writes `size` bytes at `data` to `path` as the CLI writes `report -o PATH`: symbolic links are
+ *  followed (they stay links); a regular file, or no file yet, is replaced whole (a temporary of
+ *  a unique name, created exclusively in the same folder, renamed over it: a reader never sees
+ *  half of it, and no planted file or link is written through); a device, a FIFO or a
+ *  descriptor name (/dev/stdout, /dev/fd/N) is written in place, never replaced.
+ *  `*error_number_out`, when not NULL, receives the errno of the failure (0 on success);
+ *  `*error_out`, when not NULL, the line "cannot write PATH: <strerror>".
+ *  @return RLMEM_OK, RLMEM_E_INVALID_ARGUMENT (NULL path; NULL data with size > 0),
+ *    RLMEM_E_BAD_INPUT (the path cannot be written), RLMEM_E_INTERNAL. */
+RLMEM_API int rlmem_write_file(const char* path, const void* data, size_t size, int* error_number_out,
+                               char** error_out);
+
 /** The verdict of the growth rule (docs/monitor.md, "The leak rule") on one series.
  *  Layouts: up to bytes_per_step (0.1.0 and 0.2's first builds), and all of it; the library
  *  writes the fields of the caller's layout and nothing past it. */

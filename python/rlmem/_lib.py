@@ -228,6 +228,12 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.rlmem_report_bytes.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(InspectOptions),
                                        ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
     lib.rlmem_report_bytes.restype = ctypes.c_int
+    lib.rlmem_read_option_file.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
+                                           ctypes.POINTER(ctypes.c_void_p)]
+    lib.rlmem_read_option_file.restype = ctypes.c_int
+    lib.rlmem_write_file.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int),
+                                     ctypes.POINTER(ctypes.c_void_p)]
+    lib.rlmem_write_file.restype = ctypes.c_int
     lib.rlmem_leak_check.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_uint64),
                                      ctypes.c_size_t, ctypes.c_size_t, ctypes.POINTER(LeakVerdictStruct)]
     lib.rlmem_leak_check.restype = ctypes.c_int
@@ -327,6 +333,16 @@ def load() -> tuple[ctypes.CDLL, str]:
         _check_abi(path, lib.rlmem_version().decode("utf-8", "replace"))
         _loaded = (lib, str(path))
         return _loaded
+
+
+def take_bytes(lib: ctypes.CDLL, pointer: ctypes.c_void_p, size: int) -> bytes:
+    """Copies `size` bytes the library returned into Python and frees them (NULL gives b"")."""
+    if not pointer.value:
+        return b""
+    try:
+        return ctypes.string_at(pointer.value, size)
+    finally:
+        lib.rlmem_string_free(pointer)
 
 
 def take_string(lib: ctypes.CDLL, pointer: ctypes.c_void_p) -> str | None:

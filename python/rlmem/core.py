@@ -44,16 +44,47 @@ def _encode_optional_text(name: str, value: Optional[str]) -> Optional[bytes]:
     return value.encode("utf-8")
 
 
-def _read_category_rules(categories: Union[str, "os.PathLike[str]"]) -> bytes:
-    # The CLI reads --categories FILE the same way and reports the same line when it cannot.
-    try:
-        with open(categories, "rb") as rules:
-            text = rules.read()
-    except OSError:
-        raise BadInputError(f"--categories {os.fsdecode(categories)}: cannot be read") from None
-    if b"\0" in text:
-        raise InvalidArgumentError(f"--categories {os.fsdecode(categories)}: contains a NUL byte")
-    return text
+def _path_bytes(name: str, path: Union[str, "os.PathLike[str]"]) -> bytes:
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), not {type(path).__name__}")
+    encoded = os.fsencode(path)
+    if b"\0" in encoded:
+        raise InvalidArgumentError(f"{os.fsdecode(encoded)!r}: a path cannot contain a NUL character")
+    return encoded
+
+
+def _read_category_rules(lib, categories: Union[str, "os.PathLike[str]"]) -> bytes:
+    # librlmem reads the file with the CLI's reader (a regular file of at most 16 MiB; a FIFO or
+    # /dev/zero is refused at once), and the message is the line the CLI prints.
+    path = _path_bytes("categories", categories)
+    text = ctypes.c_void_p()
+    size = ctypes.c_size_t()
+    error = ctypes.c_void_p()
+    status = lib.rlmem_read_option_file(path, ctypes.byref(text), ctypes.byref(size), ctypes.byref(error))
+    rules = _lib.take_bytes(lib, text, size.value)
+    message = _lib.take_string(lib, error)
+    if status != RLMEM_OK:
+        name = lib.rlmem_status_name(status).decode("ascii", "replace")
+        raise error_for_status(status, f"--categories {message or name}", name)
+    if b"\0" in rules:
+        raise InvalidArgumentError(f"--categories {os.fsdecode(path)}: contains a NUL byte")
+    return rules
+
+
+def _write_file(lib, output: Union[str, "os.PathLike[str]"], page: str) -> None:
+    # librlmem writes as `rlmem report -o` does: a regular file replaced whole through a temporary
+    # created exclusively beside it, a device or a FIFO written in place, a link followed.
+    path = _path_bytes("output", output)
+    data = page.encode("utf-8")
+    error_number = ctypes.c_int()
+    error = ctypes.c_void_p()
+    status = lib.rlmem_write_file(path, data, len(data), ctypes.byref(error_number), ctypes.byref(error))
+    message = _lib.take_string(lib, error)
+    if status != RLMEM_OK:
+        if error_number.value:
+            raise OSError(error_number.value, message, os.fsdecode(path))
+        name = lib.rlmem_status_name(status).decode("ascii", "replace")
+        raise error_for_status(status, message or name, name)
 
 
 def _options(lib, device, top, step_marker, limit, categories, keep_alive: list) -> _lib.InspectOptions:
@@ -78,7 +109,7 @@ def _options(lib, device, top, step_marker, limit, categories, keep_alive: list)
         keep_alive.append(marker)
         options.step_marker = marker
     if categories is not None:
-        rules = _read_category_rules(categories)
+        rules = _read_category_rules(lib, categories)
         keep_alive.append(rules)
         options.category_rules = rules
     return options
@@ -123,7 +154,8 @@ def inspect(
     trace), ``top`` (--top: sites listed at the peak), ``step_marker`` (--step-marker: a regular
     expression on frames ``"path:line function"`` that starts each step), ``limit`` (--limit:
     the memory limit in bytes for OOM verdicts; None: bounded from the trace), ``categories``
-    (--categories: a rules file replacing the built-in category table).
+    (--categories: a rules file replacing the built-in category table, read by the CLI's reader:
+    a regular file of at most 16 MiB; a FIFO or a device is refused with :class:`BadInputError`).
 
     The result follows docs/schema/inspect.schema.json; the parts most used::
 
@@ -170,12 +202,15 @@ def report(
     peak, leaks, fragmentation and segments, OOM verdicts with their proofs), offline by design.
 
     ``snapshot`` and the options are :func:`inspect`'s. Returns the page; with ``output``, also
-    writes it there (whole or not at all: written beside it, then renamed over it)::
+    writes it there as ``rlmem report -o`` does: a regular file whole or not at all (written to a
+    temporary of a unique name beside it, then renamed over it), a device or a FIFO in place, a
+    symbolic link followed to its target::
 
         rlmem.report("snapshot.pickle", "snapshot.html")
 
     Raises what :func:`inspect` raises, :class:`InternalError` when librlmem was built without the
-    page's browser assets, and ``OSError`` when ``output`` cannot be written.
+    page's browser assets, and ``OSError`` when ``output`` cannot be written (its message the
+    CLI's line, "cannot write PATH: ...").
     """
     lib, _ = _lib.load()
     keep_alive: list = []
@@ -191,15 +226,7 @@ def report(
     else:
         raise TypeError(f"snapshot must be a path (str, os.PathLike) or bytes-like, not {type(snapshot).__name__}")
     if output is not None:
-        partial = os.fspath(output) + ".partial"
-        try:
-            with open(partial, "w", encoding="utf-8") as out:
-                out.write(page)
-            os.replace(partial, output)
-        except BaseException:
-            if os.path.exists(partial):
-                os.unlink(partial)
-            raise
+        _write_file(lib, output, page)
     return page
 
 

@@ -5,6 +5,8 @@
 #include "caller_struct.hpp"
 
 #include <rlmem/inspect.hpp>
+#include <rlmem/output_file.hpp>
+#include <rlmem/regular_file.hpp>
 #include <rlmem/report.hpp>
 #include <rlmem/rlmem.h>
 #include <rlmem/step_rules.hpp>
@@ -251,6 +253,59 @@ int rlmem_report_bytes(const void* data, size_t size, const rlmem_inspect_option
   }
   std::span<const std::byte> bytes(static_cast<const std::byte*>(data), data == nullptr ? 0 : size);
   return inspect_to_json(options, "<bytes>", [bytes] { return rlmem::read_snapshot_bytes(bytes); }, html_out, error_out, true);
+}
+
+int rlmem_read_option_file(const char* path, char** text_out, size_t* size_out, char** error_out) {
+  if (error_out != nullptr) *error_out = nullptr;
+  if (path == nullptr || text_out == nullptr || size_out == nullptr) {
+    set_error(error_out, path == nullptr       ? "path is NULL"
+                         : text_out == nullptr ? "text_out is NULL: pass the address of a char* to receive the text"
+                                               : "size_out is NULL: pass the address of a size_t to receive the size");
+    return RLMEM_E_INVALID_ARGUMENT;
+  }
+  *text_out = nullptr;
+  *size_out = 0;
+  try {
+    std::string text;
+    std::string message;
+    if (!rlmem::read_option_file(path, text, message)) {
+      set_error(error_out, message);
+      return RLMEM_E_BAD_INPUT;
+    }
+    *text_out = copy_out(text);
+    if (*text_out == nullptr) {
+      set_error(error_out, "out of memory");
+      return RLMEM_E_NO_MEMORY;
+    }
+    *size_out = text.size();
+    return RLMEM_OK;
+  } catch (const std::bad_alloc&) {
+    set_error(error_out, "out of memory");
+    return RLMEM_E_NO_MEMORY;
+  } catch (...) {
+    set_error(error_out, "internal error: unknown exception");
+    return RLMEM_E_INTERNAL;
+  }
+}
+
+int rlmem_write_file(const char* path, const void* data, size_t size, int* error_number_out, char** error_out) {
+  if (error_out != nullptr) *error_out = nullptr;
+  if (error_number_out != nullptr) *error_number_out = 0;
+  if (path == nullptr || (data == nullptr && size > 0)) {
+    set_error(error_out, path == nullptr ? "path is NULL" : "data is NULL but size is " + std::to_string(size));
+    return RLMEM_E_INVALID_ARGUMENT;
+  }
+  try {
+    rlmem::output_written written =
+        rlmem::write_output_file(path, std::string_view(static_cast<const char*>(data), data == nullptr ? 0 : size));
+    if (written.error_number == 0) return RLMEM_OK;
+    if (error_number_out != nullptr) *error_number_out = written.error_number;
+    set_error(error_out, written.problem);
+    return RLMEM_E_BAD_INPUT;
+  } catch (...) {
+    set_error(error_out, "internal error: unknown exception");
+    return RLMEM_E_INTERNAL;
+  }
 }
 
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Option values: sizes with units, whole numbers, small option files.
+// Option values: sizes with units, whole numbers, category rules files.
 
 #include "arguments.hpp"
 
@@ -10,12 +10,9 @@
 
 #include <array>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstring>
 #include <limits>
-#include <unistd.h>
 
 namespace rlmem::cli {
 
@@ -128,46 +125,6 @@ CLI::Validator decimal_in(double min, double max) {
         return fmt::format("'{}' is not a decimal number from {} to {}", printable_text(std::string_view(text).substr(0, 40)), min, max);
       },
       fmt::format("{}-{}", min, max));
-}
-
-bool read_option_file(const std::string& path, std::string& text, std::string& message) {
-  regular_file opened = open_regular_file(path.c_str());
-  if (opened.error_number != 0) {
-    message = path + ": cannot be read (" + std::strerror(opened.error_number) + ")";
-    return false;
-  }
-  if (opened.not_regular != nullptr) {
-    message = path + ": not a regular file (a FIFO, a device or a folder)";
-    return false;
-  }
-  int descriptor = opened.descriptor;
-  if (opened.size > max_option_file_bytes) {
-    message = path + ": larger than 16 MiB; not an option file";
-    ::close(descriptor);
-    return false;
-  }
-  // The size may change under us: read at most one byte more than the limit and check again.
-  text.assign(static_cast<std::size_t>(opened.size) + 1, '\0');
-  std::size_t used = 0;
-  while (used < text.size()) {
-    ssize_t got = ::read(descriptor, text.data() + used, text.size() - used);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      message = path + ": cannot be read (" + std::strerror(errno) + ")";
-      ::close(descriptor);
-      return false;
-    }
-    if (got == 0) break;
-    used += static_cast<std::size_t>(got);
-    if (used == text.size() && used <= max_option_file_bytes) text.resize(std::min<std::size_t>(text.size() * 2, max_option_file_bytes + 1));
-  }
-  ::close(descriptor);
-  if (used > max_option_file_bytes) {
-    message = path + ": larger than 16 MiB; not an option file";
-    return false;
-  }
-  text.resize(used);
-  return true;
 }
 
 bool load_category_rules(const std::string& path, std::vector<category_rule>& rules, std::string& message) {

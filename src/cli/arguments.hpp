@@ -39,14 +39,6 @@ CLI::Validator whole_number_in(std::uint64_t min, std::uint64_t max);
 /// from `min` to `max`, both included: the check for seconds and ratios.
 CLI::Validator decimal_in(double min, double max);
 
-/// The largest file rlmem reads as a --categories rules file or a --model config.json.
-inline constexpr std::uint64_t max_option_file_bytes = std::uint64_t{16} << 20;
-
-/// Reads a small option file (rules, config.json): only a regular file, at most
-/// max_option_file_bytes, opened without blocking so a FIFO with no writer cannot hang the
-/// command. On failure returns false with a one-line message that starts with the path.
-bool read_option_file(const std::string& path, std::string& text, std::string& message);
-
 /// Reads a category rules file; on failure returns false with a one-line message.
 bool load_category_rules(const std::string& path, std::vector<category_rule>& rules, std::string& message);
 

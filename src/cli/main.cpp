@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
     rlmem::cli::print_error(rlmem::cli::plain_parse_error(failure, app));
     return rlmem::cli::exit_bad_input;
   }
+  if (const std::string refusal = rlmem::cli::empty_value_refusal(app); !refusal.empty()) {
+    rlmem::cli::print_error(refusal);
+    return rlmem::cli::exit_bad_input;
+  }
   // Reports are built whole before the one write, so a failure here leaves stdout empty.
   try {
     return rlmem::cli::finish_output(run ? run() : rlmem::cli::exit_bad_input);

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 
 #include <rlmem/format.hpp>
+#include <rlmem/output_file.hpp>
 #include <rlmem/report.hpp>
 
 #include <cerrno>
@@ -59,30 +60,10 @@ void print_error(std::string_view message) { std::fprintf(stderr, "rlmem: %s\n",
 
 int write_whole_file(const std::string& path, std::string_view page) {
   if (path == "-") return write_report(page);
-  std::string partial = path + ".partial";
-  int descriptor = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (descriptor < 0) {
-    print_error("cannot write " + path + ": " + std::strerror(errno));
-    return exit_cannot_write;
-  }
-  int error = 0;
-  for (std::string_view rest = page; !rest.empty() && error == 0;) {
-    ssize_t done = ::write(descriptor, rest.data(), rest.size());
-    if (done < 0 && errno == EINTR) continue;
-    if (done < 0) {
-      error = errno;
-    } else {
-      rest.remove_prefix(static_cast<std::size_t>(done));
-    }
-  }
-  if (::close(descriptor) != 0 && error == 0 && errno != EINTR) error = errno;
-  if (error == 0 && std::rename(partial.c_str(), path.c_str()) != 0) error = errno;
-  if (error != 0) {
-    ::unlink(partial.c_str());
-    print_error("cannot write " + path + ": " + std::strerror(error));
-    return exit_cannot_write;
-  }
-  return exit_ok;
+  output_written written = write_output_file(path, page);
+  if (written.error_number == 0) return exit_ok;
+  if (written.error_number != EPIPE) print_error(written.problem);
+  return exit_cannot_write;
 }
 
 bool html_pages_available() {

@@ -26,9 +26,11 @@ int report_write_failure(int error);
 /// No space left on device". A reader that went away (EPIPE, SIGPIPE ignored) gets no message.
 int write_report(std::string_view text);
 
-/// Writes `page` to `path` ("-": standard output, as write_report) next to it first, then renames
-/// it over: a reader never finds half a file under the name. Returns exit_ok, or
-/// exit_cannot_write after the one line ("rlmem: cannot write PATH: ...").
+/// Writes `page` to `path` ("-": standard output, as write_report) with write_output_file: a
+/// regular file is replaced whole (a reader never finds half a file under the name), a device,
+/// a FIFO or /dev/stdout is written in place, a symbolic link is followed to its target. Returns
+/// exit_ok, or exit_cannot_write after the one line ("rlmem: cannot write PATH: ..."; none for
+/// EPIPE, a reader that went away).
 int write_whole_file(const std::string& path, std::string_view page);
 
 /// Whether this build can write HTML pages; when not, says so in the one line ("install nodejs

@@ -50,4 +50,17 @@ std::string plain_parse_error(const CLI::ParseError& error, const CLI::App& app)
   return fmt::format("{} (see {})", what, help);
 }
 
+std::string empty_value_refusal(const CLI::App& app) {
+  for (const CLI::App* command : app.get_subcommands()) {
+    for (const CLI::Option* option : command->get_options()) {
+      // Flags take no value; an option given '' would otherwise read as an option not given.
+      if (option->get_type_size() == 0 || option->count() == 0) continue;
+      for (const std::string& value : option->results()) {
+        if (value.empty()) return fmt::format("{} is given an empty value; give it a value or leave it out (see {})", option->get_name(), help_of(app));
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace rlmem::cli

@@ -13,4 +13,9 @@ namespace rlmem::cli {
 /// with the help of the subcommand that failed to parse.
 std::string plain_parse_error(const CLI::ParseError& error, const CLI::App& app);
 
+/// The one line refusing an option of the parsed subcommand given an empty value (`--fit ''`,
+/// `--html ''`): without it '' reads as the option left out and the command runs without it.
+/// Empty when every value given is non-empty.
+std::string empty_value_refusal(const CLI::App& app);
+
 }  // namespace rlmem::cli

@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "output.hpp"
 
+#include <rlmem/regular_file.hpp>
 #include <rlmem/report.hpp>
 
 #include <fmt/format.h>

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <exception>
 #include <map>
 #include <new>
@@ -18,25 +17,30 @@ namespace rlmem {
 
 namespace {
 
+// The size of a change, for any delta: std::llabs(INT64_MIN) is undefined, this is 2^63.
+std::uint64_t magnitude(std::int64_t delta) {
+  return delta < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(delta) : static_cast<std::uint64_t>(delta);
+}
+
+bool larger_change(const diff_row& x, const diff_row& y) { return magnitude(x.delta()) > magnitude(y.delta()); }
+
 std::vector<diff_row> diff_sites(const std::vector<site_usage>& a, const std::vector<site_usage>& b) {
   std::map<std::string, diff_row> rows;
   for (const site_usage& usage : a) {
     diff_row& row = rows[usage.site.label];
     row.key = usage.site.label;
-    row.a_bytes = static_cast<std::int64_t>(usage.bytes);
+    row.a_bytes = signed_bytes(usage.bytes);
     row.a_count = usage.count;
   }
   for (const site_usage& usage : b) {
     diff_row& row = rows[usage.site.label];
     row.key = usage.site.label;
-    row.b_bytes = static_cast<std::int64_t>(usage.bytes);
+    row.b_bytes = signed_bytes(usage.bytes);
     row.b_count = usage.count;
   }
   std::vector<diff_row> sorted;
   for (auto& [key, row] : rows) sorted.push_back(std::move(row));
-  std::stable_sort(sorted.begin(), sorted.end(), [](const diff_row& x, const diff_row& y) {
-    return std::llabs(x.delta()) > std::llabs(y.delta());
-  });
+  std::stable_sort(sorted.begin(), sorted.end(), larger_change);
   return sorted;
 }
 
@@ -45,7 +49,7 @@ std::vector<diff_row> diff_categories(const category_bytes& a, const category_by
   for (std::size_t c = 0; c < memory_category_count; ++c) {
     rows.push_back({std::string(memory_category_name(static_cast<memory_category>(c))), a[c], b[c], 0, 0});
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const diff_row& x, const diff_row& y) { return std::llabs(x.delta()) > std::llabs(y.delta()); });
+  std::stable_sort(rows.begin(), rows.end(), larger_change);
   return rows;
 }
 

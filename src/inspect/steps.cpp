@@ -4,6 +4,10 @@
 
 #include "analysis.hpp"
 
+#include <rlmem/format.hpp>
+
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace rlmem::detail {
@@ -116,11 +120,17 @@ void extend_over_trailing_frees(std::span<const trace_event> events, std::vector
 }  // namespace
 
 std::unique_ptr<RE2> compile_step_marker(const std::string& pattern, std::string& problem) {
+  if (pattern.size() > max_step_marker_bytes) {
+    problem = fmt::format("it is {} bytes long; a step marker is at most {} bytes", pattern.size(), max_step_marker_bytes);
+    return nullptr;
+  }
   RE2::Options options;
+  // A library never prints: RE2's own reason comes back in `problem` instead of on stderr.
   options.set_log_errors(false);
   auto marker = std::make_unique<RE2>(pattern, options);
   if (!marker->ok()) {
-    problem = marker->error();
+    // RE2's reason quotes the pattern from where it failed: kept to one short line.
+    problem = elide_middle(marker->error(), 200);
     return nullptr;
   }
   return marker;

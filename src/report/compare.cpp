@@ -4,6 +4,7 @@
 #include "compare_json.hpp"
 
 #include <rlmem/report.hpp>
+#include <rlmem/saturating.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,7 +17,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string signed_bytes(std::int64_t bytes) { return (bytes > 0 ? "+" : "") + format_bytes(bytes); }
+std::string signed_change_text(std::int64_t bytes) { return (bytes > 0 ? "+" : "") + format_bytes(bytes); }
 
 std::string fit(const std::string& text, std::size_t width) {
   return text.size() <= width ? text : text.substr(0, width > 3 ? width - 3 : 0) + "...";
@@ -31,10 +32,13 @@ void append_rows(std::string& out, std::string_view title, const std::vector<dif
   out += fmt::format("  {:>11} {:>11} {:>11}  {}\n", "A", "B", "change", "");
   std::size_t shown = 0;
   for (const diff_row& row : rows) {
-    if (row.delta() == 0 || shown++ == top) continue;
-    out += fmt::format("  {:>11} {:>11} {:>11}  {}\n", format_bytes(row.a_bytes), format_bytes(row.b_bytes), signed_bytes(row.delta()),
+    if (shown == top) break;
+    if (row.delta() == 0) continue;
+    ++shown;
+    out += fmt::format("  {:>11} {:>11} {:>11}  {}\n", format_bytes(row.a_bytes), format_bytes(row.b_bytes), signed_change_text(row.delta()),
                        fit(printable_text(row.key), key_width));
   }
+  if (changed > shown) out += fmt::format("  ({} more; --top N shows more)\n", changed - shown);
 }
 
 json rows_json(const std::vector<diff_row>& rows, bool with_counts) {
@@ -63,7 +67,7 @@ std::string render_diff_text(const inspection_diff& diff, const std::string& a_n
   std::string out = fmt::format("A: {}\nB: {}\n\n", printable_text(a_name), printable_text(b_name));
   out += fmt::format("  {:<16} {:>11} {:>11} {:>11}\n", "", "A", "B", "change");
   auto total = [&](std::string_view name, std::int64_t a, std::int64_t b) {
-    out += fmt::format("  {:<16} {:>11} {:>11} {:>11}\n", name, format_bytes(a), format_bytes(b), signed_bytes(b - a));
+    out += fmt::format("  {:<16} {:>11} {:>11} {:>11}\n", name, format_bytes(a), format_bytes(b), signed_change_text(saturating_subtract(b, a)));
   };
   total("peak allocated", diff.peak_allocated_a, diff.peak_allocated_b);
   total("peak reserved", diff.peak_reserved_a, diff.peak_reserved_b);

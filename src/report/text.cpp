@@ -196,6 +196,14 @@ void append_categories(std::string& out, const inspection& result, std::size_t w
   }
 }
 
+// top * part / whole, exact and without overflow for every top up to INT64_MAX (part <= whole):
+// with top = q * whole + r, it is q * part + r * part / whole.
+std::int64_t row_threshold(std::int64_t top, std::size_t part, std::size_t whole) {
+  auto parts = static_cast<std::int64_t>(part);
+  auto wholes = static_cast<std::int64_t>(whole);
+  return top / wholes * parts + top % wholes * parts / wholes;
+}
+
 void append_chart(std::string& out, const inspection& result, std::size_t width) {
   constexpr std::size_t rows = 8;
   std::size_t label_width = 11;
@@ -207,7 +215,7 @@ void append_chart(std::string& out, const inspection& result, std::size_t width)
   out += "\nTimeline  (# allocated, : reserved but unallocated; one column = " + format_count(per_column) +
          (per_column == 1 ? " event)\n" : " events)\n");
   for (std::size_t row = 0; row < rows; ++row) {
-    std::int64_t threshold = top * static_cast<std::int64_t>(rows - row) / static_cast<std::int64_t>(rows);
+    std::int64_t threshold = row_threshold(top, rows - row, rows);
     std::string label = row == 0 ? format_bytes(top) : (row == rows - 1 ? format_bytes(top / static_cast<std::int64_t>(rows)) : "");
     out += fmt::format("{:>{}} |", label, label_width);
     for (const auto& peak : peaks) {

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "c_check.h"
 
@@ -527,6 +529,75 @@ static void test_opening_and_closing_are_not_starved_by_threads_allocating(void)
   for (int i = 0; i < threads_allocating; ++i) pthread_join(threads[i], NULL);
 }
 
+/* Issue 28 item 3: rlmem_read_option_file is the CLI's reader of --categories: /dev/zero is
+ * refused with its line, not read without end; a regular file comes back whole. */
+static void test_option_file(const char* dir) {
+  char* text = NULL;
+  size_t size = 0;
+  char* error = NULL;
+  int status = rlmem_read_option_file("/dev/zero", &text, &size, &error);
+  expect_failure(status, RLMEM_E_BAD_INPUT, error, "/dev/zero: not a regular file (a FIFO, a device or a folder)");
+  CHECK(text == NULL && size == 0, "text or size set on failure");
+  const char* rules = testdata_file(dir, "tiny_oom_cpp_stacks.pickle");
+  status = rlmem_read_option_file(rules, &text, &size, &error);
+  CHECK(status == RLMEM_OK && text != NULL && size > 0, "status %s reading %s: %s", rlmem_status_name(status), rules,
+        error ? error : "(none)");
+  rlmem_string_free(text);
+  CHECK(rlmem_read_option_file(NULL, &text, &size, &error) == RLMEM_E_INVALID_ARGUMENT, "NULL path accepted");
+  rlmem_string_free(error);
+}
+
+/* Issue 28 item 1: rlmem_write_file writes /dev/null in place; it stays a character device. */
+static void test_write_file(void) {
+  int error_number = -1;
+  char* error = NULL;
+  int status = rlmem_write_file("/dev/null", "page", 4, &error_number, &error);
+  CHECK(status == RLMEM_OK && error_number == 0 && error == NULL, "status %s, errno %d, error %s",
+        rlmem_status_name(status), error_number, error ? error : "(none)");
+  struct stat null_status;
+  CHECK(lstat("/dev/null", &null_status) == 0 && S_ISCHR(null_status.st_mode), "/dev/null is no longer a character device");
+  status = rlmem_write_file("/nonexistent-rlmem-folder/page.html", "page", 4, &error_number, &error);
+  expect_failure(status, RLMEM_E_BAD_INPUT, error, "cannot write /nonexistent-rlmem-folder/page.html: No such file or directory");
+  CHECK(error_number == 2, "errno %d, expected ENOENT (2)", error_number);
+}
+
+/* Issue 28 item 8: a 1 MiB step marker is one clean error naming the limit, and the library
+ * writes nothing to descriptor 2 (RE2 printed thousands of lines there). */
+static void test_huge_step_marker_prints_nothing(const char* dir) {
+  size_t length = (size_t)1 << 20;
+  char* marker = malloc(length + 1);
+  CHECK(marker != NULL, "out of memory");
+  if (marker == NULL) return;
+  memset(marker, '(', length);
+  marker[length] = '\0';
+  rlmem_inspect_options options;
+  rlmem_inspect_options_init(&options);
+  options.step_marker = marker;
+  FILE* captured = tmpfile();
+  int saved = dup(2);
+  CHECK(captured != NULL && saved >= 0, "cannot capture descriptor 2");
+  if (captured == NULL || saved < 0) {
+    free(marker);
+    return;
+  }
+  fflush(stderr);
+  dup2(fileno(captured), 2);
+  char* json = NULL;
+  char* error = NULL;
+  int status = rlmem_inspect_file(testdata_file(dir, "tiny_oom_cpp_stacks.pickle"), &options, &json, &error);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  fseek(captured, 0, SEEK_END);
+  long printed = ftell(captured);
+  fclose(captured);
+  CHECK(printed == 0, "expected nothing on descriptor 2, saw %ld bytes", printed);
+  CHECK(error == NULL || strlen(error) < 300, "the message is %zu bytes, expected one short line", strlen(error));
+  expect_failure(status, RLMEM_E_INVALID_ARGUMENT, error, "a step marker is at most 4096 bytes");
+  rlmem_string_free(json);
+  free(marker);
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "--print-json") == 0) {
     char* json = NULL;
@@ -549,6 +620,9 @@ int main(int argc, char** argv) {
   test_inspect_leak_fixture(argv[1]);
   test_bytes_equal_path(argv[1]);
   test_failures(argv[1]);
+  test_option_file(argv[1]);
+  test_write_file();
+  test_huge_step_marker_prints_nothing(argv[1]);
   test_leak_rule();
   test_step_rules();
   test_two_threads(argv[1]);

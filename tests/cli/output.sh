@@ -147,4 +147,66 @@ expect_refused "not a regular file" "${plan[@]/qwen2.5-0.5b//dev/zero}"
 head -c $((16 * 1024 * 1024 + 1)) /dev/zero >"$work/big.json"
 expect_refused "larger than 16 MiB" "${plan[@]/qwen2.5-0.5b/$work/big.json}"
 
+# Issue 28 item 13: an option given '' is refused, not read as the option left out.
+expect_refused "--fit is given an empty value" "${plan[@]}" --fit ''
+expect_refused "--html is given an empty value" "${plan[@]}" --html ''
+expect_refused "--limit is given an empty value" inspect "$snap" --limit ''
+expect_refused "--capacity is given an empty value" replay "$snap" --capacity ''
+
+# Issue 28 items 1 and 2: a page goes where the path leads without replacing what is there.
+page_in_place() {  # NAME PATH [ARGS...]: the page written to PATH; fails with NAME otherwise
+  local name=$1 path=$2; shift 2
+  "$rlmem" report "$snap" --quiet -o "$path" "$@" 2>"$work/err"
+  local code=$?
+  if [ "$code" -ne 0 ]; then
+    fail "$name: report -o exited $code, expected 0: $(cat "$work/err")"
+    return 1
+  fi
+}
+# A FIFO stays a FIFO, and its reader gets the whole page.
+mkfifo "$work/page.fifo"
+cat "$work/page.fifo" >"$work/fifo.read" &
+reader=$!
+if page_in_place "-o FIFO" "$work/page.fifo"; then
+  wait "$reader"
+  if [ ! -p "$work/page.fifo" ] || [ "$(head -c 15 "$work/fifo.read")" != '<!DOCTYPE html>' ] || ! grep -q '</html>' "$work/fifo.read"; then
+    fail "-o FIFO: expected the FIFO kept and its reader given the whole page; saw type $(stat -c %F "$work/page.fifo"), $(wc -c <"$work/fifo.read") bytes read"
+  else
+    ok "-o FIFO: the FIFO stays, its reader got the page"
+  fi
+else
+  kill "$reader" 2>/dev/null
+fi
+# A symbolic link stays a link; the file it points to gets the page.
+echo old >"$work/target.html"
+ln -s target.html "$work/link.html"
+if page_in_place "-o symlink" "$work/link.html"; then
+  if [ ! -L "$work/link.html" ] || [ "$(readlink "$work/link.html")" != target.html ] ||
+    [ "$(head -c 15 "$work/target.html")" != '<!DOCTYPE html>' ]; then
+    fail "-o symlink: expected the link kept and target.html given the page; saw link $(readlink "$work/link.html"), target starting '$(head -c 15 "$work/target.html")'"
+  else
+    ok "-o symlink: the link stays, its target got the page"
+  fi
+fi
+# /dev/null stays the character device it is (the page is written into it, not renamed over it).
+if page_in_place "-o /dev/null" /dev/null; then
+  if [ ! -c /dev/null ]; then
+    fail "-o /dev/null: /dev/null is no longer a character device: $(stat -c %F /dev/null)"
+  else
+    ok "-o /dev/null: still a character device"
+  fi
+fi
+# A symlink planted where the old code put its temporary (PATH.partial) is never written through.
+echo victim >"$work/victim"
+ln -s victim "$work/planted.html.partial"
+if page_in_place "-o with a planted .partial link" "$work/planted.html"; then
+  if [ "$(cat "$work/victim")" != victim ] || [ "$(readlink "$work/planted.html.partial")" != victim ] ||
+    [ "$(head -c 15 "$work/planted.html")" != '<!DOCTYPE html>' ]; then
+    fail "-o with a planted .partial link: expected the victim and the link untouched, the page written; saw victim '$(head -c 20 "$work/victim")'"
+  else
+    ok "-o with a planted .partial link: victim untouched, page written"
+  fi
+fi
+[ -z "$(ls -A "$work" | grep '^\.rlmem-')" ] || fail "a temporary was left behind: $(ls -A "$work")"
+
 [ "$failures" -eq 0 ] || { echo "$failures failures"; exit 1; }

@@ -10,7 +10,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 (cd "$work" && "$rlmem" report "$testdata/snapshots/frag_default_oom.pickle.zst" --quiet) || fail "report exited $?, expected 0"
 [ -s "$work/frag_default_oom.html" ] || fail "expected frag_default_oom.html in the current folder, found: $(ls "$work")"
 head -c 15 "$work/frag_default_oom.html" | grep -q '<!DOCTYPE html>' || fail "the page does not start with <!DOCTYPE html>"
-[ -z "$(ls "$work" | grep partial)" ] || fail "a .partial file was left behind"
+[ -z "$(ls -A "$work" | grep partial)" ] || fail "a .partial file was left behind"
 "$rlmem" report "$testdata/snapshots/frag_default.pickle.zst" -o - --quiet | grep -q 'Content-Security-Policy' ||
   fail "-o - does not write the page to standard output"
 

@@ -107,6 +107,32 @@ TEST(diff, a_snapshot_against_itself_changes_nothing) {
   for (const diff_row& row : diff.categories_at_end) EXPECT_EQ(row.delta(), 0) << row.key;
 }
 
+// Issue 28 item 10: byte figures near 2^63 wrapped (a negative change printed for growth, UB
+// under UBSan); a change holds at the ends of int64 instead, and a site of 2^64-1 bytes comes in
+// as INT64_MAX, never negative.
+TEST(diff, changes_near_int64_max_saturate_instead_of_wrapping) {
+  constexpr std::int64_t most = std::numeric_limits<std::int64_t>::max();
+  diff_row grew{"grew", -2, most, 0, 0};
+  diff_row shrank{"shrank", most, -2, 0, 0};
+  EXPECT_EQ(grew.delta(), most) << "expected INT64_MAX, saw " << grew.delta();
+  EXPECT_EQ(shrank.delta(), std::numeric_limits<std::int64_t>::min()) << "expected INT64_MIN, saw " << shrank.delta();
+
+  inspection a;
+  inspection b;
+  site_usage huge;
+  huge.site.label = "huge.py:1 f";
+  huge.bytes = std::numeric_limits<std::uint64_t>::max();
+  site_usage small = huge;
+  small.site.label = "small.py:1 g";
+  small.bytes = 1;
+  b.end_by_site = {small, huge};
+  inspection_diff diff = diff_inspections(a, b);
+  ASSERT_EQ(diff.sites_at_end.size(), 2u);
+  EXPECT_EQ(diff.sites_at_end[0].key, "huge.py:1 f") << "expected the largest change first";
+  EXPECT_EQ(diff.sites_at_end[0].b_bytes, most) << "expected 2^64-1 bytes held at INT64_MAX, saw " << diff.sites_at_end[0].b_bytes;
+  EXPECT_EQ(diff.sites_at_end[0].delta(), most);
+}
+
 TEST(ranks, torchrun_style_names_carry_a_rank) {
   const std::vector<std::pair<std::string, std::int64_t>> ranked = {
       {"snapshot_rank3.pickle", 3},      {"rank_3.pickle", 3},           {"oom_rank-12.pickle.zst", 12},

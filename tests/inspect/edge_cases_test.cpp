@@ -49,6 +49,38 @@ TEST(step_marker, a_20000_character_frame_is_matched_in_linear_time) {
   EXPECT_EQ(result.steps.size(), 1u) << "every allocation matches: one run, one step";
 }
 
+// Issue 28 item 8: a 1 MiB step marker reached RE2, which printed its diagnostics from inside
+// the library. The length is bounded before RE2 sees the pattern, the refusal names the limit,
+// the message stays one short line, and nothing reaches standard error.
+TEST(step_marker, a_1_mib_marker_is_refused_naming_the_limit_and_prints_nothing) {
+  crafted_snapshot made;
+  stack_id stack = made.stack({made.frame("grpo_step", "/rl/train.py", 3)});
+  made.segment(0, 64 * mib);
+  made.event(trace_action::alloc, 0, mib, stack, 1);
+  inspect_options options;
+  for (const std::string& marker : {std::string(1 << 20, '('), std::string(1 << 20, 'a'), std::string(max_step_marker_bytes + 1, 'a')}) {
+    options.step_marker = marker;
+    inspection result;
+    std::string problem;
+    ::testing::internal::CaptureStderr();
+    bool accepted = inspect_checked(made.build(), options, result, problem);
+    std::string printed = ::testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(accepted) << "expected a " << marker.size() << "-byte marker refused";
+    EXPECT_NE(problem.find("a step marker is at most 4096 bytes"), std::string::npos) << "saw: " << problem.substr(0, 300);
+    EXPECT_LT(problem.size(), 300u) << "expected one short line, saw " << problem.size() << " bytes";
+    EXPECT_EQ(printed, "") << "expected nothing on stderr, saw " << printed.size() << " bytes: " << printed.substr(0, 300);
+  }
+  options.step_marker = std::string(max_step_marker_bytes, 'a');
+  inspection result;
+  std::string problem;
+  EXPECT_TRUE(inspect_checked(made.build(), options, result, problem)) << "expected a marker of exactly the limit accepted: " << problem;
+  // Within the limit RE2's own reason quotes the pattern; the line stays short all the same.
+  options.step_marker = std::string(max_step_marker_bytes, '(');
+  EXPECT_FALSE(inspect_checked(made.build(), options, result, problem));
+  EXPECT_NE(problem.find("missing )"), std::string::npos) << "saw: " << problem.substr(0, 300);
+  EXPECT_LT(problem.size(), 400u) << "expected one short line, saw " << problem.size() << " bytes";
+}
+
 TEST(step_marker, matches_path_line_function_with_windows_separators_read_as_slashes) {
   crafted_snapshot made;
   stack_id marker = made.stack({made.frame("grpo_step", "C:\\Users\\me\\rl\\train.py", 52)});

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -202,6 +205,59 @@ def test_a_top_outside_the_clis_range_is_refused_with_its_words_never_wrapped(rl
     with pytest.raises(rlmem.InvalidArgumentError) as caught:
         rlmem.inspect(path, top=top)
     assert str(caught.value) == expected, f"expected the CLI's {expected!r}, seen {str(caught.value)!r}"
+
+
+def _run_python(code: str, *args: str) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter with the checkout's package, with a timeout: a call that
+    hangs (a FIFO read without end) fails the test instead of hanging it."""
+    from conftest import PYTHON_DIR
+
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=30, env=env)
+
+
+_INSPECT_WITH_CATEGORIES = """
+import sys, rlmem
+try:
+    rlmem.inspect(sys.argv[1], categories=sys.argv[2])
+except rlmem.BadInputError as error:
+    print(error)
+"""
+
+
+# Issue 28 item 3: categories= read any file (a FIFO blocked for ever, /dev/zero grew to GiBs).
+# It is read by the CLI's reader in librlmem now, refused at once with the CLI's line.
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_categories_that_are_not_a_regular_file_are_refused_at_once_with_the_clis_line(rlmem, snapshot, cli, tmp_path, kind):
+    path = snapshot("tiny_oom_cpp_stacks.pickle")
+    if kind == "fifo":
+        rules = tmp_path / "rules.fifo"
+        os.mkfifo(rules)
+    else:
+        rules = Path("/dev/zero")
+    code, _, err = cli("inspect", str(path), "--categories", str(rules))
+    assert code == 2, f"expected the CLI to refuse {rules}, saw exit {code}: {err}"
+    done = _run_python(_INSPECT_WITH_CATEGORIES, str(path), str(rules))
+    assert done.returncode == 0 and done.stderr == "", f"saw exit {done.returncode}, stderr {done.stderr!r}"
+    assert done.stdout == _cli_message(err) + "\n", f"CLI: {err!r}, Python: {done.stdout!r}"
+    assert "not a regular file" in done.stdout
+
+
+# Issue 28 item 8: a 1 MiB step marker through Python (the C ABI) is one clean error naming the
+# limit, and librlmem prints nothing on standard error.
+def test_a_1_mib_step_marker_is_refused_naming_the_limit_and_stderr_stays_empty(snapshot):
+    done = _run_python(
+        """
+import sys, rlmem
+try:
+    rlmem.inspect(sys.argv[1], step_marker="(" * (1 << 20))
+except rlmem.InvalidArgumentError as error:
+    print(str(error)[:400])
+""",
+        str(snapshot("tiny_oom_cpp_stacks.pickle")),
+    )
+    assert done.stderr == "", f"expected nothing on stderr, saw {len(done.stderr)} characters: {done.stderr[:300]!r}"
+    assert "a step marker is at most 4096 bytes" in done.stdout, f"saw {done.stdout!r}"
 
 
 def test_bad_category_rules_are_invalid_arguments(rlmem, snapshot, tmp_path):

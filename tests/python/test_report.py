@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
+import threading
 
 import pytest
 
@@ -48,3 +51,48 @@ def test_bad_input_raises_the_clis_message(rlmem, snapshot, tmp_path):
     assert not (tmp_path / "broken.html").exists(), "a page was written for a broken snapshot"
     with pytest.raises(rlmem.InvalidArgumentError, match="has no device 9"):
         rlmem.report(snapshot("tiny_oom_cpp_stacks.pickle"), device=9)
+
+
+# Issue 28 items 1 and 2: output= goes where the path leads without replacing what is there.
+def test_output_to_a_fifo_keeps_the_fifo_and_its_reader_gets_the_page(rlmem, snapshot, tmp_path):
+    fifo = tmp_path / "page.fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    page = rlmem.report(snapshot("frag_default.pickle.zst"), fifo)
+    reader.join(timeout=60)
+    assert not reader.is_alive(), "the FIFO's reader never saw the end of the page"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "page.fifo is no longer a FIFO"
+    assert received == [page.encode("utf-8")]
+
+
+def test_output_to_a_symlink_writes_its_target_and_the_link_stays(rlmem, snapshot, tmp_path):
+    (tmp_path / "target.html").write_text("old", encoding="utf-8")
+    (tmp_path / "link.html").symlink_to("target.html")
+    page = rlmem.report(snapshot("frag_default.pickle.zst"), tmp_path / "link.html")
+    assert (tmp_path / "link.html").is_symlink() and os.readlink(tmp_path / "link.html") == "target.html"
+    assert (tmp_path / "target.html").read_text(encoding="utf-8") == page
+
+
+def test_output_to_dev_null_leaves_it_a_character_device(rlmem, snapshot):
+    rlmem.report(snapshot("frag_default.pickle.zst"), "/dev/null")
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode), "/dev/null is no longer a character device"
+
+
+def test_a_planted_partial_symlink_is_not_followed(rlmem, snapshot, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("victim", encoding="utf-8")
+    (tmp_path / "page.html.partial").symlink_to("victim")
+    page = rlmem.report(snapshot("frag_default.pickle.zst"), tmp_path / "page.html")
+    assert victim.read_text(encoding="utf-8") == "victim", "the planted link was written through"
+    assert os.readlink(tmp_path / "page.html.partial") == "victim"
+    assert (tmp_path / "page.html").read_text(encoding="utf-8") == page
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html", "page.html.partial", "victim"]
+
+
+def test_an_unwritable_output_is_an_oserror_with_the_clis_line(rlmem, snapshot, tmp_path):
+    missing = tmp_path / "no" / "page.html"
+    with pytest.raises(OSError) as caught:
+        rlmem.report(snapshot("frag_default.pickle.zst"), missing)
+    assert caught.value.errno == 2 and caught.value.strerror == f"cannot write {missing}: No such file or directory"

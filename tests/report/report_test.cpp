@@ -3,9 +3,11 @@
 
 #include "fixtures.hpp"
 
+#include <rlmem/compare.hpp>
 #include <rlmem/report.hpp>
 
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
@@ -214,6 +216,72 @@ TEST(json_report, the_leak_summary_is_null_with_fewer_than_3_steps) {
   auto report = nlohmann::json::parse(render_inspection_json(snap, inspect(snap), "tiny_oom_cpp_stacks.pickle"));
   ASSERT_LT(report["steps"]["count"].get<std::size_t>(), 3u);
   EXPECT_TRUE(report["leak_summary"].is_null()) << report["leak_summary"].dump();
+}
+
+// Issue 28 item 10: the chart's row thresholds were top * 8 / 8, which overflowed for a peak near
+// 2^63 and drew every row full.
+TEST(text_report, the_chart_holds_a_peak_near_int64_max) {
+  const snapshot& snap = testing::fixture("grpo_clean.pickle.zst");
+  inspection result = inspect(snap);
+  constexpr std::int64_t most = std::numeric_limits<std::int64_t>::max();
+  result.peak_allocated_bytes = most;
+  result.peak_reserved_bytes = most;
+  for (std::int64_t& bytes : result.memory.allocated) bytes = most / 2;
+  for (std::int64_t& bytes : result.memory.reserved) bytes = most / 2;
+  std::vector<std::string> lines = lines_of(render_inspection_text(snap, result, "huge", {0, 100}));
+  std::size_t first_row = 0;
+  while (first_row < lines.size() && lines[first_row].find("8.00 EiB |") == std::string::npos) ++first_row;
+  ASSERT_LT(first_row + 7, lines.size()) << "expected the chart's 8 rows under a top label of 8.00 EiB";
+  for (std::size_t row = 0; row < 8; ++row) {
+    std::string cells = lines[first_row + row].substr(lines[first_row + row].find('|') + 1);
+    // Columns at half the peak fill the rows at or below half (rows 4 to 7) and none above.
+    bool full = row >= 4;
+    EXPECT_EQ(cells.find_first_not_of(full ? '#' : ' '), std::string::npos)
+        << "row " << row << ": expected " << (full ? "all '#'" : "blank") << ", saw '" << cells << "'";
+  }
+}
+
+// Issue 28 item 14: `diff --top 2` printed every changed row but the third largest. Each section
+// shows exactly the N largest changes, then how many more changed.
+TEST(diff_text, top_n_shows_exactly_the_n_largest_changes_and_counts_the_rest) {
+  inspect_options everything;
+  everything.top = std::numeric_limits<std::size_t>::max();
+  inspection_diff diff = diff_inspections(inspect(testing::fixture("grpo_clean.pickle.zst"), everything),
+                                          inspect(testing::fixture("grpo_leak_logits.pickle.zst"), everything));
+  constexpr std::size_t top = 2;
+  std::vector<std::string> lines = lines_of(render_diff_text(diff, "a", "b", top, {0, 200}));
+  auto section_rows = [&](const std::string& header) {
+    std::vector<std::string> rows;
+    std::size_t at = 0;
+    while (at < lines.size() && lines[at] != header) ++at;
+    EXPECT_LT(at, lines.size()) << "expected a section '" << header << "'";
+    for (at += 2; at < lines.size() && !lines[at].empty(); ++at) rows.push_back(lines[at]);
+    return rows;
+  };
+  std::size_t sections_with_more = 0;
+  for (const auto& [title, all] : {std::pair{"Categories live at peak", &diff.categories_at_peak},
+                                   std::pair{"Sites live at peak", &diff.sites_at_peak},
+                                   std::pair{"Categories live at end", &diff.categories_at_end},
+                                   std::pair{"Sites live at end", &diff.sites_at_end}}) {
+    std::vector<const diff_row*> changed;
+    for (const diff_row& row : *all) {
+      if (row.delta() != 0) changed.push_back(&row);
+    }
+    if (changed.empty()) continue;
+    std::vector<std::string> rows = section_rows(std::string(title) + " (" + std::to_string(changed.size()) + " changed)");
+    std::size_t shown = std::min(top, changed.size());
+    std::size_t more = changed.size() - shown;
+    ASSERT_EQ(rows.size(), shown + (more > 0 ? 1 : 0)) << title << ": expected " << shown << " rows and " << (more > 0 ? "a 'more' line" : "none");
+    for (std::size_t i = 0; i < shown; ++i) {
+      EXPECT_NE(rows[i].find(changed[i]->key.substr(0, 100)), std::string::npos)
+          << title << ": expected row " << i << " to be " << changed[i]->key << ", saw " << rows[i];
+    }
+    if (more > 0) {
+      ++sections_with_more;
+      EXPECT_EQ(rows.back(), "  (" + std::to_string(more) + " more; --top N shows more)") << title;
+    }
+  }
+  EXPECT_GT(sections_with_more, 0u) << "expected a section with more than " << top << " changes, so the test bites";
 }
 
 }  // namespace rlmem
