@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target for librlmem's C ABI: any bytes as a snapshot, under options carved from the
 // first byte, and any int64 series through the leak rule. The contract checked: a status and
-// exactly one of document or one-line message, and a document that is valid JSON.
+// exactly one of document or one-line message, and a document that is valid JSON. Any bytes also
+// go through rlmem_write_file and come back whole through rlmem_read_option_file.
 
 #include <rlmem/rlmem.h>
 
@@ -10,7 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <cstdlib>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -47,10 +52,43 @@ void check_leak_rule(const std::uint8_t* data, std::size_t size) {
   }
 }
 
+// The file the CLI would write with `report -o` is read back by the reader of option files as it
+// was given: every byte, NULs included, and the two sides agree on what failed.
+void check_file_round_trip(const std::uint8_t* data, std::size_t size) {
+  // A folder of its own for the run, removed with the file at exit.
+  struct scratch_folder {
+    std::string folder;
+    std::string path;
+    scratch_folder() {
+      char name[] = "/tmp/rlmem-fuzz-capi-XXXXXX";
+      if (::mkdtemp(name) == nullptr) __builtin_trap();
+      folder = name;
+      path = folder + "/option-file";
+    }
+    ~scratch_folder() {
+      ::unlink(path.c_str());
+      ::rmdir(folder.c_str());
+    }
+  };
+  static const scratch_folder scratch;
+  const std::string& path = scratch.path;
+  char* error = nullptr;
+  int error_number = -1;
+  if (rlmem_write_file(path.c_str(), data, size, &error_number, &error) != RLMEM_OK || error != nullptr || error_number != 0) {
+    __builtin_trap();
+  }
+  char* text = nullptr;
+  std::size_t read = 0;
+  if (rlmem_read_option_file(path.c_str(), &text, &read, &error) != RLMEM_OK || error != nullptr) __builtin_trap();
+  if (read != size || text[read] != '\0' || (size > 0 && std::memcmp(text, data, size) != 0)) __builtin_trap();
+  rlmem_string_free(text);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   check_inspect(data, size);
   check_leak_rule(data, size);
+  check_file_round_trip(data, size);
   return 0;
 }
