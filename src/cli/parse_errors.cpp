@@ -55,6 +55,9 @@ std::string empty_value_refusal(const CLI::App& app) {
     for (const CLI::Option* option : command->get_options()) {
       // Flags take no value; an option given '' would otherwise read as an option not given.
       if (option->get_type_size() == 0 || option->count() == 0) continue;
+      // An empty PYTORCH_CUDA_ALLOC_CONF is a setting of its own: torch's defaults, rather than
+      // the settings the snapshot recorded.
+      if (option->get_name() == "--alloc-conf") continue;
       for (const std::string& value : option->results()) {
         if (value.empty()) return fmt::format("{} is given an empty value; give it a value or leave it out (see {})", option->get_name(), help_of(app));
       }

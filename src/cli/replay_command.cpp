@@ -90,7 +90,7 @@ void add_replay_command(CLI::App& app, command_body& run) {
   command->add_option("FILE", args->file, "Snapshot from torch.cuda.memory._dump_snapshot (.pickle, .gz or .zst)")->required();
   command->add_option("--alloc-conf", args->alloc_conf,
                       "PYTORCH_CUDA_ALLOC_CONF to replay under, e.g. \"max_split_size_mb:128\"\n"
-                      "(default: the settings recorded in the snapshot)")
+                      "(default: the settings recorded in the snapshot; '' for torch's defaults)")
       ->each([args](const std::string&) { args->alloc_conf_given = true; });
   command->add_option("--capacity", args->capacity,
                       "Memory limit (set_per_process_memory_fraction): 2805590497, 40GiB, ...");
