@@ -26,4 +26,8 @@ struct output_written {
 ///   and written in place; a FIFO waits for its reader as a shell's `>` does.
 output_written write_output_file(const std::string& path, std::string_view contents) noexcept;
 
+/// Writes all of `contents` to an open descriptor, again after EINTR and after a short write;
+/// 0, or the errno of the write that failed (EPIPE when the reader has gone).
+int write_all_to(int descriptor, std::string_view contents) noexcept;
+
 }  // namespace rlmem

@@ -26,15 +26,7 @@ void hold_standard_descriptors() noexcept {
   }
 }
 
-int write_all(std::string_view text) noexcept {
-  while (!text.empty()) {
-    ssize_t done = ::write(STDOUT_FILENO, text.data(), text.size());
-    if (done < 0 && errno == EINTR) continue;
-    if (done < 0) return errno;
-    text.remove_prefix(static_cast<std::size_t>(done));
-  }
-  return 0;
-}
+int write_all(std::string_view text) noexcept { return write_all_to(STDOUT_FILENO, text); }
 
 // EPIPE means the reader has gone (`rlmem inspect x | head -c1`): the output is incomplete, so
 // the exit code says so, but the reader chose to leave and needs no message.

@@ -85,16 +85,6 @@ output_target follow_links(const std::string& path) {
   return target;
 }
 
-int write_all_to(int descriptor, std::string_view contents) {
-  while (!contents.empty()) {
-    ssize_t done = ::write(descriptor, contents.data(), contents.size());
-    if (done < 0 && errno == EINTR) continue;
-    if (done < 0) return errno;
-    contents.remove_prefix(static_cast<std::size_t>(done));
-  }
-  return 0;
-}
-
 // Closes a descriptor this file opened; EINTR leaves it closed on Linux, with the data written.
 int close_checked(int descriptor) { return ::close(descriptor) != 0 && errno != EINTR ? errno : 0; }
 
@@ -171,6 +161,16 @@ output_written write_output_file(const std::string& path, std::string_view conte
     }
   }
   return written;
+}
+
+int write_all_to(int descriptor, std::string_view contents) noexcept {
+  while (!contents.empty()) {
+    ssize_t done = ::write(descriptor, contents.data(), contents.size());
+    if (done < 0 && errno == EINTR) continue;
+    if (done < 0) return errno;
+    contents.remove_prefix(static_cast<std::size_t>(done));
+  }
+  return 0;
 }
 
 }  // namespace rlmem
