@@ -89,7 +89,11 @@ enum class precision_kind : std::uint8_t { bf16, fp32_master, nanochat };
 /// (transformers; OpenRLHF). chunked: bf16 logits kept, fp32 log-softmax one chunk of rows at a time,
 /// gradient written into the logits (verl with flash-attn's cross entropy). fused: the head and
 /// the log-prob fused chunk by chunk, no full logits (Liger, verl use_fused_kernels).
-enum class logprob_impl : std::uint8_t { full, chunked, fused };
+/// softcap: nanochat's GPT.forward with targets: the logits of every position softcapped in bf16
+/// (15 * tanh(logits / 15), tanh's output saved) and cast to fp32 for the cross-entropy over
+/// every position (gpt.py until 2025-11-23, commit 16788ee). softcap_fp32: cast to fp32 first,
+/// then softcapped in fp32 (gpt.py since that commit).
+enum class logprob_impl : std::uint8_t { full, chunked, fused, softcap, softcap_fp32 };
 /// grow: Hugging Face DynamicCache, one torch.cat per layer and token. prealloc: one buffer of
 /// kv_rows x kv_len positions allocated before the prompt (nanochat's engine).
 enum class kv_cache_kind : std::uint8_t { grow, prealloc };
@@ -140,6 +144,10 @@ struct plan_knobs {
   std::uint64_t kv_rows = 0;  ///< prealloc, kv_rows_kind::fixed: rows the buffer is sized for (0: the generation batch)
   kv_rows_kind kv_rows_follow = kv_rows_kind::fixed;
   std::uint64_t kv_len = 0;   ///< prealloc: positions per row (0: prompt + new tokens)
+  /// The generation runs under torch.inference_mode (nanochat's Engine), where autocast caches
+  /// no weight copies (each matmul casts its weight and frees the copy); else under torch.no_grad
+  /// (transformers' generate), where autocast keeps every fp32 weight's bf16 copy until its region ends.
+  bool generate_inference_mode = false;
   // train (and the policy update of grpo_step)
   std::uint64_t micro_batch = 0;
   std::uint64_t seq_len = 0;         ///< train: tokens per sequence
@@ -301,6 +309,10 @@ fit_result fit_configuration(const model_architecture& model, const plan_knobs& 
 std::string_view to_string(plan_phase phase) noexcept;
 std::string_view to_string(optimizer_kind kind) noexcept;
 std::string_view to_string(logprob_impl impl) noexcept;
+/// Whether the log-prob path works in chunks of `logprob_chunk` rows (chunked, fused).
+bool chunked_logprobs(const plan_knobs& knobs) noexcept;
+/// Whether the loss is computed over every position's logits (nanochat's softcapped loss).
+bool scores_every_position(const plan_knobs& knobs) noexcept;
 std::string_view to_string(shard_kind kind) noexcept;
 std::string_view to_string(precision_kind kind) noexcept;
 std::string_view to_string(kv_cache_kind kind) noexcept;

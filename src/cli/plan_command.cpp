@@ -163,8 +163,9 @@ bool refuse_options_that_do_not_apply(const plan_arguments& args, const CLI::App
   if (command.count("--vary") > 0 && command.count("--keep-shape") > 0) {
     return fail("--keep-shape keeps the algorithm's settings and --vary opens some: give one (keeping them is the default)");
   }
-  if (command.count("--logprob-chunk") > 0 && args.knobs.logprob == logprob_impl::full) {
-    return fail("--logprob-chunk is the rows per chunk of --logprob-impl chunked or fused; the default full has no chunks");
+  if (command.count("--logprob-chunk") > 0 && !chunked_logprobs(args.knobs)) {
+    return fail(fmt::format("--logprob-chunk is the rows per chunk of --logprob-impl chunked or fused; {} has no chunks",
+                            to_string(args.knobs.logprob)));
   }
   return true;
 }
@@ -239,8 +240,11 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
                   {{"bf16", precision_kind::bf16}, {"fp32-master", precision_kind::fp32_master}, {"nanochat", precision_kind::nanochat}}},
               knobs.precision) ||
       !choose("--logprob-impl", args.logprob_impl_name,
-              std::array<std::pair<const char*, logprob_impl>, 3>{
-                  {{"full", logprob_impl::full}, {"chunked", logprob_impl::chunked}, {"fused", logprob_impl::fused}}},
+              std::array<std::pair<const char*, logprob_impl>, 5>{{{"full", logprob_impl::full},
+                                                                   {"chunked", logprob_impl::chunked},
+                                                                   {"fused", logprob_impl::fused},
+                                                                   {"softcap", logprob_impl::softcap},
+                                                                   {"softcap-fp32", logprob_impl::softcap_fp32}}},
               knobs.logprob) ||
       !choose("--kv-cache", args.kv_cache,
               std::array<std::pair<const char*, kv_cache_kind>, 2>{{{"grow", kv_cache_kind::grow}, {"prealloc", kv_cache_kind::prealloc}}},
@@ -256,6 +260,10 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
   }
   // nanochat trains and samples with fp32 matrices and a bf16 embedding under autocast.
   if (model.model_type == "nanochat" && command.count("--precision") == 0) knobs.precision = precision_kind::nanochat;
+  // nanochat's model computes its own loss (GPT.forward with targets), not transformers' log-probs.
+  if (model.model_type == "nanochat" && command.count("--logprob-impl") == 0) knobs.logprob = logprob_impl::softcap;
+  // nanochat's Engine.generate runs under torch.inference_mode.
+  if (model.model_type == "nanochat") knobs.generate_inference_mode = true;
   if (!parse_kv_rows(args.kv_rows, knobs)) return false;
   int offload = 0;
   if (!choose("--offload", args.offload, std::array<std::pair<const char*, int>, 3>{{{"none", 0}, {"optimizer", 1}, {"all", 2}}}, offload)) {
@@ -426,7 +434,9 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--lora-targets", args->lora_targets, "Comma list of q_proj ... down_proj (default: all seven)")
       ->group(training);
   command->add_option("--logprob-impl", args->logprob_impl_name,
-                      "full (default: fp32 response logits) | chunked (verl) | fused (Liger)")
+                      "full (default: fp32 response logits) | chunked (verl) | fused (Liger) |\n"
+                      "softcap (nanochat's default: every position's softcapped logits, fp32 loss) |\n"
+                      "softcap-fp32 (nanochat's gpt.py since 2025-11-23: fp32 before the softcap)")
       ->group(training);
   command->add_option("--logprob-chunk", knobs.logprob_chunk, "Rows per chunk for chunked and fused (default 1024)")->check(whole_number)->group(training);
   auto* memory = "Memory";

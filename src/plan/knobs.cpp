@@ -187,7 +187,7 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
       }
     }
   }
-  if ((knobs.logprob == logprob_impl::chunked || knobs.logprob == logprob_impl::fused) &&
+  if (chunked_logprobs(knobs) &&
       !positive(knobs.logprob_chunk, "--logprob-chunk", max_length, message)) {
     return false;
   }
@@ -206,9 +206,13 @@ bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, st
         return false;
       }
       if (!tokens_within(knobs.micro_batch, knobs.seq_len, "a micro-batch", message)) return false;
-      if (knobs.logprob_tokens >= knobs.seq_len) {
-        message = fmt::format("--logprob-tokens {} must be less than --seq-len {} (the first token has no log-prob)",
-                              knobs.logprob_tokens, knobs.seq_len);
+      // nanochat's forward takes its targets beside the inputs (shifted by the caller), so every
+      // position can be scored; transformers' log-probs come from the logits of the one before.
+      if (scores_every_position(knobs) ? knobs.logprob_tokens > knobs.seq_len : knobs.logprob_tokens >= knobs.seq_len) {
+        message = scores_every_position(knobs)
+                      ? fmt::format("--logprob-tokens {} is more than --seq-len {}", knobs.logprob_tokens, knobs.seq_len)
+                      : fmt::format("--logprob-tokens {} must be less than --seq-len {} (the first token has no log-prob)",
+                                    knobs.logprob_tokens, knobs.seq_len);
         return false;
       }
       break;
@@ -386,11 +390,21 @@ std::string_view to_string(optimizer_kind kind) noexcept {
   }
   return "?";
 }
+bool scores_every_position(const plan_knobs& knobs) noexcept {
+  return knobs.logprob == logprob_impl::softcap || knobs.logprob == logprob_impl::softcap_fp32;
+}
+
+bool chunked_logprobs(const plan_knobs& knobs) noexcept {
+  return knobs.logprob == logprob_impl::chunked || knobs.logprob == logprob_impl::fused;
+}
+
 std::string_view to_string(logprob_impl impl) noexcept {
   switch (impl) {
     case logprob_impl::full: return "full";
     case logprob_impl::chunked: return "chunked";
     case logprob_impl::fused: return "fused";
+    case logprob_impl::softcap: return "softcap";
+    case logprob_impl::softcap_fp32: return "softcap-fp32";
   }
   return "?";
 }

@@ -237,6 +237,8 @@ bytes chunk_rows(const plan_knobs& knobs, bytes logprob_tokens) {
   return std::min(static_cast<bytes>(knobs.logprob_chunk), logprob_tokens);
 }
 
+bytes softcap_bytes(const plan_knobs& knobs) { return knobs.logprob == logprob_impl::softcap_fp32 ? 4 : 2; }
+
 head_instant larger(const head_instant& a, const head_instant& b) { return b.total() > a.total() ? b : a; }
 
 }  // namespace
@@ -263,6 +265,15 @@ head_instant head_with_grad(const model_architecture& model, const plan_knobs& k
     case logprob_impl::fused:
       return {"fused head chunk", {"head chunk (logits, fp32, gradient)", "gradient of hidden states", "head weight gradient (fp32)"},
               {10 * chunk_rows(knobs, logprob_tokens) * vocab, 2 * tokens * h, knobs.lora_rank > 0 ? 0 : 4 * vocab * h}};
+    case logprob_impl::softcap:
+    case logprob_impl::softcap_fp32:
+      // Every position, whatever is scored (ignored targets only zero their loss): at the start
+      // of backward tanh's saved output, log_softmax's saved fp32 output, nll_loss's dense fp32
+      // gradient and log_softmax's backward output are alive together (a snapshot of the step:
+      // 14 bytes per position and vocabulary entry, 16 with the fp32 softcap).
+      return {"cross-entropy backward",
+              {"softcapped logits (saved)", "log-probs (fp32, saved)", "gradients of log-probs and logits (fp32)"},
+              {softcap_bytes(knobs) * tokens * vocab, 4 * tokens * vocab, 8 * tokens * vocab}};
   }
   return {};
 }
@@ -282,6 +293,13 @@ head_instant head_no_grad(const model_architecture& model, const plan_knobs& kno
               {2 * tokens * vocab, 8 * chunk_rows(knobs, logprob_tokens) * vocab, 0}};
     case logprob_impl::fused:
       return {"fused head chunk", {"head chunk (logits, fp32)", "", ""}, {6 * chunk_rows(knobs, logprob_tokens) * vocab, 0, 0}};
+    case logprob_impl::softcap:
+      // The fp32 copy and log_softmax's output (the bf16 softcap's temporaries are gone by then).
+      return {"cross-entropy", {"logits (fp32)", "log-probs (fp32)", ""}, {4 * tokens * vocab, 4 * tokens * vocab, 0}};
+    case logprob_impl::softcap_fp32:
+      // The fp32 copy, tanh's output and the softcap's product, while the statement runs.
+      return {"softcap", {"logits (fp32)", "tanh (fp32)", "softcapped logits (fp32)"},
+              {4 * tokens * vocab, 4 * tokens * vocab, 4 * tokens * vocab}};
   }
   return {};
 }

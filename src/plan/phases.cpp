@@ -120,11 +120,15 @@ std::vector<instant> generation_instants(const model_architecture& model, const 
   // Under autocast (fp32 weights) each matmul weight's bf16 copy is cached until the generation's
   // autocast region ends: the layers' by the prefill's last layer, the head's from its first call.
   const bytes head_copy = state.autocast_copies > 0 ? 2 * static_cast<bytes>(model.vocab_size * model.hidden_size) : 0;
+  // Under inference_mode none is kept: only the head's, alive while its matmul runs (a snapshot of
+  // nanochat's Engine.generate: the cache, the head's copy and the sampling buffers).
+  const bytes kept_copies = knobs.generate_inference_mode ? 0 : state.autocast_copies;
+  const bytes copies_at_sampling = knobs.generate_inference_mode ? head_copy : state.autocast_copies;
 
   std::vector<instant> instants;
   instants.push_back(resident.start("prefill, last layer's MLP")
                          .add("unsharded layers in flight", state.weights_in_flight)
-                         .add("autocast bf16 weight copies", state.autocast_copies - head_copy)
+                         .add("autocast bf16 weight copies", kept_copies - (kept_copies > 0 ? head_copy : 0))
                          .add(cache_name, cache_at_prefill)
                          .add("prefill activations", prompt_tokens * plan_detail::no_grad_layer_per_token(model, knobs))
                          .add("positions, masks and rotary tables",
@@ -133,7 +137,8 @@ std::vector<instant> generation_instants(const model_architecture& model, const 
   // probabilities, and multinomial's draw: 19 bytes per row and vocabulary entry.
   instants.push_back(resident.start("last sampling step")
                          .add("unsharded layers in flight", state.weights_in_flight)
-                         .add("autocast bf16 weight copies", state.autocast_copies)
+                         .add(knobs.generate_inference_mode ? "head weight's bf16 copy (per call)" : "autocast bf16 weight copies",
+                              copies_at_sampling)
                          .add(cache_name, cache_at_end)
                          .add("last-token logits and sampling", 19 * shape.rows * vocab)
                          .add("token ids and attention mask", shape.rows * final_length * ids_per_position));
@@ -151,7 +156,7 @@ std::vector<instant> generation_instants(const model_architecture& model, const 
     const bytes one_layer_keys = shape.rows * (final_length - 2) * kv_token / (2 * static_cast<bytes>(model.num_layers));
     instants.push_back(resident.start("last cache growth (torch.cat)")
                            .add("unsharded layers in flight", state.weights_in_flight)
-                           .add("autocast bf16 weight copies", state.autocast_copies)
+                           .add("autocast bf16 weight copies", kept_copies)
                            .add(cache_name, cache_at_end)
                            .add("cache growth copy (one layer's keys)", one_layer_keys)
                            .add("token ids and attention mask", shape.rows * final_length * ids_per_position));

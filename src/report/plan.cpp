@@ -51,7 +51,11 @@ std::string training_text(const plan_knobs& knobs, const plan_result& plan) {
     text += fmt::format(", LoRA r={} ({} trainable)", knobs.lora_rank, format_count(plan.trainable_params));
   }
   if (knobs.grad_ckpt) text += ", gradient checkpointing";
-  if (knobs.logprob != logprob_impl::full) text += fmt::format(", {} log-probs (chunk {})", to_string(knobs.logprob), knobs.logprob_chunk);
+  if (chunked_logprobs(knobs)) {
+    text += fmt::format(", {} log-probs (chunk {})", to_string(knobs.logprob), knobs.logprob_chunk);
+  } else if (knobs.logprob != logprob_impl::full) {
+    text += fmt::format(", {} loss over every position", to_string(knobs.logprob));
+  }
   return text;
 }
 
@@ -386,8 +390,10 @@ std::string knobs_command_line(const plan_knobs& knobs) {
     if (knobs.precision != precision_kind::bf16) line += fmt::format(" --precision {}", to_string(knobs.precision));
     if (knobs.lora_rank > 0) line += fmt::format(" --lora-r {}", knobs.lora_rank);
     if (knobs.lora_rank > 0 && !knobs.lora_targets.empty()) line += fmt::format(" --lora-targets {}", fmt::join(knobs.lora_targets, ","));
-    if (knobs.logprob != logprob_impl::full) {
+    if (chunked_logprobs(knobs)) {
       line += fmt::format(" --logprob-impl {} --logprob-chunk {}", to_string(knobs.logprob), knobs.logprob_chunk);
+    } else if (knobs.logprob != logprob_impl::full) {
+      line += fmt::format(" --logprob-impl {}", to_string(knobs.logprob));
     }
   }
   if (knobs.gpus > 1) line += fmt::format(" --gpus {}", knobs.gpus);
