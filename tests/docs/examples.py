@@ -23,7 +23,7 @@ from pathlib import Path
 MARKER = re.compile(r"^<!--\s*example:\s*(?P<body>.*?)\s*-->$")
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<info>[\w+-]*)")
 COMMAND = re.compile(r"^(?:build/)?rlmem\s")
-SHELL_INFOS = {"sh", "bash", "shell", "console"}
+SHELL_INFOS = {"sh", "bash", "shell"}  # a console block shows output: only its "$ " lines are commands
 SKIP_KINDS = {"needs-gpu", "not-runnable"}
 
 
