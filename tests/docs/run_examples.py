@@ -10,7 +10,8 @@ the files an example writes (`rlmem report X` writes X.html beside you) land in 
 folder. `rlmem` on PATH is the binary under test; Python finds the package in python/ and the
 library through RLMEM_LIBRARY. An example passes when it exits as documented (0 unless marked
 `<!-- example: exit N -->`) and prints something (on stderr when it must fail).
-Examples marked needs-gpu or not-runnable are skipped with their reason. Exit 0 when every
+Examples marked needs-gpu or not-runnable are skipped with their reason (a skipped python block
+must still compile). Exit 0 when every
 example passes, 1 naming each failure by file, line and command, 2 on a usage or markup error.
 """
 from __future__ import annotations
@@ -45,6 +46,15 @@ def scratch_root(scratch: Path, root: Path, rlmem: Path, library: Path) -> Path:
     bin_dir.mkdir()
     (bin_dir / "rlmem").symlink_to(rlmem)
     return work
+
+
+def syntax_error(example: Example) -> str | None:
+    """A skipped python block is still compiled: what it shows must at least be Python."""
+    try:
+        compile(example.text, example.where(), "exec")
+    except SyntaxError as error:
+        return f"not valid Python (line {error.lineno} of the block: {error.msg})"
+    return None
 
 
 def run_one(example: Example, work: Path, env: dict[str, str]) -> str | None:
@@ -99,6 +109,8 @@ def main() -> int:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             verdicts = list(pool.map(lambda example: run_one(example, work, env), runnable))
     failures = [(example, why) for example, why in zip(runnable, verdicts) if why is not None]
+    failures += [(example, why) for example in skipped if example.kind == "python"
+                 for why in [syntax_error(example)] if why is not None]
 
     for example in skipped:
         print(f"skipped {example.where()} ({example.skip}): {example.text.splitlines()[0]}")
