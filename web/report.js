@@ -359,7 +359,7 @@
     if (frame === -1) return 'all live memory';
     if (frame === -2) return '<allocated before recording began>';
     if (frame === -3) return '<no Python stack: autograd backward or a C++ thread>';
-    return inside ? '[torch, libraries] ' + data.frames[frame] : data.frames[frame];
+    return inside ? '\u2026 ' + data.frames[frame] : data.frames[frame];
   }
 
   function peakView() {
@@ -367,7 +367,8 @@
     const count = tree.parent.length;
     byId('peak-help').textContent = 'What was live after ' + formatEvent(tree.event) + ' (' + formatBytes(data.summary.peak_allocated_bytes) +
       '), by stack: your own frames first, outermost down, leaving out the torch and library wrappers between them; ' +
-      'the row under your nearest frame, marked [torch, libraries], folds every frame inside it and names the one that allocated. ' +
+      'the row under your nearest frame, in italics after \u2026, folds every torch and library frame inside it and names the one ' +
+      'that allocated. ' +
       'Width is bytes, colour the category holding most of them. ' +
       (tree.nodes_before_cut > count ? 'The ' + formatCount(count) + ' largest of ' + formatCount(tree.nodes_before_cut) + ' nodes are drawn. ' : '') +
       'Click a node to zoom into it, the top row to zoom out.';
@@ -387,7 +388,8 @@
         title: treeLabel(tree.frame[node], tree.inside[node]),
         rows: [['bytes', formatBytes(tree.bytes[node])], ['blocks', formatCount(tree.count[node])],
                ['share of the peak', (100 * tree.bytes[node] / Math.max(1, tree.bytes[0])).toFixed(1) + '%'],
-               ['category (most bytes)', data.categories.names[tree.category[node]]]],
+               ['category (most bytes)', data.categories.names[tree.category[node]]]].concat(tree.inside[node]
+          ? [['folds', 'every torch and library frame inside your code, named by the one that allocated']] : []),
       };
     }
 
@@ -398,7 +400,7 @@
       const place = (node, left, span, depth) => {
         if (span * width < 2) return;
         deepest = Math.max(deepest, depth);
-        const box = el('div', 'node', treeLabel(tree.frame[node], tree.inside[node]));
+        const box = el('div', tree.inside[node] ? 'node inside' : 'node', treeLabel(tree.frame[node], tree.inside[node]));
         box.style.left = (left * 100) + '%';
         box.style.width = (span * 100) + '%';
         box.style.top = (depth * rowHeight) + 'px';

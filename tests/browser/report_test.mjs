@@ -246,6 +246,15 @@ async function testComparisonPage(browser, file, name, selectors) {
   for (const [selector, what] of selectors) {
     check((await page.evaluate(`document.querySelectorAll(${JSON.stringify(selector)}).length`)) > 0, `${name}: ${what} rendered`);
   }
+  if (name === 'plan') {
+    // Every part of a phase its own colour: no two swatches of the legend alike.
+    const colours = JSON.parse(await page.evaluate('JSON.stringify([...document.querySelectorAll(".part-swatch")].map((s) => getComputedStyle(s).backgroundColor))'));
+    check(colours.length >= 10 && new Set(colours).size === colours.length,
+      `${name}: each of the ${colours.length} parts has its own colour (${new Set(colours).size} distinct)`);
+    await page.evaluate('document.querySelector("details.every-fitting").open = true');
+    const rows = await waitFor(page, 'document.querySelectorAll("details.every-fitting tr").length');
+    check(rows > 1, `${name}: every fitting configuration opens as a table (${rows} rows)`);
+  }
   if (screenshotsAt) {
     const { cssContentSize } = await page.send('Page.getLayoutMetrics');
     const clip = { x: 0, y: 0, width: 1400, height: Math.min(cssContentSize.height, 3000), scale: 1 };
