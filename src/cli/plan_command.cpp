@@ -449,7 +449,8 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--vary", args->vary,
                       "--fit: KNOB[,KNOB] the algorithm may change: group, new-tokens,\n"
                       "prompt-len (only shorter), lora-r, batch (train's effective batch).\n"
-                      "Without it they stay yours; with it, from a quarter of yours up to 4x.\n"
+                      "Without it they stay yours; with it none goes under a quarter of\n"
+                      "yours (each range: docs/plan.md).\n"
                       "e.g. --vary new-tokens,group")
       ->group(search);
   command->add_flag("--keep-shape", args->keep_shape, "--fit: keep the algorithm's settings (the default)")
