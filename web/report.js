@@ -78,8 +78,34 @@
   byId('details-close').addEventListener('click', () => { details.hidden = true; });
 
   function chartWidth(container) { return Math.max(320, container.clientWidth || document.body.clientWidth - 40); }
-  const bytesAxis = { size: 100, values: (u, values) => values.map(formatBytes) };
-  const eventAxis = { values: (u, values) => values.map((v) => formatCount(v)) };
+
+  // Byte ticks at powers of two (1 KiB, 256 MiB, 2 GiB apart: never 953.67 MiB), printed in the
+  // unit of the largest tick with the decimals the step needs, or, where that takes more than
+  // two, in the step's own unit. The labels drawn are kept on the chart (data-ticks-y) for tests.
+  const BINARY_STEPS = Array.from({ length: 63 }, (_, k) => 2 ** k);
+  const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
+  function unitOf(bytes) {
+    let unit = 0;
+    while (unit < BYTE_UNITS.length - 1 && Math.abs(bytes) >= 1024 ** (unit + 1)) unit++;
+    return unit;
+  }
+  function byteTicks(u, splits, axisIndex, space, step) {
+    let unit = unitOf(Math.max(...splits.map(Math.abs), 1));
+    let decimals = step >= 1024 ** unit ? 0 : Math.round(Math.log2(1024 ** unit / step));
+    if (decimals > 2) { unit = unitOf(step); decimals = 0; }
+    const labels = splits.map((v) => v === 0 ? '0' : (v / 1024 ** unit).toFixed(decimals) + ' ' + BYTE_UNITS[unit]);
+    u.root.dataset.ticksY = JSON.stringify(labels);
+    return labels;
+  }
+  const bytesAxis = { size: 90, incrs: BINARY_STEPS, values: byteTicks };
+  // Whole numbers only: events and steps have no halves.
+  const WHOLE_STEPS = [1, 2, 5].flatMap((m) => Array.from({ length: 16 }, (_, k) => m * 10 ** k)).sort((a, b) => a - b);
+  function wholeTicks(u, splits) {
+    const labels = splits.map((v) => formatCount(v));
+    u.root.dataset.ticksX = JSON.stringify(labels);
+    return labels;
+  }
+  const eventAxis = { incrs: WHOLE_STEPS, values: wholeTicks };
 
   function updateRange(u) {
     const min = Math.max(0, Math.round(u.scales.x.min));
@@ -329,18 +355,21 @@
     });
   }
 
-  function treeLabel(frame) {
+  function treeLabel(frame, inside) {
     if (frame === -1) return 'all live memory';
     if (frame === -2) return '<allocated before recording began>';
     if (frame === -3) return '<no Python stack: autograd backward or a C++ thread>';
-    return data.frames[frame];
+    return inside ? '\u2026 ' + data.frames[frame] : data.frames[frame];
   }
 
   function peakView() {
     const tree = data.peak_tree;
     const count = tree.parent.length;
     byId('peak-help').textContent = 'What was live after ' + formatEvent(tree.event) + ' (' + formatBytes(data.summary.peak_allocated_bytes) +
-      '), by stack from the outermost frame down; width is bytes, colour the category holding most of them. ' +
+      '), by stack: your own frames first, outermost down, leaving out the torch and library wrappers between them; ' +
+      'the row under your nearest frame, in italics after \u2026, folds every torch and library frame inside it and names the one ' +
+      'that allocated. ' +
+      'Width is bytes, colour the category holding most of them. ' +
       (tree.nodes_before_cut > count ? 'The ' + formatCount(count) + ' largest of ' + formatCount(tree.nodes_before_cut) + ' nodes are drawn. ' : '') +
       'Click a node to zoom into it, the top row to zoom out.';
     const children = Array.from({ length: count }, () => []);
@@ -352,14 +381,15 @@
     function path(node) {
       const nodes = [];
       for (let at = node; at !== 0; at = tree.parent[at]) nodes.push(at);
-      return nodes.map((n) => treeLabel(tree.frame[n]));
+      return nodes.map((n) => treeLabel(tree.frame[n], tree.inside[n]));
     }
     function nodeDetails(node) {
       return {
-        title: treeLabel(tree.frame[node]),
+        title: treeLabel(tree.frame[node], tree.inside[node]),
         rows: [['bytes', formatBytes(tree.bytes[node])], ['blocks', formatCount(tree.count[node])],
                ['share of the peak', (100 * tree.bytes[node] / Math.max(1, tree.bytes[0])).toFixed(1) + '%'],
-               ['category (most bytes)', data.categories.names[tree.category[node]]]],
+               ['category (most bytes)', data.categories.names[tree.category[node]]]].concat(tree.inside[node]
+          ? [['folds', 'every torch and library frame inside your code, named by the one that allocated']] : []),
       };
     }
 
@@ -370,7 +400,7 @@
       const place = (node, left, span, depth) => {
         if (span * width < 2) return;
         deepest = Math.max(deepest, depth);
-        const box = el('div', 'node', treeLabel(tree.frame[node]));
+        const box = el('div', tree.inside[node] ? 'node inside' : 'node', treeLabel(tree.frame[node], tree.inside[node]));
         box.style.left = (left * 100) + '%';
         box.style.width = (span * 100) + '%';
         box.style.top = (depth * rowHeight) + 'px';
@@ -424,7 +454,7 @@
       series: [{ label: 'step', value: (u, v) => v === null ? '' : String(v) }].concat(seriesList.map((s) => ({
         label: s.label, stroke: s.color, width: 1.5, points: { show: true, size: 4 }, value: (u, v) => formatBytes(v),
       }))),
-      axes: [{ values: (u, values) => values.map((v) => String(v)) }, bytesAxis],
+      axes: [{ incrs: WHOLE_STEPS, values: wholeTicks }, bytesAxis],
     };
     return new uPlot(options, [steps].concat(seriesList.map((s) => s.values)), container);
   }
@@ -450,6 +480,7 @@
     if (!data.leaks.length) list.appendChild(el('p', 'empty', 'No leaks found.'));
     data.leaks.forEach((found, index) => {
       const card = el('div', 'card leak');
+      card.id = 'leak-' + (index + 1);
       card.appendChild(el('div', 'verdict', 'LEAK ' + (index + 1) + ': ' + found.site.label));
       const share = summary && summary.growth_per_step_bytes > 0
         ? (100 * found.bytes_per_step / summary.growth_per_step_bytes).toFixed(1) + '% of the step-end growth' : 'not measured';
@@ -511,8 +542,59 @@
       ['mostly empty segments at dump', formatCount(f.mostly_empty_segments) + ' (' + formatBytes(f.mostly_empty_segment_bytes) + ')'],
     ]) { figures.appendChild(el('dt', null, name)); figures.appendChild(el('dd', null, value)); }
     byId('peak-segments-title').textContent = 'Segments at the peak of reserved (' + formatEvent(data.peak_segments.event) + ', ' +
-      formatBytes(data.summary.peak_reserved_bytes) + ')';
-    segmentMapView(byId('peak-segments'), data.peak_segments);
+      formatBytes(data.summary.peak_reserved_bytes) + ', ' + formatCount(data.peak_segments.segments.length +
+      data.peak_segments.segments_left_out) + ' segments): open to draw each one';
+    // Folded, and drawn when first opened: a map holds up to thousands of pieces, and the
+    // verdict, not the map, is what a reader comes for.
+    const fold = byId('peak-segments-details');
+    fold.addEventListener('toggle', () => {
+      if (fold.open && !byId('peak-segments').childNodes.length) segmentMapView(byId('peak-segments'), data.peak_segments);
+    });
+  }
+
+  // The page's first card: each OOM's verdict and each leak, with links to their cards, or the
+  // word that there are none.
+  function verdictView() {
+    const cards = byId('verdict-cards');
+    const most = 3;
+    data.ooms.slice(0, most).forEach((oom, index) => {
+      const card = el('div', 'card verdict-card oom');
+      card.appendChild(el('div', 'verdict ' + oom.verdict, 'OOM ' + (index + 1) + ' at ' + formatEvent(oom.event_index) + ': ' +
+        verdictWords(oom) + (oom.proven ? ', proven by simulation' : ', not proven by simulation')));
+      card.appendChild(el('p', 'proof', oom.proof));
+      card.appendChild(el('p', 'advice', 'Advice: ' + oom.advice));
+      const link = el('a', null, 'the OOM, its replay and its segments');
+      link.href = '#oom-' + (index + 1);
+      card.appendChild(link);
+      cards.appendChild(card);
+    });
+    if (data.ooms.length > most) cards.appendChild(el('p', 'help', formatCount(data.ooms.length - most) + ' more OOMs below.'));
+    const summary = data.leak_summary;
+    data.leaks.slice(0, most).forEach((found, index) => {
+      const card = el('div', 'card verdict-card leak');
+      card.appendChild(el('div', 'verdict leak', 'LEAK ' + (index + 1) + ': ' + found.site.label + ' grows ' +
+        formatBytes(found.bytes_per_step) + ' per step over ' + found.steps + ' steps' +
+        (summary && summary.growth_per_step_bytes > 0
+          ? ' (' + (100 * found.bytes_per_step / summary.growth_per_step_bytes).toFixed(0) + '% of the step-end growth)' : '')));
+      if (found.site.user_frame) card.appendChild(el('p', null, 'Your code: ' + found.site.user_frame));
+      const link = el('a', null, 'the leak, its lines and its stack');
+      link.href = '#leak-' + (index + 1);
+      card.appendChild(link);
+      cards.appendChild(card);
+    });
+    if (data.leaks.length > most) cards.appendChild(el('p', 'help', formatCount(data.leaks.length - most) + ' more leaks below.'));
+    if (!data.leaks.length && summary && summary.growth_without_named_leak) {
+      cards.appendChild(el('div', 'card verdict-card growth', 'Allocated memory at step ends grew ' + formatBytes(summary.growth_per_step_bytes) +
+        ' per step without a site that grew at every step end: check the step boundaries (--step-marker).'));
+    }
+    if (!data.ooms.length && !data.leaks.length && !(summary && summary.growth_without_named_leak)) {
+      const card = el('div', 'card verdict-card clean');
+      card.appendChild(el('div', 'verdict', 'No OOM and no leak' + (summary === null ? ' (fewer than 3 step ends: growth per step not measured)' : '')));
+      card.appendChild(el('p', null, 'Peak allocated ' + formatBytes(data.summary.peak_allocated_bytes) + ', peak reserved ' +
+        formatBytes(data.summary.peak_reserved_bytes) + '; ' + formatBytes(data.fragmentation.max_unallocated_bytes) +
+        ' at most reserved but unallocated.'));
+      cards.appendChild(card);
+    }
   }
 
   function zoomTo(event) {
@@ -860,7 +942,7 @@
     const legend = el('p', 'help');
     parts.forEach((name, k) => {
       const swatch = el('span', 'part-swatch');
-      swatch.style.background = PART_COLORS[k % PART_COLORS.length];
+      swatch.style.background = partColor(k);
       legend.appendChild(swatch);
       legend.appendChild(document.createTextNode(name + '  '));
     });
@@ -872,7 +954,7 @@
         const piece = el('div', 'part-bar');
         piece.style.left = (100 * left / most) + '%';
         piece.style.width = (100 * bytes / most) + '%';
-        piece.style.background = PART_COLORS[parts.indexOf(name) % PART_COLORS.length];
+        piece.style.background = partColor(parts.indexOf(name));
         piece.title = name + ': ' + formatBytes(bytes);
         bar.appendChild(piece);
         left += bytes;
@@ -890,9 +972,34 @@
     tableOf(body, ['knob', 'from', 'to', 'peak', 'saved', 'fits'], data.fit.what_if.map((row) =>
       [row.knob, row.from, row.to + (row.limit ? ' *' : ''), formatBytes(row.peak_bytes), formatBytes(row.saved_bytes), row.fits ? 'yes' : 'no']),
     [false, false, false, true, true, false]).className = 'what-if-table';
+    body.appendChild(el('h3', null, 'Combinations that fit'));
+    if (!data.fit.found) { body.appendChild(el('p', 'empty', 'None: ' + data.fit.reason)); return; }
+    const fitting = data.fit.every_fitting.length + data.fit.every_fitting_left_out;
+    body.appendChild(el('p', 'help', data.fit.ranking + ' Shown: ' + formatCount(data.fit.combinations.length) + ' of ' +
+      formatCount(fitting) + ', the best for each set of knobs changed, leaving out any that changes more knobs for no gain.'));
+    tableOf(body, ['', 'peak', 'tokens per step', 'changes'], data.fit.combinations.map((row, k) => [String(k + 1), formatBytes(row.peak_bytes),
+      formatCount(row.work_per_step), row.changes.length
+        ? row.changes.map((change) => change.knob + ' ' + change.from + ' \u2192 ' + change.to).join(', ') : 'your config as it is']),
+    [true, true, true, false]).className = 'combinations-table';
+    body.appendChild(el('h3', null, 'Best: its options'));
+    body.appendChild(el('pre', 'command best-command', data.fit.best.command_line));
+    const every = el('details', 'every-fitting');
+    every.appendChild(el('summary', null, 'Every configuration that fits (' + formatCount(fitting) + ')' +
+      (data.fit.every_fitting_left_out ? ': the first ' + formatCount(data.fit.every_fitting.length) + ' here, all of them in rlmem plan --json' : '')));
+    // Drawn when opened: a search with --vary can fit thousands.
+    every.addEventListener('toggle', () => {
+      if (!every.open || every.querySelector('table')) return;
+      tableOf(every, ['', 'peak', 'tokens per step', 'options'], data.fit.every_fitting.map((row, k) => [String(k + 1),
+        formatBytes(row.peak_bytes), formatCount(row.work_per_step), row.command_line]), [true, true, true, false]);
+    });
+    body.appendChild(every);
   }
 
-  const PART_COLORS = ['#1f5fbf', '#d9b45a', '#54a24b', '#e45756', '#b279a2', '#72b7b2', '#f58518', '#9d6b00', '#5a6475', '#8cd17d'];
+  // A colour of its own for each part of a phase: Kelly's 20 colours of maximum contrast, then
+  // hues a golden angle apart.
+  const PART_COLORS = ['#0067a5', '#f3c300', '#be0032', '#008856', '#875692', '#f38400', '#a1caf1', '#c2b280', '#848482', '#e68fac',
+    '#604e97', '#f6a600', '#b3446c', '#dcd300', '#882d17', '#8db600', '#654522', '#e25822', '#2b3d26', '#f99379'];
+  function partColor(k) { return k < PART_COLORS.length ? PART_COLORS[k] : 'hsl(' + Math.round((k * 137.508) % 360) + ', 60%, 45%)'; }
   const RANK_COLORS = ['#1f5fbf', '#e45756', '#54a24b', '#b279a2', '#f58518', '#72b7b2', '#9d6b00', '#5a6475'];
 
   if (data.kind === 'diff' || data.kind === 'ranks' || data.kind === 'replay' || data.kind === 'plan') {
@@ -906,6 +1013,7 @@
     ({ diff: diffView, ranks: ranksView, replay: replayView, plan: planView })[data.kind](byId('comparison-body'));
   } else {
     summaryView();
+    verdictView();
     timelineView();
     categoriesView();
     activeView();

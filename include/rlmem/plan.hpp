@@ -231,7 +231,9 @@ std::uint64_t gpu_memory_bytes(std::string_view name);
 std::vector<std::string> gpu_names();
 
 /// Knobs --fit may move beyond the memory knobs. By default the search keeps the algorithm as
-/// given (group size, lengths, effective batch, LoRA rank) and moves only how it is run.
+/// given (group size, lengths, effective batch, LoRA rank) and moves only how it is run; neither
+/// the what-if table nor the search changes these unless --vary opens them, and then never below
+/// a quarter of the user's value (a group never below 2): a prompt cut to 3 tokens is no advice.
 enum class search_knob : std::uint8_t {
   group,       ///< grpo-step: samples per prompt
   new_tokens,  ///< generate, grpo-step: generation length
@@ -289,7 +291,10 @@ struct fit_result {
   bool found = false;  ///< some configuration of the searched knobs fits
   plan_knobs best;
   plan_result best_plan;
-  std::vector<fit_candidate> combinations;  ///< fitting configurations, best first (the best first of all)
+  /// The shortlist, best first (the best first of all): the best configuration of each set of
+  /// changed knobs, less those that change more knobs than another that does as well.
+  std::vector<fit_candidate> combinations;
+  std::vector<fit_candidate> every_fitting;  ///< every configuration that fits, ranked as the shortlist is
   std::uint64_t configurations = 0;  ///< explored
   std::uint64_t fitting = 0;
   std::string reason;  ///< when nothing fits: why (the card is smaller than the overhead, ...)
@@ -299,6 +304,13 @@ struct fit_result {
 
 /// Tokens produced and trained on per step: the search's objective.
 std::uint64_t work_per_step(const plan_knobs& knobs);
+
+/// How fit_result's combinations are ranked, as one sentence for a person.
+std::string_view fit_ranking_rule() noexcept;
+
+/// The least --fit proposes for an algorithm knob the user set to `value`: a quarter of it,
+/// rounded up (at least 1).
+std::uint64_t least_proposed(std::uint64_t value) noexcept;
 
 /// Starts from `base`: its peak, then each knob changed alone (one notch each way, and the smallest
 /// change that fits), then the search for the most work per step within the budget over the

@@ -104,6 +104,7 @@ struct plan_report {
   double fit_margin = 0;
   double fit_seconds = 0;
   unsigned fit_vary = 0;          ///< search_bit()s of the algorithm knobs --vary opened
+  bool fit_all = false;           ///< text: every fitting configuration, not only the shortlist (--all)
   std::size_t width = 100;        ///< columns of the text report
 };
 
@@ -112,8 +113,9 @@ std::string render_plan_text(const plan_report& report);
 /// `rlmem plan --json` (schema in docs/schema/plan.schema.json).
 std::string render_plan_json(const plan_report& report);
 /// `rlmem plan --html`: render_plan_json's document as one self-contained page (each phase's
-/// peak as bars of its parts; with --fit your config, each knob changed alone and the
-/// combinations that fit). Precondition: html_report_available().
+/// peak as bars of its parts; with --fit your config, each knob changed alone, the combinations
+/// that fit, every fitting configuration and the best one's command line). Precondition:
+/// html_report_available().
 std::string render_plan_html(const plan_report& report);
 
 /// The command line that reproduces `knobs` (the search's best configuration, for instance).

@@ -66,9 +66,14 @@ enum class stack_node_kind : std::uint8_t {
   frame,                    ///< a stack frame (`frame` is set)
   allocated_before_trace,   ///< blocks with no stack made before recording began
   no_python_stack,          ///< blocks with no stack made during the trace (autograd threads)
+  /// Every frame inside the nearest frame of the user's code (torch's, libraries'), folded into
+  /// one node; `frame` names it: the site's frame (resolve_site()), else the innermost Python one.
+  inside_user_code,
 };
 
-/// A node of the tree of live memory at the peak, by stack from the outermost frame inwards.
+/// A node of the tree of live memory at the peak, by stack from the outermost frame inwards: the
+/// user's own frames first (the torch and library wrappers between them left out), then one
+/// inside_user_code node below the nearest; a stack with no frame of the user's code as recorded.
 /// Nodes come parents first; node 0 is the root.
 struct stack_node {
   std::uint32_t parent = 0;              ///< the root is its own parent

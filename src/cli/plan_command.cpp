@@ -46,6 +46,7 @@ struct plan_arguments {
   double margin = 0.10;
   std::size_t width = 100;
   bool keep_shape = false;
+  bool all = false;  ///< --all: every fitting configuration in the text
   bool json = false;
   std::string html;
   bool list = false;
@@ -156,7 +157,7 @@ bool refuse_other_phases_options(plan_phase phase, const CLI::App& command) {
 // --fit's options without --fit, and other options that mean nothing as given.
 bool refuse_options_that_do_not_apply(const plan_arguments& args, const CLI::App& command) {
   if (args.fit.empty()) {
-    for (const char* flag : {"--margin", "--vary", "--keep-shape"}) {
+    for (const char* flag : {"--margin", "--vary", "--keep-shape", "--all"}) {
       if (command.count(flag) > 0) return fail(fmt::format("{} shapes the search of --fit; give --fit CARD", flag));
     }
   }
@@ -367,6 +368,7 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     report.fit_budget_bytes = budget;
     report.fit_margin = args.margin;
     report.fit_vary = options.vary;
+    report.fit_all = args.all;
   }
   report.width = args.width;
   if (!args.html.empty()) return write_whole_file(args.html, render_plan_html(report));
@@ -454,9 +456,16 @@ void add_plan_command(CLI::App& app, command_body& run) {
   auto* search = "Fit";
   command->add_option("--fit", args->fit, "Your config against a card (below) or a size (32GB, 80GiB)")
       ->group(search);
-  command->add_option("--vary", args->vary, "--fit: also search group,new-tokens,prompt-len,lora-r,batch")->group(search);
+  command->add_option("--vary", args->vary,
+                      "--fit: KNOB[,KNOB] the algorithm may change: group, new-tokens,\n"
+                      "prompt-len (only shorter), lora-r, batch (train's effective batch).\n"
+                      "Without it they stay yours; with it none goes under a quarter of\n"
+                      "yours (each range: docs/plan.md).\n"
+                      "e.g. --vary new-tokens,group")
+      ->group(search);
   command->add_flag("--keep-shape", args->keep_shape, "--fit: keep the algorithm's settings (the default)")
       ->group(search);
+  command->add_flag("--all", args->all, "--fit: list every configuration that fits, not only the shortlist")->group(search);
   command->add_option("--margin", args->margin, "--fit: fragmentation margin on top of the peak (default 0.10)")
       ->check(decimal_in(0, 1))
       ->group(search);
@@ -473,9 +482,11 @@ void add_plan_command(CLI::App& app, command_body& run) {
                   "what each step of the code path keeps: transformers with SDPA (or nanochat's GPT), full bf16\n"
                   "logits, the response's log-probs in fp32, torch AdamW (or Muon).\n"
                   "--fit starts from your config: its peak, each knob changed alone (one notch each way, and the least\n"
-                  "change that fits), then the combinations that fit, best first. The search keeps the algorithm's\n"
-                  "settings (group, lengths, effective batch, LoRA rank) unless --vary opens them, and moves\n"
-                  "micro-batch, generation batch (--gen-batch), checkpointing, offload and chunked log-probs.\n"
+                  "change that fits), then the combinations that fit, ranked by tokens per step, then speed. It moves\n"
+                  "micro-batch, generation batch (--gen-batch), checkpointing, offload and chunked log-probs, and keeps\n"
+                  "the algorithm's settings (group, lengths, effective batch, LoRA rank) unless --vary opens them:\n"
+                  "  --vary prompt-len,new-tokens   may shorten prompts to 1/4 and move the generation 1/4 to 4x\n"
+                  "  --all                          every fitting configuration (--json always has them all)\n"
                   "Cards:" +
                   card_list() +
                   "\nExamples:\n"

@@ -53,6 +53,8 @@ class site_table {
 
   std::vector<allocation_site> take() { return std::move(sites_); }
 
+  detail::frame_index& frames() noexcept { return frames_; }
+
  private:
   detail::frame_index frames_;
   detail::category_matcher categories_;
@@ -170,10 +172,26 @@ class stack_tree_builder {
       return;
     }
     std::span<const frame_id> frames = snap_.stack(held.stack);
-    for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
-      node = child(node, stack_node_kind::frame, *frame);
+    detail::frame_index& index = sites_.frames();
+    const detail::site_frames found = detail::locate_site_frames(index, frames);
+    if (found.user == detail::site_frames::none) {  // no frame of the user's code: the stack as recorded
+      for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
+        node = child(node, stack_node_kind::frame, *frame);
+        account(node, held.bytes, category);
+      }
+      return;
+    }
+    // The user's own frames, outermost first, down to the nearest one (resolve_site()'s "your
+    // code"), past the torch and library wrappers between them (nn.Module's _call_impl, ...)...
+    for (std::size_t i = frames.size(); i-- > found.user;) {
+      if (i != found.user && !is_user_code(index, frames[i])) continue;
+      node = child(node, stack_node_kind::frame, frames[i]);
       account(node, held.bytes, category);
     }
+    if (found.user == 0) return;
+    // ...then one node for every frame inside it, named after the frame the site is.
+    node = child(node, stack_node_kind::inside_user_code, frames[inside_name(index, frames, found)]);
+    account(node, held.bytes, category);
   }
 
   // The tree cut to the `keep` largest nodes. A node never holds more than its parent, so the
@@ -205,9 +223,26 @@ class stack_tree_builder {
   }
 
  private:
+  // The frame of the user's code that locate_site_frames() would stop at.
+  static bool is_user_code(detail::frame_index& index, frame_id frame) {
+    return index.is_python(frame) && !index.is_library(frame) && !index.filename(frame).starts_with("<");
+  }
+
+  // The frame inside the user's code that names what allocated: the site's frame when it is
+  // inside, else the innermost Python frame, else the innermost.
+  static std::size_t inside_name(detail::frame_index& index, std::span<const frame_id> frames, const detail::site_frames& found) {
+    if (found.site < found.user) return found.site;
+    for (std::size_t i = 0; i < found.user; ++i) {
+      if (index.is_python(frames[i])) return i;
+    }
+    return 0;
+  }
+
   std::uint32_t child(std::uint32_t parent, stack_node_kind kind, frame_id frame) {
-    std::uint64_t key = (std::uint64_t{parent} << 32) | (kind == stack_node_kind::frame ? frame : UINT32_MAX - static_cast<std::uint32_t>(kind));
-    auto [found, added] = children_.try_emplace(key, static_cast<std::uint32_t>(nodes_.size()));
+    const bool has_frame = kind == stack_node_kind::frame || kind == stack_node_kind::inside_user_code;
+    std::uint64_t key = (std::uint64_t{parent} << 32) | (has_frame ? frame : UINT32_MAX - static_cast<std::uint32_t>(kind));
+    auto& children = kind == stack_node_kind::inside_user_code ? inside_children_ : children_;
+    auto [found, added] = children.try_emplace(key, static_cast<std::uint32_t>(nodes_.size()));
     if (added) {
       nodes_.push_back({parent, nodes_[parent].depth + 1, kind, frame, 0, 0, memory_category::other});
       category_bytes_.emplace_back();
@@ -226,6 +261,7 @@ class stack_tree_builder {
   std::vector<stack_node> nodes_;
   std::vector<category_bytes> category_bytes_;            // by node
   std::unordered_map<std::uint64_t, std::uint32_t> children_;  // (parent, frame or kind) -> node
+  std::unordered_map<std::uint64_t, std::uint32_t> inside_children_;  // (parent, frame) -> inside_user_code node
 };
 
 free_block_sample measure_free_blocks(const live_set& state, std::int64_t event) {

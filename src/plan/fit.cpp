@@ -16,6 +16,13 @@
 
 namespace rlmem {
 
+std::uint64_t least_proposed(std::uint64_t value) noexcept { return value / 4 + (value % 4 != 0 ? 1 : 0) + (value == 0 ? 1 : 0); }
+
+std::string_view fit_ranking_rule() noexcept {
+  return "Ranked by tokens per step (most first), then speed (no offload, no recomputation, the log-probs as given, "
+         "more rows per pass and per generation), then the algorithm's settings nearest yours, then the smaller peak.";
+}
+
 std::uint64_t work_per_step(const plan_knobs& knobs) {
   switch (knobs.phase) {
     case plan_phase::generate: return knobs.batch * knobs.new_tokens;
@@ -186,22 +193,33 @@ struct search_space {
   bool opaque = false;  ///< rows per pass and per generation change nothing a --params policy holds
 };
 
+// Multiples of an eighth of `value`, `value` itself, none under least_proposed(value).
 std::vector<std::uint64_t> eighths_of(std::uint64_t value, std::initializer_list<std::uint64_t> eighths) {
   std::vector<std::uint64_t> values;
-  for (std::uint64_t eighth : eighths) values.push_back(std::max<std::uint64_t>(value * eighth / 8, 1));
+  for (std::uint64_t eighth : eighths) values.push_back(std::max<std::uint64_t>(value * eighth / 8, least_proposed(value)));
   return with_value(values, value);
+}
+
+// The least group --vary proposes: a quarter of the user's, and at least 2 (a group of one has
+// no advantage to compute), unless the user's is smaller.
+std::uint64_t least_group(std::uint64_t group) { return std::min(group, std::max<std::uint64_t>(2, least_proposed(group))); }
+
+std::vector<std::uint64_t> at_least(std::vector<std::uint64_t> values, std::uint64_t floor) {
+  std::erase_if(values, [floor](std::uint64_t value) { return value < floor; });
+  return values;
 }
 
 search_space space_for(const model_architecture& model, const plan_knobs& base, const fit_options& options) {
   const auto opened = [&](search_knob knob) { return (options.vary & search_bit(knob)) != 0; };
   search_space space;
-  // Up to four times the group and the length asked for: how far the card can go.
-  space.groups = opened(search_knob::group) ? with_value(powers_of_two(2, std::max<std::uint64_t>(4 * base.group, 2)), base.group)
-                                            : std::vector<std::uint64_t>{base.group};
-  space.new_tokens = opened(search_knob::new_tokens) ? eighths_of(base.new_tokens, {1, 2, 4, 6, 8, 12, 16, 24, 32})
+  // From a quarter to four times the group and the length asked for: how far the card can go.
+  space.groups = opened(search_knob::group)
+                     ? with_value(powers_of_two(least_group(base.group), std::max<std::uint64_t>(4 * base.group, 2)), base.group)
+                     : std::vector<std::uint64_t>{base.group};
+  space.new_tokens = opened(search_knob::new_tokens) ? eighths_of(base.new_tokens, {2, 4, 6, 8, 12, 16, 24, 32})
                                                      : std::vector<std::uint64_t>{base.new_tokens};
-  // A longer prompt adds no work: only shorter ones are tried.
-  space.prompt_lens = opened(search_knob::prompt_len) ? eighths_of(base.prompt_len, {1, 2, 4, 6, 8})
+  // A longer prompt adds no work: only shorter ones are tried, down to a quarter.
+  space.prompt_lens = opened(search_knob::prompt_len) ? eighths_of(base.prompt_len, {2, 4, 6, 8})
                                                       : std::vector<std::uint64_t>{base.prompt_len};
   const std::uint64_t effective = base.micro_batch * base.grad_accum;
   if (opened(search_knob::batch)) {
@@ -217,7 +235,7 @@ search_space space_for(const model_architecture& model, const plan_knobs& base, 
   const bool opaque = model.opaque_params > 0;
   space.checkpointing = base.phase == plan_phase::generate || opaque ? std::vector<bool>{base.grad_ckpt} : std::vector<bool>{false, true};
   if (opened(search_knob::lora_rank) && base.phase != plan_phase::generate) {
-    for (std::uint64_t rank : with_value(powers_of_two(8, 256), base.lora_rank)) {
+    for (std::uint64_t rank : with_value(at_least(powers_of_two(8, 256), least_proposed(base.lora_rank)), base.lora_rank)) {
       if (rank <= model.hidden_size) space.lora_ranks.push_back(rank);
     }
   } else {
@@ -274,8 +292,10 @@ std::vector<knob_change> changes_between(const plan_knobs& from, const plan_knob
   } else {
     note(changes_group, "group", number(from.group), number(to.group));
     note(changes_micro_batch, "micro-batch", number(from.micro_batch), number(to.micro_batch));
-    // All rows at once (0) stays all rows when the group changes the row count.
-    if (from.batch != to.batch) note(changes_generation_batch, "generation batch", generation_batch_text(from), generation_batch_text(to));
+    // Rows generated together, as many or as few: "all 128" and "128 of 256" generate alike.
+    if (generation_rows(from) != generation_rows(to)) {
+      note(changes_generation_batch, "generation batch", generation_batch_text(from), generation_batch_text(to));
+    }
   }
   if (from.phase != plan_phase::train) {
     note(changes_new_tokens, "new tokens", number(from.new_tokens), number(to.new_tokens));
@@ -324,8 +344,18 @@ class searcher {
     unsigned bits = 0;
     changes_between(base_, knobs, &bits);
     const score candidate = score_of(knobs, base_, peak);
+    every_.push_back(found{candidate, knobs, peak});
     auto [it, inserted] = best_by_changes_.try_emplace(bits, found{candidate, knobs, peak});
     if (!inserted && candidate > it->second.rank) it->second = found{candidate, knobs, peak};
+  }
+
+  // Every configuration that fits, best first.
+  std::vector<fit_candidate> every_fitting() {
+    std::stable_sort(every_.begin(), every_.end(), [](const found& a, const found& b) { return a.rank > b.rank; });
+    std::vector<fit_candidate> result;
+    result.reserve(every_.size());
+    for (const found& candidate : every_) result.push_back({candidate.knobs, candidate.peak, changes_between(base_, candidate.knobs)});
+    return result;
   }
 
   // The best configuration of each set of changed knobs, best first, less those that change
@@ -366,6 +396,7 @@ class searcher {
   std::uint64_t explored_ = 0;
   std::uint64_t fitting_ = 0;
   std::map<unsigned, found> best_by_changes_;
+  std::vector<found> every_;
   std::optional<plan_knobs> smallest_;
   std::uint64_t smallest_peak_ = 0;
 };
@@ -483,10 +514,10 @@ class what_if_table {
     notches_and_limit(knob, values, current, apply, text, limit);
   }
 
-  /// A length or count where every whole value from 1 to `highest` is valid: the limit is found
-  /// by bisection (the peak grows with the value), the notches are `notches`.
-  void whole(const char* knob, const std::vector<std::uint64_t>& notches, std::uint64_t current, std::uint64_t highest,
-             const setter& apply, const std::function<std::string(std::uint64_t)>& text = number) {
+  /// A length or count where every whole value from `lowest` to `highest` is valid: the limit is
+  /// found by bisection (the peak grows with the value), the notches are `notches` within them.
+  void whole(const char* knob, const std::vector<std::uint64_t>& notches, std::uint64_t current, std::uint64_t lowest,
+             std::uint64_t highest, const setter& apply, const std::function<std::string(std::uint64_t)>& text = number) {
     // The largest value in [low, high] that fits, when `low` fits.
     auto bisect = [&](std::uint64_t low, std::uint64_t high) {
       while (low < high) {
@@ -500,11 +531,11 @@ class what_if_table {
       return low;
     };
     std::optional<std::uint64_t> limit;
-    if (base_peak_ > usable_ && current > 1 && fits(apply, 1)) limit = bisect(1, current - 1);
+    if (base_peak_ > usable_ && current > lowest && fits(apply, lowest)) limit = bisect(lowest, current - 1);
     if (base_peak_ <= usable_ && current < highest && fits(apply, current + 1)) limit = bisect(current + 1, highest);
     // At the end of the range the most that fits is not known: the notches show that it fits.
     if (limit == highest && base_peak_ <= usable_) limit.reset();
-    notches_and_limit(knob, with_value(notches, current), current, apply, text, limit);
+    notches_and_limit(knob, with_value(at_least(notches, lowest), current), current, apply, text, limit);
   }
 
   std::vector<what_if_row> take() { return std::move(rows_); }
@@ -541,17 +572,22 @@ class what_if_table {
 // The largest a length or count may grow to in the what-if table: four times the user's.
 std::uint64_t four_times(std::uint64_t value) { return value > (std::uint64_t{1} << 40) ? value : 4 * value; }
 
+// Each knob alone. The algorithm's knobs (group, lengths, LoRA rank, effective batch) only where
+// `vary` opens them, and never below a quarter of the user's value.
 std::vector<what_if_row> each_knob_alone(const model_architecture& model, const plan_knobs& base, std::uint64_t base_peak,
-                                         std::uint64_t usable) {
+                                         std::uint64_t usable, unsigned vary) {
   what_if_table table(model, base, base_peak, usable);
   const auto as_number = [](std::uint64_t value) { return number(value); };
+  const auto opened = [vary](search_knob knob) { return (vary & search_bit(knob)) != 0; };
   if (model.opaque_params > 0) {
     // Its buffers scale with the rows (the group) and the epochs; its state with offload.
     if (base.phase == plan_phase::grpo_step) {
-      table.whole("group", with_value(powers_of_two(1, four_times(base.group)), base.group), base.group, four_times(base.group),
-                  [&base](plan_knobs& k, std::uint64_t v) { set_group(k, v, base.micro_batch); });
-      table.whole("epochs", with_value(powers_of_two(1, four_times(base.epochs)), base.epochs), base.epochs, four_times(base.epochs),
-                  [](plan_knobs& k, std::uint64_t v) { k.epochs = v; });
+      if (opened(search_knob::group)) {
+        table.whole("group", with_value(powers_of_two(1, four_times(base.group)), base.group), base.group, least_group(base.group),
+                    four_times(base.group), [&base](plan_knobs& k, std::uint64_t v) { set_group(k, v, base.micro_batch); });
+      }
+      table.whole("epochs", with_value(powers_of_two(1, four_times(base.epochs)), base.epochs), base.epochs, least_proposed(base.epochs),
+                  four_times(base.epochs), [](plan_knobs& k, std::uint64_t v) { k.epochs = v; });
     }
     if (base.phase != plan_phase::generate && offload_of(base) != offload_level::optimizer) {
       plan_knobs changed = base;
@@ -562,7 +598,7 @@ std::vector<what_if_row> each_knob_alone(const model_architecture& model, const 
   }
   switch (base.phase) {
     case plan_phase::generate:
-      table.whole("batch", powers_of_two(1, four_times(base.batch)), base.batch, four_times(base.batch),
+      table.whole("batch", powers_of_two(1, four_times(base.batch)), base.batch, 1, four_times(base.batch),
                   [](plan_knobs& k, std::uint64_t v) { k.batch = v; });
       break;
     case plan_phase::train: {
@@ -573,9 +609,10 @@ std::vector<what_if_row> each_knob_alone(const model_architecture& model, const 
                       k.grad_accum = effective / v;
                     },
                     [effective](std::uint64_t v) { return fmt::format("{} x {}", v, effective / v); });
+      if (!opened(search_knob::batch)) break;
       std::vector<std::uint64_t> effective_batches;
       for (std::uint64_t scale : {1, 2, 4, 8, 16, 32}) effective_batches.push_back(std::max<std::uint64_t>(effective * scale / 4, 1));
-      table.ordered("effective batch", with_value(effective_batches, effective), effective,
+      table.ordered("effective batch", with_value(at_least(effective_batches, least_proposed(effective)), effective), effective,
                     [&base](plan_knobs& k, std::uint64_t v) { set_effective_batch(k, v, base.micro_batch); }, as_number);
       break;
     }
@@ -594,21 +631,25 @@ std::vector<what_if_row> each_knob_alone(const model_architecture& model, const 
         group_of(changed, v);
         return changed.micro_batch == base.micro_batch ? number(v) : fmt::format("{} (micro-batch {})", v, changed.micro_batch);
       };
-      table.whole("group", with_value(powers_of_two(1, four_times(base.group)), base.group), base.group, four_times(base.group),
-                  group_of, group_text);
+      if (opened(search_knob::group)) {
+        table.whole("group", with_value(powers_of_two(1, four_times(base.group)), base.group), base.group, least_group(base.group),
+                    four_times(base.group), group_of, group_text);
+      }
       break;
     }
   }
-  if (base.phase != plan_phase::train) {
-    table.whole("new tokens", eighths_of(base.new_tokens, {1, 2, 4, 6, 8, 12, 16}), base.new_tokens, four_times(base.new_tokens),
-                [](plan_knobs& k, std::uint64_t v) { k.new_tokens = v; });
+  if (base.phase != plan_phase::train && opened(search_knob::new_tokens)) {
+    table.whole("new tokens", eighths_of(base.new_tokens, {2, 4, 6, 8, 12, 16}), base.new_tokens, least_proposed(base.new_tokens),
+                four_times(base.new_tokens), [](plan_knobs& k, std::uint64_t v) { k.new_tokens = v; });
+  }
+  if (base.phase != plan_phase::train && opened(search_knob::prompt_len)) {
     // Only shorter prompts: a longer one adds no work.
-    table.whole("prompt length", eighths_of(base.prompt_len, {1, 2, 4, 6, 8}), base.prompt_len, base.prompt_len,
-                [](plan_knobs& k, std::uint64_t v) { k.prompt_len = v; });
+    table.whole("prompt length", eighths_of(base.prompt_len, {2, 4, 6, 8}), base.prompt_len, least_proposed(base.prompt_len),
+                base.prompt_len, [](plan_knobs& k, std::uint64_t v) { k.prompt_len = v; });
   }
   if (base.phase == plan_phase::generate) return table.take();
-  if (base.lora_rank > 0) {
-    table.ordered("LoRA rank", with_value(powers_of_two(1, 512), base.lora_rank), base.lora_rank,
+  if (base.lora_rank > 0 && opened(search_knob::lora_rank)) {
+    table.ordered("LoRA rank", with_value(at_least(powers_of_two(1, 512), least_proposed(base.lora_rank)), base.lora_rank), base.lora_rank,
                   [](plan_knobs& k, std::uint64_t v) { k.lora_rank = v; }, as_number);
   }
   plan_knobs toggled = base;
@@ -656,13 +697,14 @@ fit_result fit_configuration(const model_architecture& model, const plan_knobs& 
   fit.usable_bytes = static_cast<std::uint64_t>(static_cast<double>(options.budget_bytes - overhead) / (1.0 + options.fragmentation_margin));
   fit.your_peak_bytes = base_plan.peak_bytes;
   fit.yours_fits = base_plan.peak_bytes <= fit.usable_bytes;
-  fit.what_if = each_knob_alone(model, base, base_plan.peak_bytes, fit.usable_bytes);
+  fit.what_if = each_knob_alone(model, base, base_plan.peak_bytes, fit.usable_bytes, options.vary);
   const search_space space = space_for(model, base, options);
   searcher out(model, base, fit.usable_bytes);
   search(base, space, out);
   fit.configurations = out.explored();
   fit.fitting = out.fitting();
   fit.combinations = out.combinations(options.combinations);
+  fit.every_fitting = out.every_fitting();
   if (fit.combinations.empty()) {
     if (out.smallest()) {
       fit.smallest = *out.smallest();

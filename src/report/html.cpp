@@ -132,20 +132,23 @@ json bands_json(const memory_views& views) {
 }
 
 // A node's label: a frame index, or a negative code the page names (-1 root, -2 made before
-// recording began, -3 no Python stack).
+// recording began, -3 no Python stack); `inside` marks the node folding the frames inside the
+// user's code (torch's, libraries'), named by one of them.
 json tree_json(const memory_views& views, stack_tables& tables) {
   json out = {{"event", views.tree_event},     {"nodes_before_cut", views.peak_tree_nodes_before_cut},
               {"parent", json::array()},       {"frame", json::array()},
               {"bytes", json::array()},        {"count", json::array()},
-              {"category", json::array()}};
+              {"category", json::array()}, {"inside", json::array()}};
   for (const stack_node& node : views.peak_tree) {
     out["parent"].push_back(node.parent);
     switch (node.kind) {
       case stack_node_kind::root: out["frame"].push_back(-1); break;
       case stack_node_kind::allocated_before_trace: out["frame"].push_back(-2); break;
       case stack_node_kind::no_python_stack: out["frame"].push_back(-3); break;
-      case stack_node_kind::frame: out["frame"].push_back(tables.frame(node.frame)); break;
+      case stack_node_kind::frame:
+      case stack_node_kind::inside_user_code: out["frame"].push_back(tables.frame(node.frame)); break;
     }
+    out["inside"].push_back(node.kind == stack_node_kind::inside_user_code ? 1 : 0);
     out["bytes"].push_back(node.bytes);
     out["count"].push_back(node.count);
     out["category"].push_back(static_cast<int>(node.category));

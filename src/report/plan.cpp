@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Renders `rlmem plan`: the model, each phase's peak with its parts, and the --fit search.
 
+#include "plan_json.hpp"
 #include "prose.hpp"
 
 #include <rlmem/report.hpp>
@@ -161,9 +162,19 @@ std::string searched_knobs_text(const plan_report& report) {
     if ((report.fit_vary & search_bit(knob)) != 0) opened.emplace_back(to_string(knob));
   }
   std::string text = fmt::format("Searched {}", fmt::join(searched, ", "));
-  text += opened.empty() ? ", keeping the algorithm's settings as given (--vary opens them)"
-                         : fmt::format(", and varied {}", fmt::join(opened, ", "));
+  if (!opened.empty()) text += fmt::format(", and varied {}", fmt::join(opened, ", "));
   return text;
+}
+
+// The algorithm's knobs of this phase that --vary did not open: --fit kept them as given.
+std::string kept_knobs_text(const plan_report& report) {
+  std::vector<std::string> kept;
+  for (search_knob knob : {search_knob::group, search_knob::new_tokens, search_knob::prompt_len, search_knob::lora_rank, search_knob::batch}) {
+    if ((report.fit_vary & search_bit(knob)) == 0 && why_not_varied(knob, report.knobs).empty()) kept.emplace_back(to_string(knob));
+  }
+  if (kept.empty()) return {};
+  return fmt::format("Kept as given: {}. --vary {} opens {}, down to a quarter of your value.", fmt::join(kept, ", "),
+                     fmt::join(kept, ","), kept.size() == 1 ? "it" : "them");
 }
 
 std::string changes_text(const std::vector<knob_change>& changes) {
@@ -233,7 +244,8 @@ void append_fit(std::string& out, const plan_report& report) {
                                                      : "  * the least change of that knob alone that fits\n";
     }
   }
-  out += "\n" + detail::wrap(fmt::format("Combinations that fit, best first. {}: {} configurations in {:.0f} ms, {} fit.",
+  if (const std::string kept = kept_knobs_text(report); !kept.empty()) out += detail::wrap(kept, 2, width);
+  out += "\n" + detail::wrap(fmt::format("Combinations that fit. {}: {} configurations in {:.0f} ms, {} fit.",
                                          searched_knobs_text(report), format_count(fit.configurations), 1000 * report.fit_seconds,
                                          format_count(fit.fitting)),
                              0, width);
@@ -243,9 +255,19 @@ void append_fit(std::string& out, const plan_report& report) {
                         2, width);
     return;
   }
-  for (std::size_t i = 0; i < fit.combinations.size(); ++i) {
-    const fit_candidate& candidate = fit.combinations[i];
-    const std::string head = fmt::format("  {}. {:>10}  ", i + 1, bytes_text(candidate.peak_bytes));
+  out += detail::wrap(fit_ranking_rule(), 0, width);
+  const bool all = report.fit_all;
+  if (!all) {
+    out += detail::wrap(fmt::format("Shown: {} of {}, the best for each set of knobs changed, leaving out any that changes more "
+                                    "knobs for no gain (--all lists every one).",
+                                    fit.combinations.size(), format_count(fit.every_fitting.size())),
+                        0, width);
+  }
+  const std::vector<fit_candidate>& listed = all ? fit.every_fitting : fit.combinations;
+  const std::size_t number_width = fmt::format("{}", listed.size()).size();
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    const fit_candidate& candidate = listed[i];
+    const std::string head = fmt::format("  {:>{}}. {:>10}  ", i + 1, number_width, bytes_text(candidate.peak_bytes));
     std::string body = detail::wrap(changes_text(candidate.changes), head.size(), width);
     out += head + body.substr(head.size());
   }
@@ -312,7 +334,7 @@ json knobs_json(const plan_knobs& knobs) {
   return out;
 }
 
-json plan_json(const plan_result& plan) {
+json estimate_json(const plan_result& plan) {
   json out;
   out["peak_bytes"] = plan.peak_bytes;
   out["peak_phase"] = plan.peak_phase;
@@ -425,7 +447,7 @@ std::string render_plan_text(const plan_report& report) {
 
 namespace {
 
-json fit_json(const plan_report& report) {
+json fit_json(const plan_report& report, std::size_t every_fitting_kept) {
   const fit_result& fit = *report.fit;
   json search;
   search["card"] = report.fit_card;
@@ -456,19 +478,30 @@ json fit_json(const plan_report& report) {
   search["best"]["work_per_step"] = work_per_step(fit.best);
   search["best"]["command_line"] = knobs_command_line(fit.best);
   search["best"]["changes"] = changes_json(fit.combinations.front().changes);
-  search["best_plan"] = plan_json(fit.best_plan);
+  search["best_plan"] = estimate_json(fit.best_plan);
   json combinations = json::array();
   for (const fit_candidate& candidate : fit.combinations) {
     combinations.push_back({{"peak_bytes", candidate.peak_bytes}, {"work_per_step", work_per_step(candidate.knobs)},
                             {"command_line", knobs_command_line(candidate.knobs)}, {"changes", changes_json(candidate.changes)}});
   }
   search["combinations"] = combinations;
+  search["ranking"] = fit_ranking_rule();
+  // A search with --vary can fit a hundred thousand: the command line alone says each one.
+  json every = json::array();
+  const std::size_t kept = std::min(every_fitting_kept, fit.every_fitting.size());
+  for (std::size_t i = 0; i < kept; ++i) {
+    const fit_candidate& candidate = fit.every_fitting[i];
+    every.push_back({{"peak_bytes", candidate.peak_bytes}, {"work_per_step", work_per_step(candidate.knobs)},
+                     {"command_line", knobs_command_line(candidate.knobs)}});
+  }
+  search["every_fitting"] = every;
+  search["every_fitting_left_out"] = fit.every_fitting.size() - kept;
   return search;
 }
 
 }  // namespace
 
-std::string render_plan_json(const plan_report& report) {
+json detail::plan_json(const plan_report& report, std::size_t every_fitting_kept) {
   const parameter_count& params = report.plan.params;
   json out;
   out["schema_version"] = 3;
@@ -479,10 +512,14 @@ std::string render_plan_json(const plan_report& report) {
                   {"non_embedding_parameters", params.non_embedding()},
                   {"active_parameters_per_token", params.active_per_token}};
   out["knobs"] = knobs_json(report.knobs);
-  const json estimate = plan_json(report.plan);
+  const json estimate = estimate_json(report.plan);
   for (const auto& [key, value] : estimate.items()) out[key] = value;
-  if (report.fit) out["fit"] = fit_json(report);
-  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  if (report.fit) out["fit"] = fit_json(report, every_fitting_kept);
+  return out;
+}
+
+std::string render_plan_json(const plan_report& report) {
+  return detail::plan_json(report).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace rlmem

@@ -2,7 +2,9 @@
 // `rlmem report` pages in a real browser: headless Chromium driven over the DevTools protocol
 // with node's built-ins only. Each page must render every view with no console error, no
 // network request and no dialog; its screenshot must not be blank; hovering the timeline shows
-// a stack; dragging zooms every chart; a hostile snapshot's markup shows as text.
+// a stack; dragging zooms every chart; a hostile snapshot's markup shows as text. The page leads
+// with its verdict (before the segment map, which stays folded until opened), and every axis
+// ticks at round steps: bytes at powers of two in the unit printed, events and steps whole.
 //
 // Each view's box is compared with tests/browser/layout_reference.json (layout drift).
 //
@@ -21,7 +23,7 @@ const screenshotsAt = rest.includes('--screenshots') ? resolve(rest[rest.indexOf
 const layoutReference = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'layout_reference.json');
 const updateLayout = rest.includes('--update-layout');
 const storedLayout = updateLayout ? {} : JSON.parse(readFileSync(layoutReference, 'utf8'));
-const VIEWS = ['summary', 'timeline', 'active', 'peak', 'leaks', 'fragmentation', 'oom'];
+const VIEWS = ['verdict', 'summary', 'oom', 'leaks', 'timeline', 'active', 'peak', 'fragmentation'];
 const workdir = resolve(workdirArgument);
 mkdirSync(workdir, { recursive: true });
 
@@ -108,6 +110,48 @@ function distinctColours(png) {
   return colours.size;
 }
 
+// The verdict leads: its first card comes before the segment map and the timeline in document
+// order, and says OOM or LEAK where the trace has them.
+async function checkVerdictFirst(page, name, expect) {
+  const order = await page.evaluate(`(() => {
+    const card = document.querySelector('#verdict .verdict-card');
+    if (!card) return 'no verdict card';
+    for (const id of ['peak-segments-details', 'timeline', 'oom-list', 'leak-list']) {
+      if (!(card.compareDocumentPosition(document.getElementById(id)) & Node.DOCUMENT_POSITION_FOLLOWING)) return 'after #' + id;
+    }
+    return 'first';
+  })()`);
+  check(order === 'first', `${name}: the verdict card comes before the OOM and leak cards, the timeline and the segment map (${order})`);
+  const verdict = await page.evaluate('document.getElementById("verdict").innerText');
+  if (expect.ooms) check(/OOM 1 at event [\d,]+: /.test(verdict), `${name}: the verdict names the OOM (${JSON.stringify(verdict.slice(0, 80))})`);
+  if (expect.leaks) check(/LEAK 1: /.test(verdict), `${name}: the verdict names the leak (${JSON.stringify(verdict.slice(0, 80))})`);
+}
+
+// Every chart's tick labels as drawn (the page keeps them on each chart's root): bytes are a
+// whole number of quarters of the unit printed, never 953.67 MiB; events and steps are whole.
+async function checkTicks(page, name) {
+  const ticks = JSON.parse(await page.evaluate(`JSON.stringify([...document.querySelectorAll('.uplot')].map((chart) => ({
+    where: chart.parentElement.id || chart.parentElement.parentElement.id || chart.parentElement.parentElement.parentElement.id,
+    y: JSON.parse(chart.dataset.ticksY || '[]'), x: JSON.parse(chart.dataset.ticksX || '[]') })))`));
+  const bytes = ticks.flatMap((chart) => chart.y.map((label) => [chart.where, label]));
+  const notRound = bytes.filter(([, label]) => {
+    if (label === '0') return false;
+    const match = /^-?(\d+(?:\.\d{1,2})?) (B|KiB|MiB|GiB|TiB|PiB)$/.exec(label);
+    return !match || !Number.isInteger(Number(match[1]) * 4);
+  });
+  check(bytes.length > 0 && notRound.length === 0,
+    `${name}: ${bytes.length} byte ticks are round in the unit printed ${notRound.length ? JSON.stringify(notRound.slice(0, 4)) : ''}`);
+  const whole = ticks.flatMap((chart) => chart.x.map((label) => [chart.where, label]));
+  const fractional = whole.filter(([, label]) => !/^-?[\d,]+$/.test(label));
+  check(whole.length > 0 && fractional.length === 0,
+    `${name}: ${whole.length} event and step ticks are whole numbers ${fractional.length ? JSON.stringify(fractional.slice(0, 4)) : ''}`);
+  const stepCharts = ticks.filter((chart) => chart.where === 'step-chart' || chart.where.startsWith('leak-'));
+  if (stepCharts.length) {
+    check(stepCharts.every((chart) => chart.x.length > 0 && chart.x.every((label) => /^\d+$/.test(label))),
+      `${name}: the leak charts' step axes tick at whole steps ${JSON.stringify(stepCharts.map((chart) => chart.x))}`);
+  }
+}
+
 async function testPage(browser, file, name, expect) {
   console.log(`# ${name}`);
   const page = await openPage(browser, file);
@@ -131,7 +175,14 @@ async function testPage(browser, file, name, expect) {
     const bars = await waitFor(page, 'document.querySelectorAll("#oom-list .segment-bar").length');
     check(bars > 0, `${name}: the segment map at the OOM opens (expected segment bars within 5 s, saw ${bars})`);
   }
-  check((await page.evaluate('document.querySelectorAll("#peak-segments .segment-bar").length')) > 0, `${name}: the segment map at the peak rendered`);
+  await checkVerdictFirst(page, name, expect);
+  await checkTicks(page, name);
+  check((await page.evaluate('document.getElementById("peak-segments-details").open')) === false &&
+    (await page.evaluate('document.querySelectorAll("#peak-segments .segment-bar").length')) === 0,
+  `${name}: the segment map at the peak is folded (closed, nothing drawn) until opened`);
+  await page.evaluate('document.getElementById("peak-segments-details").open = true');
+  const peakBars = await waitFor(page, 'document.querySelectorAll("#peak-segments .segment-bar").length');
+  check(peakBars > 0, `${name}: the segment map at the peak opens (expected segment bars within 5 s, saw ${peakBars})`);
 
   const shot = Buffer.from((await page.send('Page.captureScreenshot', { format: 'png' })).data, 'base64');
   const colours = distinctColours(shot);
@@ -195,6 +246,15 @@ async function testComparisonPage(browser, file, name, selectors) {
   for (const [selector, what] of selectors) {
     check((await page.evaluate(`document.querySelectorAll(${JSON.stringify(selector)}).length`)) > 0, `${name}: ${what} rendered`);
   }
+  if (name === 'plan') {
+    // Every part of a phase its own colour: no two swatches of the legend alike.
+    const colours = JSON.parse(await page.evaluate('JSON.stringify([...document.querySelectorAll(".part-swatch")].map((s) => getComputedStyle(s).backgroundColor))'));
+    check(colours.length >= 10 && new Set(colours).size === colours.length,
+      `${name}: each of the ${colours.length} parts has its own colour (${new Set(colours).size} distinct)`);
+    await page.evaluate('document.querySelector("details.every-fitting").open = true');
+    const rows = await waitFor(page, 'document.querySelectorAll("details.every-fitting tr").length');
+    check(rows > 1, `${name}: every fitting configuration opens as a table (${rows} rows)`);
+  }
   if (screenshotsAt) {
     const { cssContentSize } = await page.send('Page.getLayoutMetrics');
     const clip = { x: 0, y: 0, width: 1400, height: Math.min(cssContentSize.height, 3000), scale: 1 };
@@ -241,7 +301,8 @@ const comparisons = [
   [makeComparison([ranksDir], 'ranks'), 'ranks', [['table.ranks-table .rank-bar', 'rank bars'], ['#comparison-body canvas', 'rank timelines']]],
   [makeReplayPage(join(testdata, 'snapshots/frag_default_oom.pickle.zst')), 'replay',
     [['table.settings-table .setting-bar', 'settings bars'], ['#comparison-body dd', 'replay figures']]],
-  [makePlanPage(), 'plan', [['table.plan-table .part-bar', 'phase parts'], ['table.what-if-table td', 'what-ifs']]],
+  [makePlanPage(), 'plan', [['table.plan-table .part-bar', 'phase parts'], ['table.what-if-table td', 'what-ifs'],
+    ['table.combinations-table td', 'combinations'], ['pre.best-command', 'the best command line'], ['details.every-fitting', 'every fitting configuration']]],
 ];
 
 const hostilePickle = join(workdir, 'hostile.pickle');

@@ -110,10 +110,58 @@ expect_output "bare --ref-model without LoRA is a copy" "reference model (a copy
 expect_output "a size in GB is read as written" "Fit on 32GB, read as 32,000,000,000 bytes (29.8 GiB)" --model qwen2.5-0.5b "${train[@]}" --fit 32GB
 expect_output "a size in GiB is read as written" "Fit on 32GiB, read as 34,359,738,368 bytes (32.0 GiB)" --model qwen2.5-0.5b "${train[@]}" --fit 32GiB
 expect_output "new card presets" "Fit on mi300x-192g (192.0 GiB)" --model qwen2.5-0.5b "${train[@]}" --fit mi300x-192g
-expect_output "--keep-shape is still accepted (it is the default)" "keeping the algorithm's settings as given" \
+expect_output "--keep-shape is still accepted (it is the default)" "Kept as given: group, new-tokens, prompt-len" \
   --model qwen2.5-0.5b "${grpo[@]}" --fit h100-80g --keep-shape
 expect_output "--vary opens the algorithm's settings" "and varied group, new-tokens" --model qwen2.5-0.5b "${grpo[@]}" --fit h100-80g \
   --vary group,new-tokens
+
+# Issue 29, item 5: advice a person would take.
+expect_output "the ranking rule is printed above the combinations" "Ranked by tokens per step (most first), then speed" \
+  --model qwen2.5-7b "${issue[@]}" --fit a100-40g
+expect_output "the algorithm's knobs are kept, and the line says how to open them" \
+  "Kept as given: group, new-tokens, prompt-len, lora-r. --vary group,new-tokens,prompt-len,lora-r" \
+  --model qwen2.5-7b "${issue[@]}" --fit a100-40g
+"$rlmem" plan --model qwen2.5-7b "${issue[@]}" --fit a100-40g >"$work/out" 2>&1
+if grep -qE "prompt length|new tokens +[0-9]+ ->|^ +group +[0-9]" "$work/out"; then
+  echo "FAIL without --vary no length or group is proposed"; grep -E "prompt length|new tokens|group" "$work/out" | head -3
+  failures=$((failures + 1))
+else
+  echo "ok   without --vary no length or group is proposed"
+fi
+"$rlmem" plan --model qwen2.5-7b "${issue[@]}" --fit a100-40g --vary prompt-len,new-tokens >"$work/out" 2>&1
+shortest=$(grep -oE "prompt length +896 -> [0-9]+" "$work/out" | awk '{ print $NF }' | sort -n | head -1)
+if [ -z "$shortest" ] || [ "$shortest" -lt 224 ]; then
+  echo "FAIL --vary prompt-len proposes no prompt under a quarter (224 of 896): saw '${shortest}'"
+  failures=$((failures + 1))
+else
+  echo "ok   --vary prompt-len proposes no prompt under a quarter (shortest $shortest)"
+fi
+"$rlmem" plan --model qwen2.5-0.5b "${grpo[@]}" --fit h100-80g --vary group --all >"$work/out" 2>&1
+if grep -qE "generation batch all ([0-9]+) -> \1(,|$)" "$work/out" || grep -qE " ([^ ]+) -> \1(,|$)" "$work/out"; then
+  echo "FAIL no change leaves a knob as it was"; grep -E " ([^ ]+) -> \1(,|$)" "$work/out" | head -3
+  failures=$((failures + 1))
+else
+  echo "ok   no change leaves a knob as it was"
+fi
+fitting=$(grep -oE "configurations in [0-9]+ ms, [0-9,]+ fit" "$work/out" | grep -oE "[0-9,]+ fit" | tr -d ', fit')
+listed=$(grep -cE "^ +[0-9]+\. +[0-9.]+ [KMG]?i?B  " "$work/out")
+if [ -z "$fitting" ] || [ "$listed" -ne "$fitting" ]; then
+  echo "FAIL --all lists every fitting configuration: $fitting fit, $listed listed"
+  failures=$((failures + 1))
+else
+  echo "ok   --all lists every fitting configuration ($listed)"
+fi
+"$rlmem" plan --model qwen2.5-0.5b "${grpo[@]}" --fit h100-80g --vary group --json >"$work/out.json" 2>&1
+if ! python3 -c 'import json, sys
+fit = json.load(open(sys.argv[1]))["fit"]
+assert len(fit["every_fitting"]) == fit["fitting"], (len(fit["every_fitting"]), fit["fitting"])
+assert fit["ranking"].startswith("Ranked by"), fit["ranking"]' "$work/out.json"; then
+  echo "FAIL --json has every fitting configuration and the ranking rule"
+  failures=$((failures + 1))
+else
+  echo "ok   --json has every fitting configuration and the ranking rule"
+fi
+expect_bad "--all without --fit" "--all shapes the search of --fit; give --fit CARD" --model qwen2.5-0.5b "${grpo[@]}" --all
 
 # Every line of the text fits the width asked for (100 by default).
 for width in 100 80; do

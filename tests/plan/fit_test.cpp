@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // --fit starts from the user's configuration: its peak against the card, each knob changed alone
 // with the exact peak, then the configurations that fit, best first, keeping the algorithm's
-// settings unless --vary opens them.
+// settings unless --vary opens them, and then never below a quarter of the user's value.
 
 #include "planner_support.hpp"
 
@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace rlmem {
@@ -21,6 +22,15 @@ fit_options card(const char* name) {
   fit_options options;
   options.budget_bytes = gpu_memory_bytes(name);
   EXPECT_GT(options.budget_bytes, 0u) << name;
+  return options;
+}
+
+constexpr unsigned every_algorithm_knob = search_bit(search_knob::group) | search_bit(search_knob::new_tokens) |
+                                          search_bit(search_knob::prompt_len) | search_bit(search_knob::lora_rank);
+
+fit_options card_varying(const char* name, unsigned vary) {
+  fit_options options = card(name);
+  options.vary = vary;
   return options;
 }
 
@@ -87,7 +97,7 @@ TEST(Fit, TheIssuesLoraRunNeedsItsPeakCheckedAgainstItsComponents) {
 TEST(Fit, EachKnobAloneIsExactFromYourConfigWithTheLeastChangeThatFits) {
   const model_architecture& model = *find_preset("qwen2.5-7b");
   const plan_knobs base = issue_lora_run();
-  const fit_result fit = fit_configuration(model, base, card("a100-40g"));
+  const fit_result fit = fit_configuration(model, base, card_varying("a100-40g", every_algorithm_knob));
   ASSERT_FALSE(fit.what_if.empty());
   std::set<std::string> knobs;
   for (const what_if_row& row : fit.what_if) {
@@ -95,7 +105,8 @@ TEST(Fit, EachKnobAloneIsExactFromYourConfigWithTheLeastChangeThatFits) {
     EXPECT_EQ(row.saved_bytes, static_cast<std::int64_t>(fit.your_peak_bytes) - static_cast<std::int64_t>(row.peak_bytes)) << row.knob;
     EXPECT_EQ(row.fits, row.peak_bytes <= fit.usable_bytes) << row.knob;
   }
-  // Algorithm knobs are in the table too: the answer to the guessed "~40% / ~20% / ~15% / ~10%".
+  // Opened by --vary, the algorithm's knobs are in the table too: the answer to the guessed
+  // "~40% / ~20% / ~15% / ~10%".
   for (const char* knob : {"micro-batch", "group", "new tokens", "prompt length", "LoRA rank", "grad checkpointing", "offload", "reference"}) {
     EXPECT_EQ(knobs.count(knob), 1u) << knob;
   }
@@ -119,6 +130,16 @@ TEST(Fit, EachKnobAloneIsExactFromYourConfigWithTheLeastChangeThatFits) {
   EXPECT_EQ(shorter->peak_bytes, peak_with([](plan_knobs& k) { k.new_tokens = 96; }));
   EXPECT_FALSE(shorter->fits);
   EXPECT_GT(peak_with([](plan_knobs& k) { k.new_tokens = 1; }), fit.usable_bytes);
+  // A prompt of a quarter (224 tokens) does not fit alone, so no prompt length is the limit:
+  // 896 -> 3 fits, and is no advice (the data needs its prompts).
+  EXPECT_GT(peak_with([](plan_knobs& k) { k.prompt_len = 224; }), fit.usable_bytes);
+  EXPECT_LE(peak_with([](plan_knobs& k) { k.prompt_len = 3; }), fit.usable_bytes);
+  for (const what_if_row& row : fit.what_if) {
+    if (row.knob == "prompt length") {
+      EXPECT_GE(std::stoull(row.to), 224u) << "prompt length 896 -> " << row.to;
+      EXPECT_FALSE(row.fits) << "prompt length 896 -> " << row.to;
+    }
+  }
   // The copy a bare --ref-model used to mean costs a second set of bf16 weights.
   const what_if_row* copy = row_of(fit, "reference", "copy");
   ASSERT_NE(copy, nullptr);
@@ -128,7 +149,7 @@ TEST(Fit, EachKnobAloneIsExactFromYourConfigWithTheLeastChangeThatFits) {
 TEST(Fit, LimitIsTheMostThatFitsWhenYoursFits) {
   const model_architecture& model = *find_preset("qwen2.5-0.5b");
   const plan_knobs base = grpo_base();
-  const fit_result fit = fit_configuration(model, base, card("h100-80g"));
+  const fit_result fit = fit_configuration(model, base, card_varying("h100-80g", every_algorithm_knob));
   ASSERT_TRUE(fit.yours_fits);
   // Four times the group still fits: that is the end of the range, not a limit found.
   EXPECT_TRUE(std::none_of(fit.what_if.begin(), fit.what_if.end(), [](const what_if_row& r) { return r.knob == "group" && r.limit; }));
@@ -312,6 +333,91 @@ TEST(Fit, GenerationBatchIsSearchedByDefaultBothWays) {
   bool raised_alone = false;
   for (const what_if_row& row : raise.what_if) raised_alone |= row.knob == "generation batch" && row.to == "16" && row.fits;
   EXPECT_TRUE(raised_alone) << "each knob alone: one notch up from 8";
+}
+
+}  // namespace
+}  // namespace rlmem
+
+namespace rlmem {
+namespace {
+
+// Issue 29, item 5: advice a person would take.
+TEST(Fit, WithoutVaryNoWhatIfOrCombinationTouchesTheAlgorithm) {
+  const model_architecture& model = *find_preset("qwen2.5-7b");
+  const fit_result fit = fit_configuration(model, issue_lora_run(), card("a100-40g"));
+  ASSERT_FALSE(fit.what_if.empty());
+  for (const what_if_row& row : fit.what_if) {
+    for (const char* kept : {"group", "new tokens", "prompt length", "LoRA rank", "effective batch"}) EXPECT_NE(row.knob, kept) << row.from << " -> " << row.to;
+  }
+  for (const fit_candidate& candidate : fit.every_fitting) {
+    for (const knob_change& change : candidate.changes) {
+      for (const char* kept : {"group", "new tokens", "prompt length", "LoRA rank"}) EXPECT_NE(change.knob, kept) << change.from << " -> " << change.to;
+    }
+  }
+}
+
+TEST(Fit, VariedKnobsStopAtAQuarterOfYours) {
+  const model_architecture& model = *find_preset("qwen2.5-7b");
+  plan_knobs base = issue_lora_run();
+  const fit_result fit = fit_configuration(model, base, card_varying("a100-40g", every_algorithm_knob));
+  ASSERT_TRUE(fit.found) << fit.reason;
+  for (const what_if_row& row : fit.what_if) {
+    const std::map<std::string, std::uint64_t> least = {{"prompt length", 224}, {"new tokens", 32}, {"group", 2}, {"LoRA rank", 4}};
+    const auto floor = least.find(row.knob);
+    // "4 -> 2 (micro-batch 8)" reads as 2.
+    if (floor != least.end()) {
+      EXPECT_GE(std::stoull(row.to), floor->second) << row.knob << " " << row.from << " -> " << row.to;
+    }
+  }
+  ASSERT_FALSE(fit.every_fitting.empty());
+  for (const fit_candidate& candidate : fit.every_fitting) {
+    EXPECT_GE(candidate.knobs.prompt_len, 224u);
+    EXPECT_GE(candidate.knobs.new_tokens, 32u);
+    EXPECT_GE(candidate.knobs.group, 2u);
+    EXPECT_GE(candidate.knobs.lora_rank, 4u);
+  }
+  EXPECT_EQ(least_proposed(896), 224u);
+  EXPECT_EQ(least_proposed(3), 1u);
+  EXPECT_EQ(least_proposed(130), 33u) << "a quarter, rounded up";
+}
+
+TEST(Fit, NoChangeListedLeavesAKnobAsItWas) {
+  // The generation batch of all 64 rows and 64 of 128 rows (--vary group doubling the rows)
+  // generate alike: no "generation batch all 64 -> 64".
+  const model_architecture& model = *find_preset("qwen2.5-0.5b");
+  const plan_knobs base = testing::grpo_knobs(8, 8, 512, 512, 16);
+  const fit_result fit = fit_configuration(model, base, card_varying("h100-80g", search_bit(search_knob::group)));
+  ASSERT_TRUE(fit.found) << fit.reason;
+  std::size_t changes = 0;
+  for (const fit_candidate& candidate : fit.every_fitting) {
+    for (const knob_change& change : candidate.changes) {
+      ++changes;
+      EXPECT_NE(change.from, change.to) << change.knob;
+      if (change.knob == "generation batch") {
+        EXPECT_NE(generation_rows(base), generation_rows(candidate.knobs)) << change.from << " -> " << change.to;
+      }
+    }
+  }
+  EXPECT_GT(changes, 0u);
+}
+
+TEST(Fit, EveryFittingConfigurationIsKeptInRankOrder) {
+  const model_architecture& model = *find_preset("qwen2.5-7b");
+  const fit_result fit = fit_configuration(model, issue_lora_run(), card("a100-40g"));
+  ASSERT_TRUE(fit.found) << fit.reason;
+  EXPECT_EQ(fit.every_fitting.size(), fit.fitting);
+  EXPECT_GT(fit.every_fitting.size(), fit.combinations.size());
+  for (const fit_candidate& candidate : fit.every_fitting) {
+    EXPECT_LE(candidate.peak_bytes, fit.usable_bytes);
+    EXPECT_EQ(candidate.peak_bytes, plan_memory(model, candidate.knobs).peak_bytes);
+  }
+  for (std::size_t i = 1; i < fit.every_fitting.size(); ++i) {
+    EXPECT_GE(work_per_step(fit.every_fitting[i - 1].knobs), work_per_step(fit.every_fitting[i].knobs)) << "position " << i;
+  }
+  // The best of all is the shortlist's first.
+  EXPECT_EQ(fit.every_fitting.front().peak_bytes, fit.combinations.front().peak_bytes);
+  EXPECT_EQ(fit.every_fitting.front().changes.size(), fit.combinations.front().changes.size());
+  EXPECT_NE(fit_ranking_rule().find("tokens per step"), std::string_view::npos);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "fixtures.hpp"
 #include "grpo_plan.hpp"
 #include "inspect/crafted.hpp"
+#include "inspect/frames.hpp"
 
 #include <rlmem/allocator_rules.hpp>
 #include <rlmem/allocator_settings.hpp>
@@ -115,6 +116,40 @@ TEST(html_report, data_matches_inspect_on_the_leak_fixture) {
   EXPECT_EQ(data["leak_summary"]["explained_per_step_bytes"], result.summary_of_leaks.explained_per_step_bytes);
   EXPECT_EQ(data["steps"]["event"].size(), result.steps.size());
   EXPECT_EQ(data["categories"]["events"].size(), result.categories.events.size());
+}
+
+// Issue 29, item 6: the tree at the peak shows the user's frames first. Every frame above a node
+// that folds the frames inside the user's code is the user's (no torch wrapper between them), and
+// the folding nodes are leaves.
+TEST(html_report, the_peak_tree_shows_your_frames_before_torchs) {
+  SKIP_WITHOUT_ASSETS();
+  const snapshot& snap = fixture("grpo_leak_logits.pickle.zst");
+  rendered made = render(snap, "grpo_leak_logits.pickle.zst");
+  const std::vector<stack_node>& tree = made.views.peak_tree;
+  detail::frame_index frames(snap);
+  std::size_t inside = 0;
+  std::size_t library_frames = 0;
+  for (std::size_t i = 1; i < tree.size(); ++i) {
+    if (tree[tree[i].parent].kind == stack_node_kind::inside_user_code) ADD_FAILURE() << "node " << i << " is under a folding node";
+    if (tree[i].kind == stack_node_kind::frame && frames.is_library(tree[i].frame)) ++library_frames;
+    if (tree[i].kind != stack_node_kind::inside_user_code) continue;
+    ++inside;
+    EXPECT_FALSE(frames.is_library(tree[tree[i].parent].frame)) << "the folding node " << i << " hangs under a library frame";
+    for (std::uint32_t above = tree[i].parent; above != 0; above = tree[above].parent) {
+      ASSERT_EQ(tree[above].kind, stack_node_kind::frame);
+      EXPECT_FALSE(frames.is_library(tree[above].frame))
+          << "expected only the user's frames above folding node " << i << ", saw " << frames.label(tree[above].frame);
+    }
+  }
+  EXPECT_GT(inside, 0u) << "expected the frames inside rl/record.py folded";
+  // The leak's own frame, rl/record.py:41 logprobs_of, is a few rows down, not under wrappers.
+  bool leak_frame_near_the_top = false;
+  for (const stack_node& node : tree) {
+    if (node.kind == stack_node_kind::frame && node.depth <= 5 && frames.label(node.frame).find("logprobs_of") != std::string::npos) {
+      leak_frame_near_the_top = true;
+    }
+  }
+  EXPECT_TRUE(leak_frame_near_the_top) << "expected logprobs_of within 5 rows of the root; " << library_frames << " library frames in the tree";
 }
 
 TEST(html_report, bands_are_the_largest_allocations_and_never_overlap) {
@@ -412,6 +447,25 @@ TEST(html_report, plan_page_carries_the_plan_json) {
   EXPECT_EQ(data, json);
   EXPECT_EQ(data["phases"].size(), report.plan.phases.size());
   EXPECT_EQ(data["fit"]["what_if"].size(), report.fit->what_if.size());
+  EXPECT_EQ(data["fit"]["every_fitting"].size(), report.fit->every_fitting.size());
+  EXPECT_EQ(data["fit"]["every_fitting_left_out"], 0u);
+}
+
+TEST(html_report, plan_page_keeps_the_first_thousand_fitting_configurations) {
+  SKIP_WITHOUT_ASSETS();
+  plan_report report = testing::grpo_plan_fitted_to_h100("qwen2.5-0.5b");
+  fit_options options;
+  options.budget_bytes = report.fit_budget_bytes;
+  options.vary = search_bit(search_knob::group);
+  report.fit = fit_configuration(report.model, report.knobs, options);
+  report.fit_vary = options.vary;
+  ASSERT_GT(report.fit->every_fitting.size(), 1000u);
+  const nlohmann::json page = embedded_data(render_plan_html(report));
+  const nlohmann::json json = nlohmann::json::parse(render_plan_json(report));
+  EXPECT_EQ(page["fit"]["every_fitting"].size(), 1000u);
+  EXPECT_EQ(page["fit"]["every_fitting_left_out"], report.fit->every_fitting.size() - 1000);
+  EXPECT_EQ(json["fit"]["every_fitting"].size(), report.fit->every_fitting.size()) << "the JSON keeps them all";
+  EXPECT_EQ(page["fit"]["every_fitting"][999], json["fit"]["every_fitting"][999]);
 }
 
 }  // namespace rlmem
