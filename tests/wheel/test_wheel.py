@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -258,3 +259,16 @@ def test_installed_package_inspects_as_the_release_build(venv, tmp_path):
     assert package.is_relative_to(venv) and seen["library"] == str(package / "librlmem.so"), seen
     assert seen["version"] == seen["package_version"] == version_of_tree(), seen
     assert seen["leaks"] == json.loads(expected.stdout)["leaks"] and seen["leaks"], seen["leaks"]
+
+
+def test_builder_refuses_binaries_that_need_more_than_the_system(tmp_path):
+    # The release build takes zstd, zlib and re2 from the system's shared libraries.
+    library, command = BUILD / "librlmem.so", BUILD / "rlmem"
+    done = run([sys.executable, str(ROOT / "tools" / "wheel" / "build_wheel.py"), "--library", str(library),
+                "--command", str(command), "--out", str(tmp_path)])
+    foreign = sorted(set(needed(library.resolve())) - SYSTEM_LIBRARIES - CARRIED_LIBRARIES)
+    assert foreign, f"the release build's librlmem needs only the system's: {needed(library.resolve())}"
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, (done.returncode, done.stderr)
+    assert done.stderr.startswith(f"build_wheel: {library} needs {', '.join(foreign)}, which a wheel cannot take"), \
+        done.stderr
+    assert not list(tmp_path.iterdir()), f"a refused build wrote {list(tmp_path.iterdir())}"

@@ -57,7 +57,7 @@ cd "$work" || exit 1  # away from any checkout: the venv's rlmem is the one impo
 check version "$venv/bin/rlmem" --version
 check python_m_version "$venv/bin/python" -m rlmem --version
 check monitor_and_record "$venv/bin/python" "$here/wheel_gpu_check.py" monitor "$out"
-snapshot=$(ls -t "$out"/snapshots/* 2>/dev/null | head -1)
+snapshot=$(find "$out/snapshots" -type f 2>/dev/null | sort | tail -1)
 if [ -n "$snapshot" ]; then
   check inspect_recording "$venv/bin/rlmem" inspect "$snapshot"
 else
@@ -68,10 +68,15 @@ check watch_once "$venv/bin/rlmem" watch --once --log "$out/steps.jsonl"
 timeout 5 "$venv/bin/rlmem" watch --json --interval 1 --log "$out/steps.jsonl" > "$out/watch.jsonl" 2> "$out/watch.err"
 watch_status=$?
 refreshes=$(grep -c '^{' "$out/watch.jsonl")
-if [ "$watch_status" = 124 ] && [ "$refreshes" -ge 3 ] && [ ! -s "$out/watch.err" ]; then
-  note "ok      watch_live ($refreshes refreshes in 5 s)"
+# The last refresh read the GPUs through NVML (the driver's library, loaded at run time).
+gpus=$("$venv/bin/python" -c 'import json, sys
+last = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+print(len(last["gpus"]) if last["nvml"]["available"] else "no NVML: " + str(last["nvml"]["message"]))' \
+  "$out/watch.jsonl" 2>&1)
+if [ "$watch_status" = 124 ] && [ "$refreshes" -ge 3 ] && [ ! -s "$out/watch.err" ] && [ "${gpus:-0}" -gt 0 ] 2>/dev/null; then
+  note "ok      watch_live ($refreshes refreshes in 5 s, $gpus GPUs through NVML)"
 else
-  note "FAILED  watch_live (exit $watch_status, $refreshes refreshes, $out/watch.err)"; failed=1
+  note "FAILED  watch_live (exit $watch_status, $refreshes refreshes, GPUs: $gpus; $out/watch.err)"; failed=1
 fi
 check runtime "$venv/bin/python" "$here/wheel_gpu_check.py" runtime "$out"
 rm -rf "$work"
