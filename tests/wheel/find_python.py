@@ -47,7 +47,8 @@ def other_python() -> tuple[Optional[Path], str]:
         if version is not None and version >= OLDEST_SUPPORTED:
             usable.append((version, str(python)))
     if not usable:
-        where = "pyenv ($PYENV_ROOT or ~/.pyenv), conda (~/miniconda3, ~/anaconda3, ~/miniforge3, /opt/conda), uv"
+        where = ("pyenv ($PYENV_ROOT or ~/.pyenv), conda (~/miniconda3, ~/anaconda3, ~/miniforge3, /opt/conda), "
+                 "uv (~/.local/share/uv/python)")
         return None, (f"no CPython {OLDEST_SUPPORTED[0]}.{OLDEST_SUPPORTED[1]}+ other than Debian's with venv and "
                       f"ensurepip found (looked in {where}); set RLMEM_WHEEL_PYTHON to one")
     return Path(min(usable)[1]), ""
