@@ -45,8 +45,8 @@ install: build
 	cmake --install build --prefix $(PREFIX)
 
 # dist/rlmem-VERSION-py3-none-manylinux_2_Y_x86_64.whl for any CPython 3.9+: the package, librlmem
-# and the rlmem command, built with re2, zstd and zlib linked in (build-wheel/, only the two
-# targets it ships). docs/install.md.
+# (with the libre2.so.9 it needs) and the rlmem command, built with zstd and zlib linked in
+# (build-wheel/, only the two targets it ships). docs/install.md.
 wheel: deps
 	cmake --preset wheel
 	cmake --build --preset wheel --target rlmem rlmem_c -j $(JOBS)
