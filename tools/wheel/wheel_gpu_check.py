@@ -64,7 +64,8 @@ def check_monitor(out: Path) -> dict:
         result["record"]["inspect_peak"] = {key: report.get(key) for key in ("peak_allocated", "peak_reserved")
                                             if key in report} or sorted(report)[:20]
     result["record"]["ok"] = bool(paths) and all(Path(p).is_file() for p in paths)
-    result["ok"] = result["monitor"]["ok"] and result["record"]["ok"]
+    result["wheel_package"] = Path(rlmem.__file__).resolve().is_relative_to(Path(sys.prefix).resolve())
+    result["ok"] = result["wheel_package"] and result["monitor"]["ok"] and result["record"]["ok"]
     return result
 
 

@@ -5,8 +5,9 @@
 #
 #   tools/wheel/wheel_gpu_check.sh dist/rlmem-*.whl [TORCH_PYTHON]
 #
-# TORCH_PYTHON: the interpreter of the torch environment (default: python3 on PATH). Exit code 0
-# when every check passed, 1 when one failed (OUT/summary.txt says which), 2 on bad arguments.
+# TORCH_PYTHON: the interpreter of the torch environment, a venv's or not (default: python3 on
+# PATH). Exit code 0 when every check passed, 1 when one failed (OUT/summary.txt says which), 2 on
+# bad arguments.
 set -u
 if [ $# -lt 1 ] || [ ! -f "$1" ]; then
   echo "usage: $0 WHEEL [TORCH_PYTHON] (the wheel of make wheel, dist/rlmem-*.whl)" >&2
@@ -41,7 +42,13 @@ fi
 
 venv="$work/V"
 check venv "$torch_python" -m venv --system-site-packages "$venv"
-check pip_install env PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/pip" install --no-index "$wheel"
+# --system-site-packages gives the base interpreter's packages; where TORCH_PYTHON is itself a
+# venv's, its site-packages (torch's) are added with a .pth file, so the new venv sees them too.
+"$torch_python" -c 'import site, sys; print("\n".join(site.getsitepackages()) if sys.prefix != sys.base_prefix else "")' \
+  > "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/torch_environment.pth"
+check torch_in_venv "$venv/bin/python" -c 'import torch; print(torch.__file__)'
+# --ignore-installed: an rlmem the torch environment already has must not count as this one.
+check pip_install env PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/pip" install --no-index --ignore-installed "$wheel"
 [ -x "$venv/bin/rlmem" ] || { note "FAILED  no rlmem command in $venv/bin after the install"; exit 1; }
 library=$("$venv/bin/python" -c 'import rlmem; print(rlmem.library_path())' 2> "$out/import.log")
 {
