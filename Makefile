@@ -13,7 +13,7 @@ FUZZ_PACKAGES := clang libclang-rt-dev
 PYTHON := /usr/bin/python3
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build demo test test-release test-sanitize test-python bench fuzz clean
+.PHONY: all deps build install wheel demo test test-release test-sanitize test-python test-wheel bench fuzz clean
 
 all: build
 
@@ -38,6 +38,20 @@ build: deps
 	cmake --preset release
 	cmake --build --preset release --target rlmem rlmem_c -j $(JOBS)
 
+# For those who build from source: bin/rlmem, lib/librlmem.so*, include/rlmem and the Python
+# package (lib/python/rlmem: put PREFIX/lib/python on PYTHONPATH). docs/install.md.
+PREFIX ?= /usr/local
+install: build
+	cmake --install build --prefix $(PREFIX)
+
+# dist/rlmem-VERSION-py3-none-manylinux_2_Y_x86_64.whl for any CPython 3.9+: the package, librlmem
+# (with the libre2.so.9 it needs) and the rlmem command, built with zstd and zlib linked in
+# (build-wheel/, only the two targets it ships). docs/install.md.
+wheel: deps
+	cmake --preset wheel
+	cmake --build --preset wheel --target rlmem rlmem_c -j $(JOBS)
+	$(PYTHON) tools/wheel/build_wheel.py --library build-wheel/librlmem.so --command build-wheel/rlmem --out dist
+
 # The payoff on the bundled recordings, in seconds: a leak and its site, an OOM's verdict with the
 # replay that proves it, a plan fitted to a card, and an HTML page; then the Python package.
 demo: build
@@ -46,9 +60,9 @@ demo: build
 	  print("\npython: rlmem", rlmem.version() + ", the same leak from import rlmem:", leak["site"] + ",", \
 	        format(leak["bytes_per_step"], ","), "B per step")'
 
-# Every C++ test twice (a Release build, then an AddressSanitizer + UBSan build), and the Python
-# package's tests once, against the Release librlmem.
-test: test-release test-python test-sanitize
+# Every C++ test twice (a Release build, then an AddressSanitizer + UBSan build), the Python
+# package's tests once, against the Release librlmem, and the wheel's once.
+test: test-release test-python test-wheel test-sanitize
 
 test-release:
 	$(MAKE) deps EXTRA_PACKAGES="$(TEST_PACKAGES)"
@@ -59,6 +73,11 @@ test-release:
 test-python: test-release
 	RLMEM_LIBRARY=$(CURDIR)/build/librlmem.so RLMEM_CLI=$(CURDIR)/build/rlmem \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+
+# The wheel's archive and binaries, then the wheel installed into a venv of a Python that is not
+# Debian's (skipped, with the reason, where the machine has none) running rlmem and import rlmem.
+test-wheel: test-release wheel
+	RLMEM_BUILD=$(CURDIR)/build $(PYTHON) -m pytest -q -rs -p no:cacheprovider tests/wheel
 
 test-sanitize: deps
 	cmake --preset sanitize
@@ -87,4 +106,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf build build-debug build-sanitize build-fuzz build-bench
+	rm -rf build build-debug build-sanitize build-fuzz build-bench build-wheel dist
