@@ -45,12 +45,10 @@ install: build
 	cmake --install build --prefix $(PREFIX)
 
 # dist/rlmem-VERSION-py3-none-manylinux_2_Y_x86_64.whl for any CPython 3.9+: the package, librlmem
-# (with the libre2.so.9 it needs) and the rlmem command, built with zstd and zlib linked in
-# (build-wheel/, only the two targets it ships). docs/install.md.
-wheel: deps
-	cmake --preset wheel
-	cmake --build --preset wheel --target rlmem rlmem_c -j $(JOBS)
-	$(PYTHON) tools/wheel/build_wheel.py --library build-wheel/librlmem.so --command build-wheel/rlmem --out dist
+# (with the libre2.so.9 it needs) and the rlmem command of the release build, which links zstd and
+# zlib in (and re2 into rlmem): the wheel ships what the tests ran. docs/install.md.
+wheel: build
+	$(PYTHON) tools/wheel/build_wheel.py --library build/librlmem.so --command build/rlmem --out dist
 
 # The payoff on the bundled recordings, in seconds: a leak and its site, an OOM's verdict with the
 # replay that proves it, a plan fitted to a card, and an HTML page; then the Python package.
@@ -106,4 +104,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf build build-debug build-sanitize build-fuzz build-bench build-wheel dist
+	rm -rf build build-debug build-sanitize build-fuzz build-bench dist

@@ -199,7 +199,7 @@ nano=(--phase grpo-step --prompts 16 --group 16 --gen-batch 8 --prompt-len 256 -
 expect_output "nanochat's config: untied, no gate, its precision by default" \
   "vocab 65,536, ReLU^2 MLP (no gate), norms without weights" \
   --model "$work/d20.json" "${nano[@]}" --optimizer muon
-expect_output "Muon with nanochat's precision" "AdamW nanochat, generated 8 rows at a time" --model "$work/d20.json" "${nano[@]}" --optimizer muon
+expect_output "Muon with nanochat's precision" "AdamW nanochat, softcap loss over every position, generated 8 rows at a time" --model "$work/d20.json" "${nano[@]}" --optimizer muon
 expect_output "the generation batch in the rollout" "generated 8 rows at a time" --model "$work/d20.json" "${nano[@]}"
 expect_output "--kv-rows follows the group" "--kv-rows group" --model "$work/d20.json" "${nano[@]}" --kv-rows group --fit h100-80g
 expect_output "the generation batch is searched by default" "generation batch" --model qwen2.5-0.5b "${grpo[@]}" --fit h100-80g

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes dist/rlmem-<version>-py3-none-manylinux_2_<y>_<arch>.whl (make wheel) without setuptools.
 
-    tools/wheel/build_wheel.py --library build-wheel/librlmem.so --command build-wheel/rlmem --out dist
+    tools/wheel/build_wheel.py --library build/librlmem.so --command build/rlmem --out dist
 
 The wheel holds python/rlmem, the library (rlmem/librlmem.so, which ctypes loads by path) and the
 rlmem executable (rlmem/_bin/rlmem, run by the `rlmem` console entry point and `python -m rlmem`).
