@@ -436,9 +436,9 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--lora-targets", args->lora_targets, "Comma list of q_proj ... down_proj (default: all seven)")
       ->group(training);
   command->add_option("--logprob-impl", args->logprob_impl_name,
-                      "full (default: fp32 response logits) | chunked (verl) | fused (Liger) |\n"
-                      "softcap (nanochat's default: every position's softcapped logits, fp32 loss) |\n"
-                      "softcap-fp32 (nanochat's gpt.py since 2025-11-23: fp32 before the softcap)")
+                      "full (default: fp32 response logits) | chunked (verl) | fused (Liger)\n"
+                      "| softcap (nanochat's default: all positions' softcapped logits)\n"
+                      "| softcap-fp32 (nanochat's gpt.py since 2025-11-23: fp32 first)")
       ->group(training);
   command->add_option("--logprob-chunk", knobs.logprob_chunk, "Rows per chunk for chunked and fused (default 1024)")->check(whole_number)->group(training);
   auto* memory = "Memory";
