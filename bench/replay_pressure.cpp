@@ -49,6 +49,7 @@ run_result run(const snapshot& snap, trace_simulation_options options, const std
   const device_trace* trace = snap.trace_for(default_device(snap));
   auto events = snap.events_of(*trace);
   counts at_step_start{};
+  counts at_trace_start{};
   counts last{};
   std::uint64_t mapped = 0;
   auto next_end = step_ends.begin();
@@ -59,6 +60,7 @@ run_result run(const snapshot& snap, trace_simulation_options options, const std
     counts current = now_of(step, mapped);
     if (step.events_applied == 0) {
       at_step_start = current;
+      at_trace_start = current;
       last = current;
       return;
     }
@@ -74,7 +76,7 @@ run_result run(const snapshot& snap, trace_simulation_options options, const std
   trace_simulation sim = simulate_trace(snap, options, observe);
   if (next_end == step_ends.end()) out.steps.push_back(last - at_step_start);  // after the last step end
   out.completed = sim.ooms.empty() || sim.ooms.back().recorded;
-  out.total = last;
+  out.total = last - at_trace_start;  // the memory from before recording placed, not counted
   return out;
 }
 
@@ -115,6 +117,19 @@ int main(int argc, char** argv) {
   std::vector<double> factors;
   for (int i = 3; i < argc; ++i) factors.push_back(std::strtod(argv[i], nullptr));
   if (factors.empty()) factors = {1.02, 1.05, 1.10};
+  {
+    replay_options torch;
+    allocator_settings expandable = settings_of(snap);
+    expandable.expandable_segments = true;
+    torch.settings = expandable;
+    replay_options policy;
+    policy.rlmem = rlmem_policy_options{};
+    for (auto [label, options] : {std::pair{"torch, expandable segments (model)", torch}, std::pair{"rlmem policy", policy}}) {
+      std::uint64_t smallest = min_capacity(snap, options);
+      std::printf("smallest completing capacity, %s: %llu B (%.4fx)\n", label, (unsigned long long)smallest,
+                  static_cast<double>(smallest) / static_cast<double>(demand));
+    }
+  }
   for (double factor : factors) {
     std::uint64_t cap = static_cast<std::uint64_t>(static_cast<double>(demand) * factor);
     std::printf("== cap %.3fx = %llu B\n", factor, (unsigned long long)cap);

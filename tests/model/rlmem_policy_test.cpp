@@ -62,6 +62,54 @@ TEST(rlmem_policy, a_freed_gap_is_reused_best_fit_and_the_top_comes_down) {
   EXPECT_EQ(large->ptr, base + 6 * mib) << "right after b, where c and d were";
 }
 
+TEST(rlmem_policy, a_request_of_a_page_or_more_takes_mapped_free_pages_before_a_better_fitting_unmapped_gap) {
+  fake_device gpu(two_mib_pages());
+  rlmem_policy policy(gpu, {});
+  model_block* a = policy.allocate(6 * mib, stream);
+  model_block* b = policy.allocate(2 * mib, stream);
+  model_block* c = policy.allocate(4 * mib, stream);
+  model_block* d = policy.allocate(2 * mib, stream);
+  ASSERT_TRUE(a && b && c && d);
+  std::uint64_t base = a->ptr;
+  std::uint64_t c_address = c->ptr;
+  policy.free_completed(c);
+  policy.empty_cache();      // c's 4 MiB gap has no pages now
+  policy.free_completed(a);  // a's 6 MiB gap keeps its 3 pages cached
+  std::uint64_t creates = gpu.succeeded(device_op::create);
+  model_block* four = policy.allocate(4 * mib, stream);
+  ASSERT_NE(four, nullptr);
+  EXPECT_EQ(four->ptr, base) << "a's cached pages, not c's gap, which fits exactly but needs 2 new pages";
+  EXPECT_EQ(gpu.succeeded(device_op::create) - creates, 0u) << "no new memory";
+  model_block* two = policy.allocate(2 * mib, stream);
+  ASSERT_NE(two, nullptr);
+  EXPECT_EQ(two->ptr, base + 4 * mib) << "the rest of a's cached pages";
+  EXPECT_EQ(gpu.succeeded(device_op::create) - creates, 0u);
+  model_block* small = policy.allocate(mib, stream);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(small->ptr, c_address) << "below a page: best fit among the gaps, as before";
+  EXPECT_TRUE(policy.fault().empty()) << policy.fault();
+}
+
+TEST(rlmem_policy, pages_cached_above_the_top_serve_the_next_request_there_and_all_go_back) {
+  fake_device gpu(two_mib_pages());
+  rlmem_policy policy(gpu, {});
+  model_block* low = policy.allocate(3 * mib, stream);   // pages 0-1; page 1 half free
+  model_block* high = policy.allocate(9 * mib, stream);  // [3, 12): pages 1-5
+  ASSERT_TRUE(low && high);
+  std::uint64_t base = low->ptr;
+  policy.free_completed(high);  // the top comes down to 3 MiB; pages 2-5 stay cached above it
+  std::uint64_t creates = gpu.succeeded(device_op::create);
+  model_block* eight = policy.allocate(8 * mib, stream);
+  ASSERT_NE(eight, nullptr);
+  EXPECT_EQ(eight->ptr, base + 3 * mib) << "from the top, over the cached pages";
+  EXPECT_EQ(gpu.succeeded(device_op::create) - creates, 0u);
+  policy.free_completed(eight);
+  policy.free_completed(low);
+  policy.empty_cache();
+  EXPECT_EQ(policy.reserved_bytes(), 0);
+  EXPECT_EQ(gpu.used_bytes(), 0u);
+}
+
 TEST(rlmem_policy, under_a_capacity_cached_pages_go_back_before_a_request_fails) {
   fake_device gpu(two_mib_pages());
   rlmem_policy_options options;
