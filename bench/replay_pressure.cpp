@@ -39,7 +39,8 @@ counts now_of(const simulation_step& step, std::uint64_t mapped_bytes) {
 
 struct run_result {
   bool completed = false;
-  std::vector<counts> steps;  // [0]: before the first marker
+  std::vector<counts> steps;  // [i]: step i + 1; one more for events after the last step end
+  std::size_t step_count = 0;
   counts total;
   std::vector<std::pair<std::size_t, std::uint64_t>> retry_events;  // event index, size
 };
@@ -74,7 +75,8 @@ run_result run(const snapshot& snap, trace_simulation_options options, const std
     }
   };
   trace_simulation sim = simulate_trace(snap, options, observe);
-  if (next_end == step_ends.end()) out.steps.push_back(last - at_step_start);  // after the last step end
+  out.step_count = step_ends.size();
+  if (next_end == step_ends.end() && events.size() - 1 > step_ends.back()) out.steps.push_back(last - at_step_start);
   out.completed = sim.ooms.empty() || sim.ooms.back().recorded;
   out.total = last - at_trace_start;  // the memory from before recording placed, not counted
   return out;
@@ -85,7 +87,9 @@ void print(const char* label, const run_result& r) {
   std::printf("  %4s %7s %6s %7s %6s %7s %8s %10s\n", "step", "retries", "fences", "creates", "maps", "unmaps", "releases", "mapped MiB");
   for (std::size_t i = 0; i < r.steps.size(); ++i) {
     const counts& c = r.steps[i];
-    std::printf("  %4zu %7llu %6llu %7llu %6llu %7llu %8llu %10llu\n", i, (unsigned long long)c.retries, (unsigned long long)c.fences,
+    // Steps count from 1; a row past the last step end holds the events after it.
+    std::string step = i < r.step_count ? std::to_string(i + 1) : "rest";
+    std::printf("  %4s %7llu %6llu %7llu %6llu %7llu %8llu %10llu\n", step.c_str(), (unsigned long long)c.retries, (unsigned long long)c.fences,
                 (unsigned long long)c.creates, (unsigned long long)c.maps, (unsigned long long)c.unmaps, (unsigned long long)c.releases,
                 (unsigned long long)(c.mapped_bytes >> 20));
   }

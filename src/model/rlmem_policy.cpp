@@ -50,14 +50,14 @@ rlmem_policy::arena* rlmem_policy::arena_of(std::uint64_t stream) {
   return &arenas_.emplace(stream, std::move(made)).first->second;
 }
 
-// A request of a page or more: best fit among the free ranges on mapped pages, which needs no
-// new memory. Otherwise (and for smaller requests, which fill the pages live blocks share) best
-// fit among the free gaps, else the top of the arena; the lowest address among equals. Placing
-// by gap alone mapped new pages where a gap fitted best while pages freed elsewhere stayed
-// cached: under a cap near the demand that ran out of memory about once a step and released the
-// whole cache (docs/runtime.md, "Memory pressure").
+// A request of mapped_first_bytes or more: best fit among the free ranges on mapped pages, which
+// needs no new memory. Otherwise (and for smaller requests, which fill the pages live blocks
+// share) best fit among the free gaps, else the top of the arena; the lowest address among
+// equals. Placing by gap alone mapped new pages where a gap fitted best while pages freed
+// elsewhere stayed cached: under a cap near the demand that ran out of memory about once a step
+// and released the whole cache (docs/runtime.md, "Why rlmem released about once a step").
 bool rlmem_policy::place(arena& where, std::uint64_t size, std::uint64_t& address) {
-  if (size >= page_bytes_) {
+  if (options_.mapped_first_bytes > 0 && size >= options_.mapped_first_bytes) {
     auto fit = where.mapped_free_by_size.lower_bound({size, 0});
     if (fit != where.mapped_free_by_size.end()) {
       address = fit->second;

@@ -62,7 +62,7 @@ TEST(rlmem_policy, a_freed_gap_is_reused_best_fit_and_the_top_comes_down) {
   EXPECT_EQ(large->ptr, base + 6 * mib) << "right after b, where c and d were";
 }
 
-TEST(rlmem_policy, a_request_of_a_page_or_more_takes_mapped_free_pages_before_a_better_fitting_unmapped_gap) {
+TEST(rlmem_policy, a_request_of_4_mib_or_more_takes_mapped_free_pages_before_a_better_fitting_unmapped_gap) {
   fake_device gpu(two_mib_pages());
   rlmem_policy policy(gpu, {});
   model_block* a = policy.allocate(6 * mib, stream);
@@ -80,14 +80,30 @@ TEST(rlmem_policy, a_request_of_a_page_or_more_takes_mapped_free_pages_before_a_
   ASSERT_NE(four, nullptr);
   EXPECT_EQ(four->ptr, base) << "a's cached pages, not c's gap, which fits exactly but needs 2 new pages";
   EXPECT_EQ(gpu.succeeded(device_op::create) - creates, 0u) << "no new memory";
-  model_block* two = policy.allocate(2 * mib, stream);
-  ASSERT_NE(two, nullptr);
-  EXPECT_EQ(two->ptr, base + 4 * mib) << "the rest of a's cached pages";
-  EXPECT_EQ(gpu.succeeded(device_op::create) - creates, 0u);
-  model_block* small = policy.allocate(mib, stream);
+  model_block* small = policy.allocate(3 * mib, stream);
   ASSERT_NE(small, nullptr);
-  EXPECT_EQ(small->ptr, c_address) << "below a page: best fit among the gaps, as before";
+  EXPECT_EQ(small->ptr, c_address) << "below 4 MiB: best fit among the gaps (c's 4 MiB before a's 2 MiB left), as before";
   EXPECT_TRUE(policy.fault().empty()) << policy.fault();
+}
+
+TEST(rlmem_policy, with_mapped_first_off_a_request_takes_the_best_fitting_gap_mapped_or_not) {
+  fake_device gpu(two_mib_pages());
+  rlmem_policy_options options;
+  options.mapped_first_bytes = 0;
+  rlmem_policy policy(gpu, options);
+  model_block* a = policy.allocate(6 * mib, stream);
+  ASSERT_NE(policy.allocate(2 * mib, stream), nullptr);
+  model_block* c = policy.allocate(4 * mib, stream);
+  ASSERT_NE(policy.allocate(2 * mib, stream), nullptr);
+  std::uint64_t c_address = c->ptr;
+  policy.free_completed(c);
+  policy.empty_cache();
+  policy.free_completed(a);
+  std::uint64_t creates = gpu.succeeded(device_op::create);
+  model_block* four = policy.allocate(4 * mib, stream);
+  ASSERT_NE(four, nullptr);
+  EXPECT_EQ(four->ptr, c_address) << "the exact fit";
+  EXPECT_EQ(gpu.succeeded(device_op::create) - creates, 1u) << "new memory: its 2 pages as one run";
 }
 
 TEST(rlmem_policy, pages_cached_above_the_top_serve_the_next_request_there_and_all_go_back) {
