@@ -154,13 +154,18 @@ void rlmem_policy::add_free_parts(arena& where, std::uint64_t begin, std::uint64
 }
 
 void rlmem_policy::add_mapped_parts(arena& where, std::uint64_t begin, std::uint64_t end) {
-  std::uint64_t first = begin / page_bytes_ * page_bytes_;
-  auto found = pages_.lower_bound(first);
-  for (std::uint64_t at = first; at < end; at += page_bytes_) {
-    if (found == pages_.end() || found->first != at) found = pages_.find(at);
-    if (found != pages_.end() && found->second.handle != 0) add_mapped_free(where, std::max(begin, at), std::min(end, at + page_bytes_));
-    if (found != pages_.end()) ++found;
+  // Each run of consecutive mapped pages joins as one range.
+  std::uint64_t run_start = 0;
+  std::uint64_t run_end = 0;
+  for (auto at = pages_.lower_bound(begin / page_bytes_ * page_bytes_); at != pages_.end() && at->first < end; ++at) {
+    if (at->second.handle == 0) continue;
+    if (at->first != run_end) {
+      add_mapped_free(where, std::max(begin, run_start), std::min(end, run_end));
+      run_start = at->first;
+    }
+    run_end = at->first + page_bytes_;
   }
+  add_mapped_free(where, std::max(begin, run_start), std::min(end, run_end));
 }
 
 // A range back to the arena's free gaps, joined with its neighbours; a gap reaching the top
