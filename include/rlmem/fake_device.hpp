@@ -8,6 +8,7 @@
 
 #include <rlmem/device.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -95,6 +96,8 @@ class fake_device final : public device {
   std::size_t reservations() const noexcept { return reservations_.size(); }
   std::size_t live_handles() const noexcept { return handles_.size(); }
   std::uint64_t calls() const noexcept { return calls_; }
+  /// Calls of `op` that succeeded so far (what a driver would have been asked to do).
+  std::uint64_t succeeded(device_op op) const noexcept { return succeeded_[static_cast<std::size_t>(op)]; }
   /// Host buffers from host_allocate not yet freed.
   std::size_t host_buffers() const noexcept { return host_buffers_.size(); }
   std::uint64_t host_bytes() const noexcept { return host_bytes_; }
@@ -144,6 +147,7 @@ class fake_device final : public device {
   std::uint64_t mapped_bytes_ = 0;
   std::set<std::uint64_t> capturing_;
   std::uint64_t calls_ = 0;
+  std::array<std::uint64_t, static_cast<std::size_t>(device_op::count_)> succeeded_{};
   std::map<std::uint64_t, std::uint64_t> reservations_;  // start -> size
   std::map<std::uint64_t, mapping> mappings_;            // start -> mapping
   std::unordered_map<physical_handle, handle_state> handles_;

@@ -27,6 +27,7 @@ bool fake_device::injected_failure() noexcept {
 
 device_errc fake_device::logged(device_op op, std::uint64_t address, std::uint64_t size, physical_handle handle,
                                 device_errc result) noexcept {
+  if (result == device_errc::ok) ++succeeded_[static_cast<std::size_t>(op)];
   if (options_.keep_log) {
     try {
       log_.push_back({op, address, size, handle, result});

@@ -50,24 +50,122 @@ rlmem_policy::arena* rlmem_policy::arena_of(std::uint64_t stream) {
   return &arenas_.emplace(stream, std::move(made)).first->second;
 }
 
-// Best fit among the free gaps (the lowest address among equals), else the top of the arena.
+// A request of mapped_first_bytes or more: best fit among the free ranges on mapped pages, which
+// needs no new memory. Otherwise (and for smaller requests, which fill the pages live blocks
+// share) best fit among the free gaps, else the top of the arena; the lowest address among
+// equals. Placing by gap alone mapped new pages where a gap fitted best while pages freed
+// elsewhere stayed cached: under a cap near the demand that ran out of memory about once a step
+// and released the whole cache (docs/runtime.md, "Why rlmem released about once a step").
 bool rlmem_policy::place(arena& where, std::uint64_t size, std::uint64_t& address) {
+  if (options_.mapped_first_bytes > 0 && size >= options_.mapped_first_bytes) {
+    auto fit = where.mapped_free_by_size.lower_bound({size, 0});
+    if (fit != where.mapped_free_by_size.end()) {
+      address = fit->second;
+      take_range(where, address, size);
+      remove_mapped_free(where, address, address + size);
+      return true;
+    }
+  }
   auto fit = where.free_by_size.lower_bound({size, 0});
   if (fit != where.free_by_size.end()) {
-    auto [gap_size, gap] = *fit;
-    where.free_by_size.erase(fit);
-    where.free_by_address.erase(gap);
-    if (gap_size > size) {
-      where.free_by_address.emplace(gap + size, gap_size - size);
-      where.free_by_size.emplace(gap_size - size, gap + size);
-    }
-    address = gap;
-    return true;
+    address = fit->second;
+  } else {
+    if (size > where.size - where.top) return false;
+    address = where.base + where.top;
   }
-  if (size > where.size - where.top) return false;
-  address = where.base + where.top;
-  where.top += size;
+  take_range(where, address, size);
+  remove_mapped_free(where, address, address + size);
   return true;
+}
+
+void rlmem_policy::take_range(arena& where, std::uint64_t address, std::uint64_t size) {
+  std::uint64_t top = where.base + where.top;
+  if (address >= top) {
+    if (address > top) {  // a mapped range above the top: the space below it becomes a gap
+      where.free_by_address.emplace(top, address - top);
+      where.free_by_size.emplace(address - top, top);
+    }
+    where.top = address + size - where.base;
+    return;
+  }
+  auto gap = std::prev(where.free_by_address.upper_bound(address));
+  auto [start, bytes] = *gap;
+  where.free_by_size.erase({bytes, start});
+  where.free_by_address.erase(gap);
+  if (address > start) {
+    where.free_by_address.emplace(start, address - start);
+    where.free_by_size.emplace(address - start, start);
+  }
+  if (start + bytes > address + size) {
+    std::uint64_t rest = start + bytes - (address + size);
+    where.free_by_address.emplace(address + size, rest);
+    where.free_by_size.emplace(rest, address + size);
+  }
+}
+
+void rlmem_policy::add_mapped_free(arena& where, std::uint64_t begin, std::uint64_t end) {
+  if (begin >= end) return;
+  auto after = where.mapped_free_by_address.upper_bound(begin);
+  if (after != where.mapped_free_by_address.begin()) {
+    auto before = std::prev(after);
+    if (before->second >= begin) {
+      begin = before->first;
+      end = std::max(end, before->second);
+      where.mapped_free_by_size.erase({before->second - before->first, before->first});
+      where.mapped_free_by_address.erase(before);
+    }
+  }
+  while (after != where.mapped_free_by_address.end() && after->first <= end) {
+    end = std::max(end, after->second);
+    where.mapped_free_by_size.erase({after->second - after->first, after->first});
+    after = where.mapped_free_by_address.erase(after);
+  }
+  where.mapped_free_by_address.emplace(begin, end);
+  where.mapped_free_by_size.emplace(end - begin, begin);
+}
+
+void rlmem_policy::remove_mapped_free(arena& where, std::uint64_t begin, std::uint64_t end) {
+  auto at = where.mapped_free_by_address.upper_bound(begin);
+  if (at != where.mapped_free_by_address.begin() && std::prev(at)->second > begin) --at;
+  while (at != where.mapped_free_by_address.end() && at->first < end) {
+    auto [start, stop] = *at;
+    where.mapped_free_by_size.erase({stop - start, start});
+    at = where.mapped_free_by_address.erase(at);
+    if (start < begin) {
+      where.mapped_free_by_address.emplace(start, begin);
+      where.mapped_free_by_size.emplace(begin - start, start);
+    }
+    if (stop > end) {
+      where.mapped_free_by_address.emplace(end, stop);
+      where.mapped_free_by_size.emplace(stop - end, end);
+      break;
+    }
+  }
+}
+
+void rlmem_policy::add_free_parts(arena& where, std::uint64_t begin, std::uint64_t end) {
+  std::uint64_t top = where.base + where.top;
+  add_mapped_free(where, std::max(begin, top), end);
+  auto gap = where.free_by_address.upper_bound(begin);
+  if (gap != where.free_by_address.begin()) --gap;
+  for (; gap != where.free_by_address.end() && gap->first < end; ++gap) {
+    add_mapped_free(where, std::max(begin, gap->first), std::min(end, gap->first + gap->second));
+  }
+}
+
+void rlmem_policy::add_mapped_parts(arena& where, std::uint64_t begin, std::uint64_t end) {
+  // Each run of consecutive mapped pages joins as one range.
+  std::uint64_t run_start = 0;
+  std::uint64_t run_end = 0;
+  for (auto at = pages_.lower_bound(begin / page_bytes_ * page_bytes_); at != pages_.end() && at->first < end; ++at) {
+    if (at->second.handle == 0) continue;
+    if (at->first != run_end) {
+      add_mapped_free(where, std::max(begin, run_start), std::min(end, run_end));
+      run_start = at->first;
+    }
+    run_end = at->first + page_bytes_;
+  }
+  add_mapped_free(where, std::max(begin, run_start), std::min(end, run_end));
 }
 
 // A range back to the arena's free gaps, joined with its neighbours; a gap reaching the top
@@ -177,7 +275,12 @@ bool rlmem_policy::map_pages(arena& owner, std::uint64_t address, std::uint64_t 
     mapped_here.push_back(at);
     at += bytes;
   }
-  if (ok) return true;
+  if (ok) {
+    // The free parts of the block's end pages are mapped now.
+    add_free_parts(owner, first, address);
+    add_free_parts(owner, end, round_up(end, page_bytes_));
+    return true;
+  }
   // Pages mapped by this call were never used: no fence is needed to give them back.
   if (at > first) leave_pages(first, at - first);
   for (std::uint64_t start : mapped_here) {
@@ -201,6 +304,7 @@ void rlmem_policy::unmap_page(std::uint64_t address) {
   arena& owner = *found->second.owner;
   --owner.mapped_pages;
   pages_.erase(found);
+  remove_mapped_free(owner, address, address + page_bytes_);
   record(false, address, owner);
 }
 
@@ -294,6 +398,7 @@ bool rlmem_policy::map_restored_run(std::uint64_t address, std::uint64_t bytes) 
     ++held.owner->mapped_pages;
     record(true, at, *held.owner);
   }
+  add_free_parts(*pages_.at(address).owner, address, address + bytes);
   return true;
 }
 
@@ -312,6 +417,7 @@ bool rlmem_policy::unmap_run(std::uint64_t start) {
     page& held = at->second;
     --mapped_pages_;
     --held.owner->mapped_pages;
+    remove_mapped_free(*held.owner, address, address + page_bytes_);
     record(false, address, *held.owner);
     if (held.users == 0) {
       --cached_pages_;
@@ -359,6 +465,7 @@ model_block* rlmem_policy::allocate(std::uint64_t requested_bytes, std::uint64_t
     if (released) ++retries_;
     if (!mapped) {
       give_back(*where, address, size);
+      add_mapped_parts(*where, address, address + size);
       return nullptr;
     }
   }
@@ -375,7 +482,9 @@ void rlmem_policy::free_requested(model_block* block) {
 void rlmem_policy::free_completed(model_block* block) {
   free_requested(block);
   leave_pages(block->ptr, block->size);
-  give_back(arenas_.at(block->stream), block->ptr, block->size);
+  arena& owner = arenas_.at(block->stream);
+  give_back(owner, block->ptr, block->size);
+  add_mapped_parts(owner, block->ptr, block->ptr + block->size);
   block->in_use = false;
   recycled_.push_back(block);
 }
@@ -532,6 +641,7 @@ bool rlmem_policy::release_range(address_run range, bool fenced) {
     }
     --mapped_pages_;
     --held.owner->mapped_pages;
+    remove_mapped_free(*held.owner, address, address + page_bytes_);
     record(false, address, *held.owner);
     if (held.users == 0) {
       --cached_pages_;
@@ -560,6 +670,7 @@ bool rlmem_policy::restore_range(address_run range, std::vector<address_run>& re
       held.handle = 0;
       --mapped_pages_;
       --held.owner->mapped_pages;
+      remove_mapped_free(*held.owner, start, start + page_bytes_);
       ++paused_pages_;
     }
     restored.clear();

@@ -61,6 +61,28 @@ TEST(fake_device, physical_memory_is_bounded_by_its_capacity_and_comes_back_on_r
   EXPECT_EQ(gpu.create(8 * mib, b), device_errc::ok);
 }
 
+TEST(fake_device, it_counts_the_calls_of_each_primitive_that_succeeded) {
+  fake_device gpu(small_device());
+  std::uint64_t address = 0;
+  ASSERT_EQ(gpu.reserve(4 * mib, 0, address), device_errc::ok);
+  physical_handle handle = 0;
+  ASSERT_EQ(map_new_memory(gpu, address, 2 * mib, handle), device_errc::ok);
+  physical_handle too_large = 0;
+  EXPECT_EQ(gpu.create(16 * mib, too_large), device_errc::out_of_memory);
+  EXPECT_EQ(gpu.unmap(address + 2 * mib, 2 * mib), device_errc::invalid_argument) << "nothing mapped there";
+  ASSERT_EQ(gpu.synchronize(), device_errc::ok);
+  ASSERT_EQ(gpu.unmap(address, 2 * mib), device_errc::ok);
+  ASSERT_EQ(gpu.release(handle), device_errc::ok);
+  EXPECT_EQ(gpu.succeeded(device_op::reserve), 1u);
+  EXPECT_EQ(gpu.succeeded(device_op::create), 1u) << "the refused create is not counted";
+  EXPECT_EQ(gpu.succeeded(device_op::map), 1u);
+  EXPECT_EQ(gpu.succeeded(device_op::set_access), 1u);
+  EXPECT_EQ(gpu.succeeded(device_op::unmap), 1u) << "the refused unmap is not counted";
+  EXPECT_EQ(gpu.succeeded(device_op::release), 1u);
+  EXPECT_EQ(gpu.succeeded(device_op::synchronize), 1u);
+  EXPECT_EQ(gpu.succeeded(device_op::free_reservation), 0u);
+}
+
 TEST(fake_device, addresses_are_deterministic_and_never_reused) {
   fake_device gpu(small_device());
   std::uint64_t first = 0;

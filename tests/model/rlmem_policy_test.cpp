@@ -62,6 +62,70 @@ TEST(rlmem_policy, a_freed_gap_is_reused_best_fit_and_the_top_comes_down) {
   EXPECT_EQ(large->ptr, base + 6 * mib) << "right after b, where c and d were";
 }
 
+TEST(rlmem_policy, a_request_of_4_mib_or_more_takes_mapped_free_pages_before_a_better_fitting_unmapped_gap) {
+  fake_device gpu(two_mib_pages());
+  rlmem_policy policy(gpu, {});
+  model_block* a = policy.allocate(6 * mib, stream);
+  model_block* b = policy.allocate(2 * mib, stream);
+  model_block* c = policy.allocate(4 * mib, stream);
+  model_block* d = policy.allocate(2 * mib, stream);
+  ASSERT_TRUE(a && b && c && d);
+  std::uint64_t base = a->ptr;
+  std::uint64_t c_address = c->ptr;
+  policy.free_completed(c);
+  policy.empty_cache();      // c's 4 MiB gap has no pages now
+  policy.free_completed(a);  // a's 6 MiB gap keeps its 3 pages cached
+  std::uint64_t creates = gpu.succeeded(device_op::create);
+  model_block* four = policy.allocate(4 * mib, stream);
+  ASSERT_NE(four, nullptr);
+  EXPECT_EQ(four->ptr, base) << "a's cached pages, not c's gap, which fits exactly but needs 2 new pages";
+  EXPECT_EQ(gpu.succeeded(device_op::create) - creates, 0u) << "no new memory";
+  model_block* small = policy.allocate(3 * mib, stream);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(small->ptr, c_address) << "below 4 MiB: best fit among the gaps (c's 4 MiB before a's 2 MiB left), as before";
+  EXPECT_TRUE(policy.fault().empty()) << policy.fault();
+}
+
+TEST(rlmem_policy, with_mapped_first_off_a_request_takes_the_best_fitting_gap_mapped_or_not) {
+  fake_device gpu(two_mib_pages());
+  rlmem_policy_options options;
+  options.mapped_first_bytes = 0;
+  rlmem_policy policy(gpu, options);
+  model_block* a = policy.allocate(6 * mib, stream);
+  ASSERT_NE(policy.allocate(2 * mib, stream), nullptr);
+  model_block* c = policy.allocate(4 * mib, stream);
+  ASSERT_NE(policy.allocate(2 * mib, stream), nullptr);
+  std::uint64_t c_address = c->ptr;
+  policy.free_completed(c);
+  policy.empty_cache();
+  policy.free_completed(a);
+  std::uint64_t creates = gpu.succeeded(device_op::create);
+  model_block* four = policy.allocate(4 * mib, stream);
+  ASSERT_NE(four, nullptr);
+  EXPECT_EQ(four->ptr, c_address) << "the exact fit";
+  EXPECT_EQ(gpu.succeeded(device_op::create) - creates, 1u) << "new memory: its 2 pages as one run";
+}
+
+TEST(rlmem_policy, pages_cached_above_the_top_serve_the_next_request_there_and_all_go_back) {
+  fake_device gpu(two_mib_pages());
+  rlmem_policy policy(gpu, {});
+  model_block* low = policy.allocate(3 * mib, stream);   // pages 0-1; page 1 half free
+  model_block* high = policy.allocate(9 * mib, stream);  // [3, 12): pages 1-5
+  ASSERT_TRUE(low && high);
+  std::uint64_t base = low->ptr;
+  policy.free_completed(high);  // the top comes down to 3 MiB; pages 2-5 stay cached above it
+  std::uint64_t creates = gpu.succeeded(device_op::create);
+  model_block* eight = policy.allocate(8 * mib, stream);
+  ASSERT_NE(eight, nullptr);
+  EXPECT_EQ(eight->ptr, base + 3 * mib) << "from the top, over the cached pages";
+  EXPECT_EQ(gpu.succeeded(device_op::create) - creates, 0u);
+  policy.free_completed(eight);
+  policy.free_completed(low);
+  policy.empty_cache();
+  EXPECT_EQ(policy.reserved_bytes(), 0);
+  EXPECT_EQ(gpu.used_bytes(), 0u);
+}
+
 TEST(rlmem_policy, under_a_capacity_cached_pages_go_back_before_a_request_fails) {
   fake_device gpu(two_mib_pages());
   rlmem_policy_options options;

@@ -4,6 +4,7 @@
 
 #include "fixtures.hpp"
 
+#include <rlmem/inspect.hpp>
 #include <rlmem/replay.hpp>
 #include <rlmem/trace_simulation.hpp>
 
@@ -455,10 +456,109 @@ TEST(replay, the_smallest_capacity_is_unchanged_on_the_fake_device) {
   EXPECT_EQ(min_capacity(snap, expandable), 2'699'034'624u);
   replay_options rlmem;
   rlmem.rlmem = rlmem_policy_options{};
-  // 2,629,828,608 page by page; a new block's inner pages mapped in 32 MiB runs (issue 26).
-  EXPECT_EQ(min_capacity(snap, rlmem), 2'671'771'648u);
+  // 2,629,828,608 page by page; a new block's inner pages mapped in 32 MiB runs (issue 26):
+  // 2,671,771,648; requests of 4 MiB or more placed on mapped free pages first: 2,667,577,344.
+  EXPECT_EQ(min_capacity(snap, rlmem), 2'667'577'344u);
   EXPECT_EQ(min_capacity(fixture("frag_expandable.pickle.zst"), {}), 2'678'063'104u);
   EXPECT_EQ(min_capacity(fixture("fidelity_capacity_gc.pickle.zst"), {}), 4'009'754'624u);
+}
+
+}  // namespace rlmem
+
+namespace rlmem {
+namespace {
+
+// What an allocator did under memory pressure in one step of a recording.
+struct step_pressure {
+  std::uint64_t releases = 0;  // requests that released the cache and tried again (num_alloc_retries)
+  std::uint64_t creates = 0;   // physical allocations made (cuMemCreate, each mapped once)
+  std::uint64_t unmaps = 0;
+};
+
+// Per step (inspect's step ends; the events after the last end count with the last step), from
+// trace start on.
+std::vector<step_pressure> pressure_by_step(const snapshot& snap, const trace_simulation_options& options, bool& completed) {
+  std::vector<std::uint64_t> ends;
+  for (const step_end& end : inspect(snap).steps) ends.push_back(end.event);
+  std::vector<step_pressure> steps(ends.size());
+  step_pressure before;
+  trace_simulation simulated = simulate_trace(snap, options, [&](const simulation_step& step) {
+    step_pressure now{step.model.alloc_retries(), step.device.succeeded(device_op::create), step.device.succeeded(device_op::unmap)};
+    if (step.events_applied > 0) {
+      std::size_t event = step.events_applied - 1;
+      auto index = static_cast<std::size_t>(std::lower_bound(ends.begin(), ends.end(), event) - ends.begin());
+      step_pressure& into = steps[std::min(index, steps.size() - 1)];
+      into.releases += now.releases - before.releases;
+      into.creates += now.creates - before.creates;
+      into.unmaps += now.unmaps - before.unmaps;
+    }
+    before = now;
+  });
+  completed = simulated.ooms.empty();
+  return steps;
+}
+
+step_pressure sum_of(const std::vector<step_pressure>& steps, std::size_t from = 0) {
+  step_pressure total;
+  for (std::size_t i = from; i < steps.size(); ++i) {
+    total.releases += steps[i].releases;
+    total.creates += steps[i].creates;
+    total.unmaps += steps[i].unmaps;
+  }
+  return total;
+}
+
+}  // namespace
+
+// Under caps near its demand, frag_default's ten steps (docs/runtime.md, "Memory pressure"): the
+// rlmem policy releases its cache once, in step 3 or 4, and then reaches a steady state with no
+// release and no new memory; torch's expandable segments (the model) release two or three times.
+TEST(replay, under_a_cap_near_the_demand_the_rlmem_policy_releases_no_more_than_expandable_segments) {
+  const snapshot& snap = fixture("frag_default.pickle.zst");
+  constexpr std::uint64_t demand = 2'614'785'024;  // the workload's peak allocated on the H100
+  struct expected {
+    double factor;
+    step_pressure rlmem;       // over the trace
+    step_pressure expandable;  // torch's model, over the trace
+  };
+  const expected caps[] = {
+      {1.035, {1, 271, 22}, {3, 198, 54}},
+      {1.05, {1, 268, 21}, {2, 222, 80}},
+      {1.10, {1, 272, 25}, {2, 222, 80}},
+  };
+  for (const expected& cap : caps) {
+    trace_simulation_options policy;
+    policy.capacity_bytes = static_cast<std::uint64_t>(static_cast<double>(demand) * cap.factor);
+    policy.rlmem = rlmem_policy_options{};
+    trace_simulation_options torch;
+    torch.capacity_bytes = policy.capacity_bytes;
+    torch.settings = settings_of(snap);
+    torch.settings->expandable_segments = true;
+    bool policy_completed = false;
+    bool torch_completed = false;
+    std::vector<step_pressure> mine = pressure_by_step(snap, policy, policy_completed);
+    std::vector<step_pressure> theirs = pressure_by_step(snap, torch, torch_completed);
+    ASSERT_EQ(mine.size(), 10u);
+    EXPECT_TRUE(policy_completed) << cap.factor;
+    EXPECT_TRUE(torch_completed) << cap.factor;
+    step_pressure total = sum_of(mine);
+    EXPECT_EQ(total.releases, cap.rlmem.releases) << cap.factor;
+    EXPECT_EQ(total.creates, cap.rlmem.creates) << cap.factor;
+    EXPECT_EQ(total.unmaps, cap.rlmem.unmaps) << cap.factor;
+    step_pressure torch_total = sum_of(theirs);
+    EXPECT_EQ(torch_total.releases, cap.expandable.releases) << cap.factor;
+    EXPECT_EQ(torch_total.creates, cap.expandable.creates) << cap.factor;
+    EXPECT_EQ(torch_total.unmaps, cap.expandable.unmaps) << cap.factor;
+    EXPECT_LT(total.releases, torch_total.releases) << cap.factor;
+    // Steps 2-10: fewer physical allocations than torch's 20 MiB pages (step 1 maps the first
+    // activations of all, and the policy's end pages alone cost it more calls there).
+    EXPECT_LT(sum_of(mine, 1).creates, sum_of(theirs, 1).creates) << cap.factor;
+    // From step 5 on: no release and no new memory.
+    step_pressure steady = sum_of(mine, 4);
+    EXPECT_EQ(steady.releases, 0u) << cap.factor;
+    EXPECT_EQ(steady.creates, 0u) << cap.factor;
+    EXPECT_EQ(steady.unmaps, 0u) << cap.factor;
+  }
 }
 
 }  // namespace rlmem

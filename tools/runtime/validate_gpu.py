@@ -607,16 +607,36 @@ def check_frag(allocator: str, capacity: str = "0", epochs: str = "1") -> dict:
                          intermediate_size=1408, vocab_size=32000, tie_word_embeddings=True)
     model = AutoModelForCausalLM.from_config(config).to(device="cuda", dtype=torch.bfloat16)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    def pressure() -> dict:
+        # Releases of the cache (num_alloc_retries) and the driver calls behind the memory: rlmem's
+        # own counters; torch's device allocations and frees where its version counts them.
+        if allocator.startswith("rlmem"):
+            calls = rt.statistics()["totals"]["device_calls"]
+            return {"num_alloc_retries": rt.memory_stats()["num_alloc_retries"],
+                    "device_calls": {op: calls[op]["calls"] for op in calls}}
+        stats = torch.cuda.memory_stats()
+        return {"num_alloc_retries": stats["num_alloc_retries"],
+                "device_calls": {key: stats[key] for key in ("num_device_alloc", "num_device_free") if key in stats}}
+
     step_times = []
     completed = True
+    after_first_pass = None
     try:
-        for length in FRAG_LENGTHS * int(epochs):
+        for index, length in enumerate(FRAG_LENGTHS * int(epochs)):
+            if index == len(FRAG_LENGTHS):
+                after_first_pass = pressure()
             rows = max(1, 4096 // length)
             tokens = torch.randint(0, 32000, (rows, length), device="cuda")
             step_times.append(timed_training_step(model, optimizer, tokens))
     except Exception as error:  # noqa: BLE001 - an OOM under a cap is the answer, whatever its type
         completed = False
         failure = f"{type(error).__name__}: {str(error)[:160]}"
+    at_end = pressure()
+    if after_first_pass is not None:
+        # What the passes after the first cost: the steps a ratio is taken over.
+        later = {"num_alloc_retries": at_end["num_alloc_retries"] - after_first_pass["num_alloc_retries"],
+                 "device_calls": {op: count - after_first_pass["device_calls"].get(op, 0)
+                                  for op, count in at_end["device_calls"].items()}}
     if allocator.startswith("rlmem"):
         stats = rt.memory_stats()
     else:
@@ -628,6 +648,9 @@ def check_frag(allocator: str, capacity: str = "0", epochs: str = "1") -> dict:
               "steps_done": len(step_times), "step_seconds": step_times}
     if allocator.startswith("rlmem"):
         result["device_calls"] = rt.statistics()["totals"]["device_calls"]
+    result["pressure"] = at_end
+    if after_first_pass is not None:
+        result["pressure_after_first_pass"] = later
     if not completed:
         result["failure"] = failure
     return result
@@ -842,6 +865,10 @@ def frag_cap_alternated(out: Path, demand: int) -> None:
             summary["ratios"][str(factor)] = {"rlmem_over_expandable": sum(sums["rlmem"]) / sum(sums["expandable"]),
                                               "per_round": [m / e for m, e in zip(sums["rlmem"], sums["expandable"])],
                                               "seconds": sums}
+        # Releases and driver calls over the same steps (the passes after the first), per round.
+        summary.setdefault("pressure_after_first_pass", {})[str(factor)] = {
+            allocator: [r.get("pressure_after_first_pass") for r in rows if r.get("factor") == factor and r.get("allocator") == allocator]
+            for allocator in ("expandable", "rlmem")}
     write(out, "frag_cap_alternated", summary)
 
 
