@@ -176,6 +176,10 @@ void append_rollout_engine(std::string& out, const model_architecture& model, co
                                   engine.rollout_rows > engine.concurrent_sequences ? ", so it runs them in waves" : ""),
                       0, width);
   const std::uint32_t level = knobs.engine.sleep_level;
+  if (knobs.phase != plan_phase::grpo_step && level == 0) {
+    if (!engine.warning.empty()) out += detail::wrap("Warning: " + engine.warning, 0, width);
+    return;
+  }
   out += detail::wrap(
       level == 0 ? fmt::format("Sleep level 0: the engine stays awake, {} allocated through the trainer's phases.", bytes_text(engine.asleep_bytes))
                  : fmt::format("Asleep (level {}) it keeps {} allocated (its CUDA graph pool{}); {}; NCCL and the CUDA context stay too.",
