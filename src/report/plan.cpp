@@ -145,7 +145,7 @@ void append_rollout_engine(std::string& out, const model_architecture& model, co
                                     bytes_text(engine.free_at_init_bytes), trainer),
                         0, width);
     out += detail::wrap(fmt::format("KV pool {} = the budget less its weights {} and the profile run's peak {} (estimated: a "
-                                    "{}-token forward and the sampler over {} rows); CUDA graphs are captured outside the budget{}.",
+                                    "forward of {} tokens and the sampler over {} rows); CUDA graphs are captured outside the budget{}.",
                                     bytes_text(static_cast<std::uint64_t>(engine.kv_bytes)), bytes_text(engine.weights_bytes),
                                     bytes_text(engine.activation_bytes), knobs.engine.max_num_batched_tokens,
                                     std::min(knobs.engine.max_num_seqs, knobs.engine.max_num_batched_tokens),
