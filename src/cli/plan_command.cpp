@@ -469,7 +469,7 @@ void add_rollout_options(CLI::App* command, rollout_arguments& rollout, rollout_
       ->check(whole_number)
       ->group(group);
   command->add_option("--engine-graph-memory", rollout.graph_memory,
-                      "vllm, sglang: the CUDA graph pool the engine logs at start (not estimated)")
+                      "vllm, sglang: its CUDA graph pool, from its log (not estimated)")
       ->group(group);
 }
 
