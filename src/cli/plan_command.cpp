@@ -259,8 +259,17 @@ bool build_rollout_knobs(const plan_arguments& args, const model_architecture& m
     return true;
   }
   if (model.opaque_params > 0) return fail("--rollout vllm or sglang needs the policy's architecture (--model), not --params");
-  const std::string& card = !args.rollout.card.empty() ? args.rollout.card : args.fit;
-  if (!card.empty() && !parse_card(card, engine.device_bytes)) return false;
+  if (!args.rollout.card.empty()) {
+    engine.device_bytes = gpu_memory_bytes(args.rollout.card);
+    std::int64_t bytes = 0;
+    std::string message;
+    if (engine.device_bytes == 0 && (!parse_size(args.rollout.card, bytes, message) || bytes < (std::int64_t{1} << 20))) {
+      return fail(fmt::format("--card '{}': not a card ({}) nor a size like 80GiB", args.rollout.card.substr(0, 40), fmt::join(gpu_names(), ", ")));
+    }
+    if (engine.device_bytes == 0) engine.device_bytes = static_cast<std::uint64_t>(bytes);
+  } else if (!args.fit.empty() && !parse_card(args.fit, engine.device_bytes)) {
+    return false;
+  }
   if (!args.rollout.graph_memory.empty()) {
     std::int64_t graph = 0;
     std::string message;

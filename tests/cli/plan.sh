@@ -254,6 +254,7 @@ expect_bad "vLLM refuses a max_model_len its pool cannot hold" "to serve at leas
 expect_bad "SGLang refuses a fraction that leaves no KV" "SGLang refuses to start: Not enough memory" --model qwen2.5-7b \
   --phase generate --batch 8 --prompt-len 512 --new-tokens 512 --rollout sglang --mem-fraction-static 0.15 --card h100-80g
 expect_bad "SGLang's fraction is required" "--rollout sglang needs --mem-fraction-static" "${engine_grpo[@]}" --rollout sglang --card h100-80g
+expect_bad "a card that is no card nor size" "--card 'h900': not a card" "${engine_grpo[@]}" --rollout vllm --card h900
 expect_bad "an engine needs the card" "give --card CARD (or --fit CARD)" "${engine_grpo[@]}" --rollout vllm
 expect_bad "vLLM's knob without vLLM" "--gpu-memory-utilization is vLLM's; give --rollout vllm" "${engine_grpo[@]}" --gpu-memory-utilization 0.5
 expect_bad "SGLang's knob with vLLM" "--mem-fraction-static is SGLang's; give --rollout sglang" "${engine_grpo[@]}" --rollout vllm \
