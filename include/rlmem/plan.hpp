@@ -130,6 +130,26 @@ struct resident_buffer {
 /// `rows` or `epochs`, joined by x or *. False with a message on error.
 bool parse_buffer_spec(std::string_view spec, resident_buffer& buffer, std::string& message);
 
+/// What generates the rollout. hf: transformers' generate in the trainer's process (the cache
+/// grows token by token). vllm, sglang: an inference engine on the same GPU that reserves its
+/// memory up front (its weights, a KV pool sized from a memory fraction, activation workspace).
+enum class rollout_kind : std::uint8_t { hf, vllm, sglang };
+
+/// The engine's own knobs, named as the engines name them. Only read when rollout != hf.
+struct rollout_engine_knobs {
+  rollout_kind rollout = rollout_kind::hf;
+  std::uint64_t device_bytes = 0;            ///< the card's total memory (torch.cuda.mem_get_info()[1])
+  double gpu_memory_utilization = 0.9;       ///< vLLM: the budget's share of the card's total
+  std::uint64_t max_model_len = 0;           ///< vLLM: tokens per request (0: prompt + new tokens)
+  std::uint64_t max_num_seqs = 256;          ///< vLLM: requests scheduled together
+  std::uint64_t max_num_batched_tokens = 8192;  ///< vLLM: tokens of the profile run's forward
+  std::uint64_t block_size = 16;             ///< vLLM: tokens per KV block
+  std::uint32_t sleep_level = 0;             ///< 0: awake through training; 1: weights to host, KV dropped; 2: both dropped
+  double mem_fraction_static = 0;            ///< SGLang: share of the memory free at init for weights and KV
+  std::uint64_t chunked_prefill_size = 8192;  ///< SGLang: tokens of one prefill chunk
+  std::uint64_t graph_bytes = 0;             ///< CUDA graph pool as the engine logs it (0: not given)
+};
+
 /// How a preallocated KV cache's rows follow the knobs: a number, the generation batch (the
 /// rows generated together), or the group (nanochat's engine sizes it for num_samples).
 enum class kv_rows_kind : std::uint8_t { fixed, generation_batch, group };
@@ -172,6 +192,7 @@ struct plan_knobs {
   bool offload_optimizer = false;
   bool offload_weights = false;
   std::vector<resident_buffer> buffers;
+  rollout_engine_knobs engine;
 };
 
 /// The rows of one step on one GPU that `rows` in a --buffer stands for: grpo-step's prompts x
@@ -183,6 +204,9 @@ std::uint64_t buffer_bytes(const resident_buffer& buffer, const plan_knobs& knob
 std::uint64_t generation_rows(const plan_knobs& knobs);
 /// Rows a preallocated KV cache holds.
 std::uint64_t kv_cache_rows(const plan_knobs& knobs);
+
+/// Checks an engine's knobs (fractions in (0, 1], block size, sleep level, the card); true for hf.
+bool validate_engine_knobs(const plan_knobs& knobs, std::string& message);
 
 /// Checks the knobs against the phase and the model (zero lengths, divisibility, LoRA targets...).
 bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, std::string& message);
@@ -209,6 +233,49 @@ struct runtime_overhead {
   std::uint64_t cublas_workspace_bytes = 0;  ///< one workspace per thread that runs matmuls
 };
 
+/// vLLM's KV cache from the memory left for it (vllm/v1/core/kv_cache_utils.py: get_num_blocks,
+/// get_max_concurrency_for_kv_cache_config): whole blocks of every layer, and how many requests
+/// of max_model_len tokens they hold.
+struct vllm_kv_cache {
+  std::uint64_t page_bytes = 0;  ///< one block of one layer: 2 x block_size x kv_heads x head_dim x 2
+  std::uint64_t blocks = 0;      ///< available // page_bytes // layers
+  std::uint64_t tokens = 0;      ///< blocks x block_size ("GPU KV cache size: N tokens")
+  double max_concurrency = 0;    ///< blocks / ceil(max_model_len / block_size) ("Maximum concurrency")
+};
+vllm_kv_cache vllm_kv_cache_of(const model_architecture& model, std::int64_t available_bytes, std::uint64_t block_size,
+                               std::uint64_t max_model_len);
+
+/// An engine's reservation and KV pool on one GPU, and what it keeps while asleep.
+struct engine_budget {
+  rollout_kind rollout = rollout_kind::hf;
+  std::uint64_t device_bytes = 0;
+  std::uint64_t trainer_at_init_bytes = 0;  ///< what the trainer holds when the engine starts
+  std::uint64_t free_at_init_bytes = 0;     ///< device less the CUDA context and the trainer
+  std::uint64_t requested_bytes = 0;        ///< vLLM: utilization x device; SGLang: fraction x free at init
+  std::uint64_t weights_bytes = 0;          ///< the engine's own bf16 copy
+  std::uint64_t activation_bytes = 0;       ///< vLLM: the profile run's peak; SGLang: one prefill chunk (estimated)
+  std::uint64_t graph_bytes = 0;            ///< CUDA graph pool as given (outside the budget)
+  std::int64_t kv_bytes = 0;                ///< the KV pool (negative: nothing left for it)
+  std::uint64_t bytes_per_token = 0;        ///< layers x 2 x kv_heads x head_dim x 2 (bf16)
+  std::uint64_t block_bytes = 0;            ///< vLLM: one block of every layer
+  std::uint64_t blocks = 0;                 ///< vLLM
+  std::uint64_t kv_tokens = 0;
+  std::uint64_t sequence_tokens = 0;        ///< the run's prompt + new tokens
+  std::uint64_t max_model_len = 0;          ///< vLLM
+  double max_concurrency = 0;               ///< vLLM's log line, for max_model_len
+  std::uint64_t concurrent_sequences = 0;   ///< sequences of the run's length the pool holds at once
+  std::uint64_t rollout_rows = 0;           ///< rows the rollout generates on this GPU
+  std::uint64_t reserved_bytes = 0;         ///< allocated while generating: weights + KV + activation
+  std::uint64_t asleep_bytes = 0;           ///< allocated while asleep (sleep level 0: weights and KV)
+  std::uint64_t host_bytes = 0;             ///< sleep level 1: the weights' backup in host memory
+  std::string refusal;                      ///< non-empty: the engine refuses to start, in its words
+  std::string warning;                      ///< non-empty: it starts, but what it leaves outside its budget is short
+};
+
+/// The engine's budget for these knobs; `trainer_at_init` is what the trainer holds on the GPU
+/// when the engine starts (its weights in a colocated step).
+engine_budget plan_rollout_engine(const model_architecture& model, const plan_knobs& knobs, std::uint64_t trainer_at_init);
+
 struct plan_result {
   parameter_count params;
   std::uint64_t trainable_params = 0;
@@ -219,6 +286,7 @@ struct plan_result {
   std::uint64_t host_bytes = 0;  ///< offloaded state per GPU, in host memory
   std::uint64_t weights_bytes = 0;  ///< policy and reference weights resident per GPU in every phase
   bool out_of_range = false;     ///< some estimate passed 2^53 bytes (8 PiB): the knobs are beyond any GPU
+  engine_budget engine;          ///< rollout by vLLM or SGLang (engine.rollout == hf: none)
 };
 
 /// The per-phase peaks. The knobs must have passed validate_knobs.
@@ -329,5 +397,6 @@ std::string_view to_string(shard_kind kind) noexcept;
 std::string_view to_string(precision_kind kind) noexcept;
 std::string_view to_string(kv_cache_kind kind) noexcept;
 std::string_view to_string(reference_kind kind) noexcept;
+std::string_view to_string(rollout_kind kind) noexcept;
 
 }  // namespace rlmem

@@ -26,6 +26,13 @@ namespace rlmem::cli {
 
 namespace {
 
+// --rollout and the engines' own knobs, apart from the rest (docs/plan.md, "Rollout engines").
+struct rollout_arguments {
+  std::string rollout = "hf";
+  std::string card;          ///< --card: the GPU the engine sizes itself from
+  std::string graph_memory;  ///< --engine-graph-memory: the CUDA graph pool the engine logs
+};
+
 struct plan_arguments {
   std::string model;
   std::string phase;
@@ -50,6 +57,7 @@ struct plan_arguments {
   bool json = false;
   std::string html;
   bool list = false;
+  rollout_arguments rollout;
 };
 
 // Counts of the shape and the search: whole numbers (CLI11 would read "-1" into an unsigned
@@ -225,6 +233,54 @@ bool parse_card(const std::string& text, std::uint64_t& budget) {
   return true;
 }
 
+// --rollout hf|vllm|sglang: the engine, its card (--card, else --fit's) and its knobs; each
+// engine's knobs are refused with the other rollouts rather than ignored.
+bool build_rollout_knobs(const plan_arguments& args, const model_architecture& model, plan_knobs& knobs, const CLI::App& command) {
+  rollout_engine_knobs& engine = knobs.engine;
+  if (!choose("--rollout", args.rollout.rollout,
+              std::array<std::pair<const char*, rollout_kind>, 3>{
+                  {{"hf", rollout_kind::hf}, {"vllm", rollout_kind::vllm}, {"sglang", rollout_kind::sglang}}},
+              engine.rollout)) {
+    return false;
+  }
+  static constexpr std::array<const char*, 5> vllm_only = {"--gpu-memory-utilization", "--max-model-len", "--max-num-seqs",
+                                                           "--max-num-batched-tokens", "--block-size"};
+  static constexpr std::array<const char*, 2> sglang_only = {"--mem-fraction-static", "--chunked-prefill-size"};
+  for (const char* flag : vllm_only) {
+    if (command.count(flag) > 0 && engine.rollout != rollout_kind::vllm) return fail(fmt::format("{} is vLLM's; give --rollout vllm", flag));
+  }
+  for (const char* flag : sglang_only) {
+    if (command.count(flag) > 0 && engine.rollout != rollout_kind::sglang) return fail(fmt::format("{} is SGLang's; give --rollout sglang", flag));
+  }
+  if (engine.rollout == rollout_kind::hf) {
+    for (const char* flag : {"--card", "--sleep-level", "--engine-graph-memory"}) {
+      if (command.count(flag) > 0) return fail(fmt::format("{} shapes a rollout engine; give --rollout vllm or sglang", flag));
+    }
+    return true;
+  }
+  if (model.opaque_params > 0) return fail("--rollout vllm or sglang needs the policy's architecture (--model), not --params");
+  if (!args.rollout.card.empty()) {
+    engine.device_bytes = gpu_memory_bytes(args.rollout.card);
+    std::int64_t bytes = 0;
+    std::string message;
+    if (engine.device_bytes == 0 && (!parse_size(args.rollout.card, bytes, message) || bytes < (std::int64_t{1} << 20))) {
+      return fail(fmt::format("--card '{}': not a card ({}) nor a size like 80GiB", args.rollout.card.substr(0, 40), fmt::join(gpu_names(), ", ")));
+    }
+    if (engine.device_bytes == 0) engine.device_bytes = static_cast<std::uint64_t>(bytes);
+  } else if (!args.fit.empty() && !parse_card(args.fit, engine.device_bytes)) {
+    return false;
+  }
+  if (!args.rollout.graph_memory.empty()) {
+    std::int64_t graph = 0;
+    std::string message;
+    if (!parse_size(args.rollout.graph_memory, graph, message) || graph < 0) {
+      return fail(fmt::format("--engine-graph-memory '{}': expected a size like 0.5GiB", args.rollout.graph_memory.substr(0, 40)));
+    }
+    engine.graph_bytes = static_cast<std::uint64_t>(graph);
+  }
+  return true;
+}
+
 bool build_knobs(plan_arguments& args, const model_architecture& model, const CLI::App& command) {
   plan_knobs& knobs = args.knobs;
   using phase_choice = std::pair<const char*, plan_phase>;
@@ -302,8 +358,9 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
     knobs.buffers.push_back(std::move(buffer));
   }
   if (!require_phase_knobs(knobs, command, model.opaque_params > 0)) return false;
+  if (!build_rollout_knobs(args, model, knobs, command)) return false;
   std::string message;
-  if (!validate_knobs(model, knobs, message)) return fail(message);
+  if (!validate_knobs(model, knobs, message) || !validate_engine_knobs(knobs, message)) return fail(message);
   return true;
 }
 
@@ -334,6 +391,7 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
   if (!build_knobs(args, report.model, command)) return exit_bad_input;
   report.knobs = args.knobs;
   report.plan = plan_memory(report.model, report.knobs);
+  if (!report.plan.engine.refusal.empty()) return fail(report.plan.engine.refusal), exit_bad_input;
   if (report.plan.out_of_range) {
     return fail(fmt::format("the {} phase would need more than 8 PiB per GPU; check the knobs", report.plan.peak_phase)), exit_bad_input;
   }
@@ -388,6 +446,40 @@ std::string card_list() {
     column += name.size() + 1;
   }
   return lines;
+}
+
+// The engines' options, named as vLLM and SGLang name them.
+void add_rollout_options(CLI::App* command, rollout_arguments& rollout, rollout_engine_knobs& engine) {
+  auto* group = "Rollout engine";
+  command->add_option("--rollout", rollout.rollout,
+                      "hf (default: transformers' generate) | vllm | sglang (the engine\n"
+                      "reserves its memory up front on the trainer's GPU)")
+      ->group(group);
+  command->add_option("--card", rollout.card, "vllm, sglang: the GPU the engine sizes itself from (default: --fit's)")->group(group);
+  command->add_option("--gpu-memory-utilization", engine.gpu_memory_utilization, "vllm: share of the card's total (default 0.9)")
+      ->check(decimal_in(0, 1))
+      ->group(group);
+  command->add_option("--max-model-len", engine.max_model_len, "vllm: tokens per request (default: prompt + new tokens)")
+      ->check(whole_number)
+      ->group(group);
+  command->add_option("--max-num-seqs", engine.max_num_seqs, "vllm: requests run together (default 256)")->check(whole_number)->group(group);
+  command->add_option("--max-num-batched-tokens", engine.max_num_batched_tokens, "vllm: tokens of the profile run (default 8192)")
+      ->check(whole_number)
+      ->group(group);
+  command->add_option("--block-size", engine.block_size, "vllm: tokens per KV block (default 16)")->check(whole_number)->group(group);
+  command->add_option("--sleep-level", engine.sleep_level,
+                      "vllm, sglang: through training the engine is 0 awake (default),\n"
+                      "1 asleep with its weights in host memory, 2 asleep, all dropped")
+      ->group(group);
+  command->add_option("--mem-fraction-static", engine.mem_fraction_static, "sglang: share of the memory free at init (required)")
+      ->check(decimal_in(0, 1))
+      ->group(group);
+  command->add_option("--chunked-prefill-size", engine.chunked_prefill_size, "sglang: tokens per prefill chunk (default 8192)")
+      ->check(whole_number)
+      ->group(group);
+  command->add_option("--engine-graph-memory", rollout.graph_memory,
+                      "vllm, sglang: its CUDA graph pool, from its log (not estimated)")
+      ->group(group);
 }
 
 }  // namespace
@@ -469,6 +561,7 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--margin", args->margin, "--fit: fragmentation margin on top of the peak (default 0.10)")
       ->check(decimal_in(0, 1))
       ->group(search);
+  add_rollout_options(command, args->rollout, knobs.engine);
   command->add_option("--width", args->width, "Columns of the text report")
       ->capture_default_str()
       ->check(whole_number_in(min_width, max_width));

@@ -334,7 +334,10 @@ class searcher {
     std::string message;
     if (!validate_knobs(model_, knobs, message)) return;
     ++explored_;
-    const std::uint64_t peak = plan_memory(model_, knobs).peak_bytes;
+    const plan_result plan = plan_memory(model_, knobs);
+    // A rollout engine that would refuse to start (the trainer now holds more at its init) runs nothing.
+    if (!plan.engine.refusal.empty()) return;
+    const std::uint64_t peak = plan.peak_bytes;
     if (!smallest_ || peak < smallest_peak_) {
       smallest_ = knobs;
       smallest_peak_ = peak;
@@ -468,7 +471,9 @@ class what_if_table {
   std::optional<std::uint64_t> peak_of(const plan_knobs& changed) const {
     std::string message;
     if (!validate_knobs(model_, changed, message)) return std::nullopt;
-    return plan_memory(model_, changed).peak_bytes;
+    const plan_result plan = plan_memory(model_, changed);
+    if (!plan.engine.refusal.empty()) return std::nullopt;  // the engine would not start
+    return plan.peak_bytes;
   }
 
   void add(const char* knob, std::string from, std::string to, const plan_knobs& changed, bool limit = false) {

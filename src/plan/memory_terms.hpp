@@ -29,6 +29,10 @@ struct state_terms {
   std::uint64_t trainable_params = 0;
 };
 
+/// Device memory in use outside the caching allocator once torch 2.11 (cu130) has initialised CUDA
+/// and run a bf16 matmul on an H200 (total - free - reserved; tools/planner/measure_more.py).
+inline constexpr std::uint64_t cuda_context = 718077952;
+
 state_terms state_of(const model_architecture& model, const plan_knobs& knobs);
 
 /// Bytes autograd keeps per token for one decoder layer through a forward with gradients.

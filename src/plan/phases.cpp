@@ -263,6 +263,29 @@ std::vector<instant> no_grad_logprob_instants(const model_architecture& model, c
   return instants;
 }
 
+// The engine's reservation while it generates: its weights, its KV pool (all it can take), its
+// activation workspace and the graph pool, instead of transformers' generate.
+instant engine_rollout_instant(const residency& resident, const engine_budget& engine) {
+  instant moment = resident.start(engine.rollout == rollout_kind::vllm ? "vLLM's reservation (gpu_memory_utilization x card)"
+                                                                       : "SGLang's reservation (mem_fraction_static x free at init)");
+  moment.add("engine weights (its bf16 copy)", static_cast<bytes>(engine.weights_bytes))
+      .add("engine KV cache pool", static_cast<bytes>(std::max<std::int64_t>(engine.kv_bytes, 0)))
+      .add("engine activation workspace (estimated)", static_cast<bytes>(engine.activation_bytes))
+      .add("engine CUDA graph pool (as given)", static_cast<bytes>(engine.graph_bytes));
+  return moment;
+}
+
+// What the engine keeps allocated through the trainer's phases: all of it awake (sleep level 0),
+// else its graph pool only.
+void add_sleeping_engine(residency& resident, const plan_knobs& knobs, const engine_budget& engine) {
+  if (engine.rollout == rollout_kind::hf) return;
+  if (knobs.engine.sleep_level == 0) {
+    resident.add("engine weights (awake, sleep level 0)", static_cast<bytes>(engine.weights_bytes));
+    resident.add("engine KV cache pool (awake, sleep level 0)", static_cast<bytes>(std::max<std::int64_t>(engine.kv_bytes, 0)));
+  }
+  resident.add("engine CUDA graph pool (kept asleep)", static_cast<bytes>(engine.graph_bytes));
+}
+
 instant optimizer_instant(const residency& resident, const plan_detail::state_terms& state) {
   return resident.start("optimizer step").add("gradients", state.gradients).add("optimizer step temporaries", state.optimizer_step);
 }
@@ -280,9 +303,6 @@ void finish(plan_result& result) {
 // PyTorch gives each thread that runs matmuls a cuBLAS workspace: 32 MiB on Hopper and newer
 // (CUBLAS_WORKSPACE_CONFIG :4096:8); backward runs on autograd's own thread.
 constexpr std::uint64_t cublas_workspace_per_thread = 32ull << 20;
-// Device memory in use outside the caching allocator once torch 2.11 (cu130) has initialised CUDA
-// and run a bf16 matmul on an H200 (total - free - reserved; tools/planner/measure_more.py).
-constexpr std::uint64_t cuda_context = 718077952;
 
 // A policy known only by its parameter count: each phase is its state and its buffers (what a
 // forward of an unknown network keeps cannot be derived; give it as --buffer).
@@ -317,11 +337,23 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
   result.trainable_params = state.trainable_params;
   result.host_bytes = static_cast<std::uint64_t>(std::llround(state.host));
   result.weights_bytes = static_cast<std::uint64_t>(std::llround(state.weights));
-  result.overhead.cuda_context_bytes = cuda_context;
+  result.overhead.cuda_context_bytes = plan_detail::cuda_context;
   result.overhead.cublas_workspace_bytes = cublas_workspace_per_thread * (knobs.phase == plan_phase::generate ? 1 : 2);
 
   if (model.opaque_params > 0) {
     opaque_phases(knobs, state, result);
+    finish(result);
+    return result;
+  }
+
+  if (knobs.phase == plan_phase::generate && knobs.engine.rollout != rollout_kind::hf) {
+    // The engine holds the weights; the trainer's process holds only the job's buffers.
+    result.engine = plan_rollout_engine(model, knobs, 0);
+    result.weights_bytes = result.engine.weights_bytes;
+    result.host_bytes += result.engine.host_bytes;
+    residency resident;
+    add_buffers(resident, knobs, phase_rollout);
+    result.phases.push_back(engine_rollout_instant(resident, result.engine).to_phase("generate", resident.names));
     finish(result);
     return result;
   }
@@ -363,6 +395,11 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
   result.weights_bytes += static_cast<std::uint64_t>(std::llround(reference_weights));
   const bytes sequences = rows * seq * 8;
   const bool accumulating = rows > static_cast<bytes>(knobs.micro_batch);
+  // Colocated: the engine starts beside the trainer, which holds its weights (and DDP's buckets)
+  // by then; its optimizer state comes at the first step.
+  result.engine = plan_rollout_engine(model, knobs,
+                                      static_cast<std::uint64_t>(std::llround(state.weights + reference_weights + state.ddp_buckets)));
+  result.host_bytes += result.engine.host_bytes;
   auto resident_for = [&](unsigned phase_bit, bool with_sequences) {
     residency resident;
     resident.add("policy weights", state.weights);
@@ -371,15 +408,20 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
     resident.add("optimizer state", state.optimizer);
     resident.add("DDP gradient buckets", state.ddp_buckets);
     if (with_sequences) resident.add("rollout sequences", sequences);
+    if (phase_bit != phase_rollout) add_sleeping_engine(resident, knobs, result.engine);
     add_buffers(resident, knobs, phase_bit);
     return resident;
   };
   const auto generate_rows = static_cast<bytes>(generation_rows(knobs));
   const residency rollout = resident_for(phase_rollout, false);
-  result.phases.push_back(
-      largest(generation_instants(model, knobs, rollout,
-                                  state, {generate_rows, static_cast<bytes>(knobs.prompt_len), static_cast<bytes>(knobs.new_tokens)}))
-          .to_phase("rollout", rollout.names));
+  if (knobs.engine.rollout != rollout_kind::hf) {
+    result.phases.push_back(engine_rollout_instant(rollout, result.engine).to_phase("rollout", rollout.names));
+  } else {
+    result.phases.push_back(
+        largest(generation_instants(model, knobs, rollout,
+                                    state, {generate_rows, static_cast<bytes>(knobs.prompt_len), static_cast<bytes>(knobs.new_tokens)}))
+            .to_phase("rollout", rollout.names));
+  }
   const micro_batch_shape shape{static_cast<bytes>(knobs.micro_batch), seq, static_cast<bytes>(knobs.new_tokens), accumulating};
   if (knobs.old_logprobs) {
     // All micro-batches are scored before the update starts: no gradients yet.

@@ -132,6 +132,64 @@ void append_overhead(std::string& out, const plan_result& plan, std::size_t widt
   if (plan.host_bytes > 0) out += fmt::format("Host memory for offloaded state: {} per GPU\n", bytes_text(plan.host_bytes));
 }
 
+// The engine's budget, pool and sleep: what vLLM's or SGLang's start-up log would say, modelled.
+void append_rollout_engine(std::string& out, const model_architecture& model, const plan_knobs& knobs, const engine_budget& engine,
+                           std::size_t width) {
+  const bool vllm = engine.rollout == rollout_kind::vllm;
+  const std::string trainer = engine.trainer_at_init_bytes > 0 ? " and the trainer's " + bytes_text(engine.trainer_at_init_bytes) : "";
+  out += fmt::format("\nRollout engine: {} (modelled from its sizing code, not measured)\n", vllm ? "vLLM" : "SGLang");
+  if (vllm) {
+    out += detail::wrap(fmt::format("Budget {} = gpu_memory_utilization {} x the card's {}; {} is free at init (the card less the "
+                                    "CUDA context{}), so it starts.",
+                                    bytes_text(engine.requested_bytes), knobs.engine.gpu_memory_utilization, bytes_text(engine.device_bytes),
+                                    bytes_text(engine.free_at_init_bytes), trainer),
+                        0, width);
+    out += detail::wrap(fmt::format("KV pool {} = the budget less its weights {} and the profile run's peak {} (estimated: a "
+                                    "forward of {} tokens and the sampler over {} rows); CUDA graphs are captured outside the budget{}.",
+                                    bytes_text(static_cast<std::uint64_t>(engine.kv_bytes)), bytes_text(engine.weights_bytes),
+                                    bytes_text(engine.activation_bytes), knobs.engine.max_num_batched_tokens,
+                                    std::min(knobs.engine.max_num_seqs, knobs.engine.max_num_batched_tokens),
+                                    engine.graph_bytes > 0 ? fmt::format(" ({} as given)", bytes_text(engine.graph_bytes)) : " (not estimated: give --engine-graph-memory)"),
+                        0, width);
+    out += detail::wrap(fmt::format("{} blocks of {} tokens ({} per block: {} layers x 2 x {} KV heads x {} x {} tokens x 2 bytes): "
+                                    "GPU KV cache size {} tokens; maximum concurrency for {} tokens per request {:.2f}x.",
+                                    format_count(engine.blocks), knobs.engine.block_size, bytes_text(engine.block_bytes), model.num_layers,
+                                    model.num_kv_heads, model.head_dim, knobs.engine.block_size, format_count(engine.kv_tokens),
+                                    format_count(engine.max_model_len), engine.max_concurrency),
+                        0, width);
+  } else {
+    out += detail::wrap(fmt::format("Budget {} = mem_fraction_static {} x the {} free at init (the card's {} less the CUDA context{}).",
+                                    bytes_text(engine.requested_bytes), knobs.engine.mem_fraction_static,
+                                    bytes_text(engine.free_at_init_bytes), bytes_text(engine.device_bytes), trainer),
+                        0, width);
+    out += detail::wrap(fmt::format("KV pool {} = the budget less its weights {}: {} tokens of {} ({} layers x 2 x {} KV heads x {} "
+                                    "x 2 bytes). A prefill chunk of {} tokens takes about {} (estimated) outside the budget.",
+                                    bytes_text(static_cast<std::uint64_t>(engine.kv_bytes)), bytes_text(engine.weights_bytes),
+                                    format_count(engine.kv_tokens), bytes_text(engine.bytes_per_token), model.num_layers,
+                                    model.num_kv_heads, model.head_dim, knobs.engine.chunked_prefill_size, bytes_text(engine.activation_bytes)),
+                        0, width);
+  }
+  out += detail::wrap(fmt::format("It holds {} sequences of this run's {} tokens at once{}; the rollout has {} rows{}.",
+                                  format_count(engine.concurrent_sequences), format_count(engine.sequence_tokens),
+                                  vllm ? fmt::format(" (max_num_seqs {})", knobs.engine.max_num_seqs) : "",
+                                  format_count(engine.rollout_rows),
+                                  engine.rollout_rows > engine.concurrent_sequences ? ", so it runs them in waves" : ""),
+                      0, width);
+  const std::uint32_t level = knobs.engine.sleep_level;
+  if (knobs.phase != plan_phase::grpo_step && level == 0) {
+    if (!engine.warning.empty()) out += detail::wrap("Warning: " + engine.warning, 0, width);
+    return;
+  }
+  out += detail::wrap(
+      level == 0 ? fmt::format("Sleep level 0: the engine stays awake, {} allocated through the trainer's phases.", bytes_text(engine.asleep_bytes))
+                 : fmt::format("Asleep (level {}) it keeps {} allocated (its CUDA graph pool{}); {}; NCCL and the CUDA context stay too.",
+                               level, bytes_text(engine.asleep_bytes), engine.graph_bytes > 0 ? ", as given" : ", not estimated",
+                               level == 1 ? fmt::format("its weights wait in host memory ({}), its KV is dropped", bytes_text(engine.host_bytes))
+                                          : "its weights and KV are dropped (reloaded or re-synced on wake-up)"),
+      0, width);
+  if (!engine.warning.empty()) out += detail::wrap("Warning: " + engine.warning, 0, width);
+}
+
 std::string percent_of(std::uint64_t part, std::uint64_t whole) {
   return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
@@ -331,6 +389,53 @@ json knobs_json(const plan_knobs& knobs) {
   json buffers = json::array();
   for (const resident_buffer& buffer : knobs.buffers) buffers.push_back({{"name", buffer.name}, {"shape", buffer.shape}, {"bytes", buffer_bytes(buffer, knobs)}});
   out["buffers"] = buffers;
+  if (knobs.engine.rollout != rollout_kind::hf) {
+    const rollout_engine_knobs& engine = knobs.engine;
+    json rollout = {{"engine", to_string(engine.rollout)}, {"sleep_level", engine.sleep_level}};
+    if (engine.rollout == rollout_kind::vllm) {
+      rollout["gpu_memory_utilization"] = engine.gpu_memory_utilization;
+      rollout["max_model_len"] = engine.max_model_len;
+      rollout["max_num_seqs"] = engine.max_num_seqs;
+      rollout["max_num_batched_tokens"] = engine.max_num_batched_tokens;
+      rollout["block_size"] = engine.block_size;
+    } else {
+      rollout["mem_fraction_static"] = engine.mem_fraction_static;
+      rollout["chunked_prefill_size"] = engine.chunked_prefill_size;
+    }
+    out["rollout"] = rollout;
+  }
+  return out;
+}
+
+// Present only with --rollout vllm or sglang, so the hf report stays as it was.
+json engine_json(const engine_budget& engine) {
+  json out;
+  out["engine"] = to_string(engine.rollout);
+  out["modelled"] = true;
+  out["device_bytes"] = engine.device_bytes;
+  out["trainer_at_init_bytes"] = engine.trainer_at_init_bytes;
+  out["free_at_init_bytes"] = engine.free_at_init_bytes;
+  out["budget_bytes"] = engine.requested_bytes;
+  out["weights_bytes"] = engine.weights_bytes;
+  out["activation_bytes"] = engine.activation_bytes;
+  out["activation_estimated"] = true;
+  out["graph_bytes"] = engine.graph_bytes;
+  out["kv_bytes"] = engine.kv_bytes;
+  out["kv_bytes_per_token"] = engine.bytes_per_token;
+  out["kv_tokens"] = engine.kv_tokens;
+  if (engine.rollout == rollout_kind::vllm) {
+    out["block_bytes"] = engine.block_bytes;
+    out["blocks"] = engine.blocks;
+    out["max_model_len"] = engine.max_model_len;
+    out["max_concurrency"] = engine.max_concurrency;
+  }
+  out["sequence_tokens"] = engine.sequence_tokens;
+  out["concurrent_sequences"] = engine.concurrent_sequences;
+  out["rollout_rows"] = engine.rollout_rows;
+  out["reserved_bytes"] = engine.reserved_bytes;
+  out["asleep_bytes"] = engine.asleep_bytes;
+  out["sleep_host_bytes"] = engine.host_bytes;
+  if (!engine.warning.empty()) out["warning"] = engine.warning;
   return out;
 }
 
@@ -350,6 +455,7 @@ json estimate_json(const plan_result& plan) {
                               {"cublas_workspace_bytes", plan.overhead.cublas_workspace_bytes}};
   out["host_bytes"] = plan.host_bytes;
   out["trainable_params"] = plan.trainable_params;
+  if (plan.engine.rollout != rollout_kind::hf) out["rollout_engine"] = engine_json(plan.engine);
   return out;
 }
 
@@ -422,6 +528,16 @@ std::string knobs_command_line(const plan_knobs& knobs) {
   if (knobs.shard != shard_kind::none) line += fmt::format(" --shard {}", to_string(knobs.shard));
   if (knobs.offload_optimizer || knobs.offload_weights) line += " --offload " + offload_text(knobs);
   for (const resident_buffer& buffer : knobs.buffers) line += " --buffer " + buffer_spec(buffer);
+  const rollout_engine_knobs& engine = knobs.engine;
+  if (engine.rollout == rollout_kind::vllm) {
+    line += fmt::format(" --rollout vllm --gpu-memory-utilization {} --max-num-seqs {} --block-size {}", engine.gpu_memory_utilization,
+                        engine.max_num_seqs, engine.block_size);
+    if (engine.max_model_len != 0) line += fmt::format(" --max-model-len {}", engine.max_model_len);
+  } else if (engine.rollout == rollout_kind::sglang) {
+    line += fmt::format(" --rollout sglang --mem-fraction-static {} --chunked-prefill-size {}", engine.mem_fraction_static,
+                        engine.chunked_prefill_size);
+  }
+  if (engine.rollout != rollout_kind::hf && engine.sleep_level != 0) line += fmt::format(" --sleep-level {}", engine.sleep_level);
   return line;
 }
 
@@ -440,6 +556,7 @@ std::string render_plan_text(const plan_report& report) {
                                          bytes_text(plan.peak_bytes), plan.peak_phase),
                              0, width);
   append_phases(out, plan);
+  if (plan.engine.rollout != rollout_kind::hf) append_rollout_engine(out, report.model, report.knobs, plan.engine, width);
   append_overhead(out, plan, width);
   if (report.fit) append_fit(out, report);
   return out;

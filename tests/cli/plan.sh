@@ -229,5 +229,63 @@ expect_bad "--params without buffers" "--params without --model needs the policy
 expect_bad "a buffer dim that is no number, rows or epochs" "'steps' is not a positive dimension, rows or epochs" --model qwen2.5-0.5b \
   "${grpo[@]}" --buffer 'traj=rows*steps:fp32'
 
+# Rollout engines (vLLM, SGLang): their budgets on the card, their knobs only with them, and what
+# the engines themselves refuse, with their reasons.
+engine_grpo=(--model qwen2.5-1.5b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 --new-tokens 512 --micro-batch 8 --width 1000)
+expect_output "vLLM's block of 16 tokens for qwen2.5-1.5b: 28 x 2 x 2 x 128 x 16 x 2 bytes" \
+  "(448.0 KiB per block: 28 layers x 2 x 2 KV heads x 128 x 16 tokens x 2" "${engine_grpo[@]}" --rollout vllm \
+  --gpu-memory-utilization 0.3 --card h100-80g
+expect_output "vLLM's budget is the utilization of the card's total" "Budget 23.9 GiB = gpu_memory_utilization 0.3 x the card's 79.6 GiB" \
+  "${engine_grpo[@]}" --rollout vllm --gpu-memory-utilization 0.3 --card h100-80g
+expect_output "sleep level 1 keeps the weights in host memory" "its weights wait in host memory (2.88 GiB)" \
+  "${engine_grpo[@]}" --rollout vllm --gpu-memory-utilization 0.3 --card h100-80g --sleep-level 1
+expect_output "the engine's card defaults to --fit's, and --fit keeps the engine" "--rollout vllm --gpu-memory-utilization 0.3" \
+  "${engine_grpo[@]}" --rollout vllm --gpu-memory-utilization 0.3 --fit h100-80g
+expect_output "SGLang's budget is a fraction of what is free at init, the trainer's weights taken" \
+  "less the CUDA context and the trainer's 2.88 GiB)" "${engine_grpo[@]}" --rollout sglang --mem-fraction-static 0.4 --card h100-80g
+expect_bad "vLLM refuses a budget beyond what is free at init (a 7B trainer's 14.19 GiB resident)" \
+  "vLLM refuses to start: free memory on device (64.79/79.65 GiB) on startup is less than desired GPU memory utilization (0.9, 71.68 GiB)" \
+  --model qwen2.5-7b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 --new-tokens 512 --micro-batch 8 --rollout vllm --card h100-80g
+expect_bad "vLLM refuses a budget below the weights" "no available memory for the cache blocks" --model qwen2.5-7b \
+  --phase generate --batch 8 --prompt-len 512 --new-tokens 512 --rollout vllm --gpu-memory-utilization 0.15 --card h100-80g
+expect_bad "vLLM refuses a max_model_len its pool cannot hold" "to serve at least one request with the model's max seq len (4000000)" \
+  --model qwen2.5-7b --phase generate --batch 8 --prompt-len 512 --new-tokens 512 --rollout vllm --gpu-memory-utilization 0.3 \
+  --max-model-len 4000000 --card h100-80g
+expect_bad "SGLang refuses a fraction that leaves no KV" "SGLang refuses to start: Not enough memory" --model qwen2.5-7b \
+  --phase generate --batch 8 --prompt-len 512 --new-tokens 512 --rollout sglang --mem-fraction-static 0.15 --card h100-80g
+expect_bad "SGLang's fraction is required" "--rollout sglang needs --mem-fraction-static" "${engine_grpo[@]}" --rollout sglang --card h100-80g
+expect_bad "a card that is no card nor size" "--card 'h900': not a card" "${engine_grpo[@]}" --rollout vllm --card h900
+expect_bad "an engine needs the card" "give --card CARD (or --fit CARD)" "${engine_grpo[@]}" --rollout vllm
+expect_bad "vLLM's knob without vLLM" "--gpu-memory-utilization is vLLM's; give --rollout vllm" "${engine_grpo[@]}" --gpu-memory-utilization 0.5
+expect_bad "SGLang's knob with vLLM" "--mem-fraction-static is SGLang's; give --rollout sglang" "${engine_grpo[@]}" --rollout vllm \
+  --card h100-80g --mem-fraction-static 0.5
+expect_bad "--sleep-level without an engine" "--sleep-level shapes a rollout engine" "${engine_grpo[@]}" --sleep-level 1
+expect_bad "an unknown engine" "--rollout 'tgi': expected one of hf, vllm, sglang" "${engine_grpo[@]}" --rollout tgi
+expect_bad "an engine for train" "--rollout applies to --phase generate and grpo-step" --model qwen2.5-0.5b "${train[@]}" \
+  --rollout vllm --card h100-80g
+expect_bad "HF's cache knobs with an engine" "an engine's KV is its pool" "${engine_grpo[@]}" --rollout vllm --card h100-80g \
+  --gpu-memory-utilization 0.3 --kv-cache prealloc
+expect_bad "a sleep level vLLM does not have" "--sleep-level must be 0" "${engine_grpo[@]}" --rollout vllm --card h100-80g \
+  --gpu-memory-utilization 0.3 --sleep-level 3
+expect_bad "a block size vLLM does not take" "--block-size 24: vLLM takes 1, 8, 16, 32, 64 or 128" "${engine_grpo[@]}" --rollout vllm \
+  --card h100-80g --gpu-memory-utilization 0.3 --block-size 24
+"$rlmem" plan "${engine_grpo[@]}" --rollout vllm --gpu-memory-utilization 0.3 --card h100-80g --sleep-level 2 --json >"$work/engine.json"
+if ! python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["rollout_engine"]
+assert d["knobs"]["rollout"]["engine"] == "vllm", d["knobs"]
+assert e["blocks"] * 16 == e["kv_tokens"], e
+assert e["block_bytes"] == 28 * 2 * 2 * 128 * 16 * 2, e
+assert e["weights_bytes"] + e["kv_bytes"] + e["activation_bytes"] == e["budget_bytes"], e
+assert e["asleep_bytes"] == 0 and e["sleep_host_bytes"] == 0, e
+rollout = [p for p in d["phases"] if p["name"] == "rollout"][0]
+assert rollout["components"]["engine KV cache pool"] == e["kv_bytes"], rollout
+' "$work/engine.json"; then
+  echo "FAIL vLLM's JSON: expected rollout_engine with blocks x 16 = tokens, the budget split, nothing kept at sleep level 2"
+  failures=$((failures + 1))
+else
+  echo "ok   vLLM's budget in the JSON"
+fi
+
 [ $failures -eq 0 ] && echo "all plan CLI checks passed"
 exit $failures

@@ -91,6 +91,31 @@ TEST(schema, plan_output_follows_the_documented_schema) {
   EXPECT_TRUE(plan["fit"]["found"].get<bool>());
 }
 
+TEST(schema, plan_with_a_rollout_engine_follows_the_documented_schema) {
+  plan_report report;
+  report.model = *find_preset("qwen2.5-1.5b");
+  report.knobs.phase = plan_phase::grpo_step;
+  report.knobs.prompts = 8;
+  report.knobs.group = 8;
+  report.knobs.prompt_len = 512;
+  report.knobs.new_tokens = 512;
+  report.knobs.micro_batch = 8;
+  for (const rollout_kind engine : {rollout_kind::vllm, rollout_kind::sglang}) {
+    report.knobs.engine.rollout = engine;
+    report.knobs.engine.device_bytes = gpu_memory_bytes("h100-80g");
+    report.knobs.engine.gpu_memory_utilization = 0.3;
+    report.knobs.engine.mem_fraction_static = 0.4;
+    report.knobs.engine.sleep_level = 1;
+    report.plan = plan_memory(report.model, report.knobs);
+    ASSERT_TRUE(report.plan.engine.refusal.empty()) << report.plan.engine.refusal;
+    const std::string output = render_plan_json(report);
+    expect_valid(output, "plan.schema.json");
+    const json plan = json::parse(output);
+    EXPECT_EQ(plan["rollout_engine"]["engine"], to_string(engine));
+    EXPECT_EQ(plan["knobs"]["rollout"]["sleep_level"], 1);
+  }
+}
+
 TEST(schema, the_validator_catches_a_missing_key) {
   EXPECT_FALSE(testing::schema_problems(json{{"schema_version", 3}}, "inspect.schema.json").empty());
 }
