@@ -446,6 +446,11 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     return fail(fmt::format("--from {}: its model '{}' is neither a preset nor a local config.json; give --model (a preset or a config.json)",
                             args.from, args.unreadable_model.substr(0, 100))),
            exit_bad_input;
+  } else if (args.model.empty() && !args.from.empty()) {
+    return fail(fmt::format("--from {} names no model (model_name_or_path, actor_rollout_ref.model.path); give --model "
+                            "(a preset or a config.json)",
+                            args.from)),
+           exit_bad_input;
   } else if (args.model.empty()) {
     return fail("--model is required: a preset (rlmem plan --list-models) or a config.json (or --params N with --buffer)"), exit_bad_input;
   } else if (!load_model(args.model, report.model)) {
