@@ -21,7 +21,7 @@ std::string number_text(std::uint64_t value) { return std::to_string(value); }
 
 // The generation batch, in prompts: TRL generates per_device_train_batch_size x processes x
 // steps_per_generation completions at once (GRPOConfig.__post_init__), num_generations per prompt.
-bool map_batches(settings_reader& read, const trainer_config_context& context, std::uint64_t& micro_batch,
+bool map_batches(settings_reader& read, const trainer_config_context& context, bool mapping_format_is_yaml, std::uint64_t& micro_batch,
                  std::uint64_t& steps_per_generation, std::uint64_t& accumulation) {
   const std::uint64_t gpus = context.gpus != 0 ? context.gpus : 1;
   const setting per_device = read.get("per_device_train_batch_size", 8);
@@ -37,12 +37,29 @@ bool map_batches(settings_reader& read, const trainer_config_context& context, s
   accumulation = *accumulated;
   read.map(per_device, "--micro-batch", number_text(micro_batch));
   read.map(generations, "--group", number_text(*group));
-  if (generation_batch.set() && steps.set()) {
-    return read.fail("generation_batch_size and steps_per_generation are both set; TRL refuses that (give one)");
-  }
   const setting* source = &accumulation_steps;
   steps_per_generation = accumulation;
-  if (generation_batch.set()) {
+  std::uint64_t processes = gpus;
+  if (generation_batch.set() && steps.set()) {
+    // A recipe may not set both (TRL refuses it), but GRPOConfig.__post_init__ fills both in, so
+    // the JSON TrainingArguments writes has both: they give the run's number of processes.
+    if (mapping_format_is_yaml) return read.fail("generation_batch_size and steps_per_generation are both set; TRL refuses that (give one)");
+    const auto total = read.count(generation_batch, max_config_rows * max_config_gpus);
+    const auto counted = read.count(steps, max_config_rows);
+    if (!total || !counted) return false;
+    if (*total % (micro_batch * *counted) != 0 || *total / (micro_batch * *counted) > max_config_gpus) {
+      return read.fail(fmt::format("generation_batch_size {} is not per_device_train_batch_size {} x processes x steps_per_generation {}",
+                                   *total, micro_batch, *counted));
+    }
+    steps_per_generation = *counted;
+    processes = context.gpus != 0 ? context.gpus : *total / (micro_batch * steps_per_generation);
+    setting world;
+    world.key = "generation_batch_size / (per_device_train_batch_size x steps_per_generation)";
+    world.value = fmt::format("{} / ({} x {})", *total, micro_batch, steps_per_generation);
+    world.in_file = true;
+    read.map(world, "--gpus", number_text(*total / (micro_batch * steps_per_generation)), "the processes of the run that wrote the file");
+    source = &steps;
+  } else if (generation_batch.set()) {
     const auto total = read.count(generation_batch, max_config_rows * max_config_gpus);
     if (!total) return false;
     if (*total % (micro_batch * gpus) != 0) {
@@ -57,15 +74,16 @@ bool map_batches(settings_reader& read, const trainer_config_context& context, s
     steps_per_generation = *counted;
     source = &steps;
   }
-  const std::uint64_t completions = micro_batch * gpus * steps_per_generation;
+  const std::uint64_t completions = micro_batch * processes * steps_per_generation;
   if (completions % *group != 0) {
     return read.fail(fmt::format("the generation batch of {} completions (per_device_train_batch_size {} x {} GPU(s) x {} steps) "
                                  "is not divisible by num_generations {}",
-                                 completions, micro_batch, gpus, steps_per_generation, *group));
+                                 completions, micro_batch, processes, steps_per_generation, *group));
   }
+  const bool processes_unknown = context.gpus == 0 && processes == gpus && !(generation_batch.set() && steps.set());
   read.map(*source, "--prompts", number_text(completions / *group),
-           fmt::format("{} rows x {} GPU(s) x {} steps per generation / {} generations{}", micro_batch, gpus, steps_per_generation, *group,
-                       context.gpus == 0 ? "; the GPUs are accelerate's processes, not the config's: give --gpus N" : ""));
+           fmt::format("{} rows x {} GPU(s) x {} steps per generation / {} generations{}", micro_batch, processes, steps_per_generation,
+                       *group, processes_unknown ? "; the GPUs are accelerate's processes, not the config's: give --gpus N" : ""));
   if (source != &accumulation_steps && accumulation_steps.in_file) {
     read.ignore(accumulation_steps, "optimizer steps per update: the gradients are resident either way, so the peak does not move");
   }
@@ -245,7 +263,9 @@ bool map_trl_config(settings_reader& read, const trainer_config_context& context
     read.map(model, "--model", *name);
   }
   std::uint64_t micro_batch = 0, steps_per_generation = 0, accumulation = 0;
-  if (!map_batches(read, context, micro_batch, steps_per_generation, accumulation)) return false;
+  if (!map_batches(read, context, mapping.format == trainer_config_format::trl_yaml, micro_batch, steps_per_generation, accumulation)) {
+    return false;
+  }
   // max_prompt_length left GRPOConfig in 89070d2 (2026-01-17, TRL 0.28); older recipes have it.
   if (const setting prompt = read.get("max_prompt_length"); prompt.set()) {
     const auto length = read.count(prompt, max_config_length);

@@ -84,7 +84,9 @@ TEST(TrainerConfigTest, TrainingArgumentsJsonWithDeepSpeed) {
   const std::vector<std::string> expected = {
       "per_device_train_batch_size 4 -> --micro-batch 4",
       "num_generations 8 -> --group 8",
-      "steps_per_generation 4 -> --prompts 2",  // 4 rows x 1 GPU x 4 steps / 8 generations
+      // __post_init__ filled both in: 32 / (4 x 4) is the run's 2 processes
+      "generation_batch_size / (per_device_train_batch_size x steps_per_generation) 32 / (4 x 4) -> --gpus 2",
+      "steps_per_generation 4 -> --prompts 4",  // 4 rows x 2 GPUs x 4 steps / 8 generations
       "max_completion_length 256 -> --new-tokens 256",
       "gradient_checkpointing true -> --grad-ckpt on",
       "beta 0.04 -> --ref-model on",
@@ -97,8 +99,11 @@ TEST(TrainerConfigTest, TrainingArgumentsJsonWithDeepSpeed) {
   };
   EXPECT_EQ(mapped_lines(mapping), expected);
   EXPECT_EQ(ignored_keys(mapping), (std::vector<std::string>{"gradient_accumulation_steps 8", "torch_empty_cache_steps 4"}));
-  // The generation batch counts accelerate's processes: on 2 GPUs it holds twice the prompts.
-  EXPECT_EQ(mapped_lines(read_ok(text, 2))[2], "steps_per_generation 4 -> --prompts 4");
+  // The generation batch counts accelerate's processes: on 4 GPUs (--gpus 4) it holds twice the prompts.
+  EXPECT_EQ(mapped_lines(read_ok(text, 4))[3], "steps_per_generation 4 -> --prompts 8");
+  // A recipe that sets both is refused, as TRL refuses it.
+  EXPECT_EQ(read_error("generation_batch_size: 32\nsteps_per_generation: 4\nnum_generations: 8\n"),
+            "generation_batch_size and steps_per_generation are both set; TRL refuses that (give one)");
 }
 
 TEST(TrainerConfigTest, VerlGrpoLoraExampleOverVerlDefaults) {
