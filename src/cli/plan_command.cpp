@@ -242,14 +242,13 @@ bool given(const plan_arguments& args, const CLI::App& command, const char* flag
   return command.count(flag) > 0 || args.from_file.contains(flag);
 }
 
-// --from's model: a preset, a local model folder's config.json, or a config.json itself.
+// --from's model: a local model folder's config.json (from_pretrained reads a folder before the
+// Hub), a config.json itself, or a preset (Hub ids such as Qwen/Qwen2.5-1.5B-Instruct match theirs).
 bool resolve_config_model(plan_arguments& args, const std::string& name) {
   std::error_code ignored;
-  if (find_preset(name) != nullptr) {
-    args.model = name;
-  } else if (std::filesystem::is_regular_file(std::filesystem::path(name) / "config.json", ignored)) {
+  if (std::filesystem::is_regular_file(std::filesystem::path(name) / "config.json", ignored)) {
     args.model = (std::filesystem::path(name) / "config.json").string();
-  } else if (std::filesystem::is_regular_file(name, ignored)) {
+  } else if (std::filesystem::is_regular_file(name, ignored) || find_preset(name) != nullptr) {
     args.model = name;
   } else {
     args.unreadable_model = name;

@@ -255,6 +255,11 @@ assert [i["key"] for i in source["ignored"]] == ["use_vllm"], source["ignored"]'
 else
   echo "ok   --from's JSON names the mapped, the overridden and the ignored"
 fi
+mkdir -p "$work/local-model"
+printf '{"model_type": "qwen2", "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936, "tie_word_embeddings": true}' \
+  >"$work/local-model/config.json"
+sed "s|^model_name_or_path: .*|model_name_or_path: $work/local-model|" "$recipe" >"$work/local_recipe.yaml"
+expect_output "--from's model as a local folder reads its config.json" "qwen2 0.49 B parameters" --from "$work/local_recipe.yaml"
 expect_bad "--from a missing file" "cannot be read" --from "$work/none.yaml"
 expect_bad "--from a directory" "not a regular file" --from "$work"
 printf '\x7fELF\x02\x01\x01\x00\x00\x00garbage\xff\xfe' >"$work/garbage.bin"
