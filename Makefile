@@ -2,7 +2,7 @@
 # Each installs what is missing first (as root via apt-get; otherwise it prints the line to run).
 
 PACKAGES := cmake g++ make pkg-config nlohmann-json3-dev libfmt-dev libcli11-dev \
-            zlib1g-dev libzstd-dev libre2-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs
+            zlib1g-dev libzstd-dev libre2-dev libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs
 # The Python package's tests (Debian's torch 1.13 gives them a real gloo process group), the
 # terminal test of `rlmem watch`, the browser tests of `rlmem report` (headless chromium) and the
 # corpus test, whose reference reads the .zst snapshots with the zstd command.

@@ -9,6 +9,7 @@
 #include <rlmem/plan.hpp>
 #include <rlmem/replay.hpp>
 #include <rlmem/snapshot.hpp>
+#include <rlmem/trainer_config.hpp>
 #include <rlmem/views.hpp>
 #include <rlmem/watch.hpp>
 
@@ -106,6 +107,9 @@ struct plan_report {
   unsigned fit_vary = 0;          ///< search_bit()s of the algorithm knobs --vary opened
   bool fit_all = false;           ///< text: every fitting configuration, not only the shortlist (--all)
   std::size_t width = 100;        ///< columns of the text report
+  /// --from FILE: the trainer config the knobs came from, each setting's knob and each ignored one.
+  std::optional<trainer_config_mapping> from_config;
+  std::string from_file;
 };
 
 /// `rlmem plan` for people.

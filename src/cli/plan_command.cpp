@@ -7,6 +7,7 @@
 
 #include <rlmem/regular_file.hpp>
 #include <rlmem/report.hpp>
+#include <rlmem/trainer_config.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,6 +20,8 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -58,6 +61,10 @@ struct plan_arguments {
   std::string html;
   bool list = false;
   rollout_arguments rollout;
+  std::string from;                 ///< --from FILE: a TRL or verl config
+  std::set<std::string> from_file;  ///< the options --from gave values (the command line's win)
+  std::string unreadable_model;     ///< --from's model when it names nothing plan can read
+  std::optional<trainer_config_mapping> mapping;
 };
 
 // Counts of the shape and the search: whole numbers (CLI11 would read "-1" into an unsigned
@@ -104,7 +111,7 @@ bool choose(const std::string& flag, const std::string& value, const std::array<
 
 // What each phase needs from the command line, named the way the user types it.
 // A policy given only as --params generates no tokens: its rows are what its buffers scale with.
-bool require_phase_knobs(plan_knobs& knobs, const CLI::App& command, bool opaque) {
+bool require_phase_knobs(plan_knobs& knobs, const CLI::App& command, bool opaque, const std::set<std::string>& from_file) {
   std::vector<const char*> needed;
   switch (knobs.phase) {
     case plan_phase::generate: needed = {"--batch", "--prompt-len", "--new-tokens"}; break;
@@ -121,10 +128,11 @@ bool require_phase_knobs(plan_knobs& knobs, const CLI::App& command, bool opaque
   }
   std::vector<std::string> missing;
   for (const char* flag : needed) {
-    if (command.count(flag) == 0) missing.emplace_back(flag);
+    if (command.count(flag) == 0 && !from_file.contains(flag)) missing.emplace_back(flag);
   }
   if (missing.empty()) return true;
-  return fail(fmt::format("--phase {} needs {} (all of: {})", to_string(knobs.phase), fmt::join(missing, " "), fmt::join(needed, " ")));
+  return fail(fmt::format("--phase {} needs {} (all of: {}){}", to_string(knobs.phase), fmt::join(missing, " "), fmt::join(needed, " "),
+                          from_file.empty() ? "" : "; the --from file does not give it"));
 }
 
 // Options that shape one phase only, and the phases they belong to; any other phase refuses them
@@ -281,6 +289,108 @@ bool build_rollout_knobs(const plan_arguments& args, const model_architecture& m
   return true;
 }
 
+// ---------------------------------------------------------------- --from FILE
+// A trainer's config (TRL's GRPOConfig as JSON or YAML, a verl config) gives the knobs the
+// command line leaves out; each setting's knob and each ignored setting go into the report.
+
+// Whether the command line or the --from file gave `flag`.
+bool given(const plan_arguments& args, const CLI::App& command, const char* flag) {
+  return command.count(flag) > 0 || args.from_file.contains(flag);
+}
+
+// --from's model: a local model folder's config.json (from_pretrained reads a folder before the
+// Hub), a config.json itself, or a preset (Hub ids such as Qwen/Qwen2.5-1.5B-Instruct match theirs).
+bool resolve_config_model(plan_arguments& args, const std::string& name) {
+  std::error_code ignored;
+  if (std::filesystem::is_regular_file(std::filesystem::path(name) / "config.json", ignored)) {
+    args.model = (std::filesystem::path(name) / "config.json").string();
+  } else if (std::filesystem::is_regular_file(name, ignored) || find_preset(name) != nullptr) {
+    args.model = name;
+  } else {
+    args.unreadable_model = name;
+    return false;
+  }
+  return true;
+}
+
+bool parse_count(const mapped_setting& setting, std::uint64_t& out) {
+  const std::string& text = setting.flag_value;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+// One setting into the option it maps to, as if typed; false when the option is unknown here.
+bool apply_config_setting(plan_arguments& args, const mapped_setting& setting) {
+  plan_knobs& knobs = args.knobs;
+  const std::string& flag = setting.flag;
+  const bool on = setting.flag_value == "on";
+  const std::array<std::pair<const char*, std::uint64_t*>, 8> counts = {{{"--micro-batch", &knobs.micro_batch},
+                                                                         {"--prompts", &knobs.prompts},
+                                                                         {"--group", &knobs.group},
+                                                                         {"--prompt-len", &knobs.prompt_len},
+                                                                         {"--new-tokens", &knobs.new_tokens},
+                                                                         {"--epochs", &knobs.epochs},
+                                                                         {"--gpus", &knobs.gpus},
+                                                                         {"--lora-r", &knobs.lora_rank}}};
+  for (const auto& [name, knob] : counts) {
+    if (flag == name) return parse_count(setting, *knob);
+  }
+  const std::array<std::pair<const char*, std::string*>, 7> choices = {{{"--precision", &args.precision},
+                                                                        {"--optimizer", &args.optimizer},
+                                                                        {"--shard", &args.shard},
+                                                                        {"--offload", &args.offload},
+                                                                        {"--logprob-impl", &args.logprob_impl_name},
+                                                                        {"--lora-targets", &args.lora_targets},
+                                                                        {"--kv-cache", &args.kv_cache}}};
+  for (const auto& [name, choice] : choices) {
+    if (flag == name) {
+      *choice = setting.flag_value;
+      return true;
+    }
+  }
+  if (flag == "--grad-ckpt") knobs.grad_ckpt = on;
+  else if (flag == "--old-logprobs") knobs.old_logprobs = on;
+  else if (flag == "--ref-model") args.reference = on ? "auto" : "";
+  else return false;
+  return true;
+}
+
+// --from FILE: reads the config and sets every option the command line does not give.
+bool apply_trainer_config(plan_arguments& args, const CLI::App& command) {
+  std::string text;
+  std::string message;
+  if (!read_option_file(args.from, text, message)) return fail(message);
+  trainer_config_context context;
+  if (command.count("--gpus") > 0) context.gpus = args.knobs.gpus;
+  trainer_config_mapping mapping;
+  if (!read_trainer_config(text, trainer_config_limits{}, context, mapping, message)) return fail(fmt::format("{}: {}", args.from, message));
+  if (args.phase.empty()) args.phase = "grpo-step";
+  if (args.phase != "grpo-step") {
+    return fail(fmt::format("--from {} describes an RL step: give --phase grpo-step or leave --phase out", args.from));
+  }
+  std::vector<ignored_setting> unread;
+  std::erase_if(mapping.mapped, [&](mapped_setting& setting) {
+    if (command.count(setting.flag) > 0) {
+      setting.overridden = true;
+      return false;
+    }
+    if (setting.flag == "--model" && !resolve_config_model(args, setting.flag_value)) {
+      unread.push_back({setting.key, setting.value, "neither a preset (rlmem plan --list-models) nor a local model folder with a config.json"});
+      return true;
+    }
+    if (setting.flag != "--model" && !apply_config_setting(args, setting)) {
+      unread.push_back({setting.key, setting.value, "no option of this build takes " + setting.flag});
+      return true;
+    }
+    // An off switch gives nothing: the option stays as not given.
+    if (setting.flag_value != "off") args.from_file.insert(setting.flag);
+    return false;
+  });
+  mapping.ignored.insert(mapping.ignored.begin(), unread.begin(), unread.end());
+  args.mapping = std::move(mapping);
+  return true;
+}
+
 bool build_knobs(plan_arguments& args, const model_architecture& model, const CLI::App& command) {
   plan_knobs& knobs = args.knobs;
   using phase_choice = std::pair<const char*, plan_phase>;
@@ -316,9 +426,9 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
     return false;
   }
   // nanochat trains and samples with fp32 matrices and a bf16 embedding under autocast.
-  if (model.model_type == "nanochat" && command.count("--precision") == 0) knobs.precision = precision_kind::nanochat;
+  if (model.model_type == "nanochat" && !given(args, command, "--precision")) knobs.precision = precision_kind::nanochat;
   // nanochat's model computes its own loss (GPT.forward with targets), not transformers' log-probs.
-  if (model.model_type == "nanochat" && command.count("--logprob-impl") == 0) knobs.logprob = logprob_impl::softcap;
+  if (model.model_type == "nanochat" && !given(args, command, "--logprob-impl")) knobs.logprob = logprob_impl::softcap;
   // nanochat's Engine.generate runs under torch.inference_mode.
   if (model.model_type == "nanochat") knobs.generate_inference_mode = true;
   if (!parse_kv_rows(args.kv_rows, knobs)) return false;
@@ -328,7 +438,7 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
   }
   knobs.offload_optimizer = offload >= 1;
   knobs.offload_weights = offload == 2;
-  if (command.count("--ref-model") > 0) {
+  if (given(args, command, "--ref-model")) {
     if (args.reference == "auto") {
       // Bare --ref-model: what trainers do, a LoRA policy's own base with the adapter off, else a copy.
       knobs.reference = knobs.lora_rank > 0 ? reference_kind::adapter_disabled : reference_kind::copy;
@@ -357,7 +467,7 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
     if (!parse_buffer_spec(spec, buffer, message)) return fail(message);
     knobs.buffers.push_back(std::move(buffer));
   }
-  if (!require_phase_knobs(knobs, command, model.opaque_params > 0)) return false;
+  if (!require_phase_knobs(knobs, command, model.opaque_params > 0, args.from_file)) return false;
   if (!build_rollout_knobs(args, model, knobs, command)) return false;
   std::string message;
   if (!validate_knobs(model, knobs, message) || !validate_engine_knobs(knobs, message)) return fail(message);
@@ -372,6 +482,11 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     return write_report(names);
   }
   plan_report report;
+  if (!args.from.empty()) {
+    if (!apply_trainer_config(args, command)) return exit_bad_input;
+    report.from_config = args.mapping;
+    report.from_file = args.from;
+  }
   if (command.count("--params") > 0) {
     // A policy that is no transformer the planner knows (a diffusion policy, ...): its state from
     // the parameter count, its activations and rollout as --buffer tensors.
@@ -383,6 +498,15 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     }
     report.model.name = report.model.model_type = "params-only";
     report.model.opaque_params = args.params;
+  } else if (args.model.empty() && !args.unreadable_model.empty()) {
+    return fail(fmt::format("--from {}: its model '{}' is neither a preset nor a local config.json; give --model (a preset or a config.json)",
+                            args.from, args.unreadable_model.substr(0, 100))),
+           exit_bad_input;
+  } else if (args.model.empty() && !args.from.empty()) {
+    return fail(fmt::format("--from {} names no model (model_name_or_path, actor_rollout_ref.model.path); give --model "
+                            "(a preset or a config.json)",
+                            args.from)),
+           exit_bad_input;
   } else if (args.model.empty()) {
     return fail("--model is required: a preset (rlmem plan --list-models) or a config.json (or --params N with --buffer)"), exit_bad_input;
   } else if (!load_model(args.model, report.model)) {
@@ -492,6 +616,9 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--params", args->params, "Without --model: the policy's parameter count; its tensors as --buffer")
       ->check(whole_number);
   command->add_flag("--list-models", args->list, "List the built-in presets");
+  command->add_option("--from", args->from,
+                      "A trainer's config: TRL's GRPOConfig (JSON or YAML recipe) or a verl\n"
+                      "config (YAML); its settings give the knobs the command line leaves out");
   command->add_option("--phase", args->phase, "generate | train | grpo-step");
   auto* shape = "Shape";
   command->add_option("--batch", knobs.batch, "generate: rows generated together")->check(whole_number)->group(shape);
@@ -591,6 +718,7 @@ void add_plan_command(CLI::App& app, command_body& run) {
                   "             --new-tokens 128 --micro-batch 16 --lora-r 16 --ref-model --fit a100-40g\n"
                   "  rlmem plan --model nanochat_d20.json --phase grpo-step --prompts 16 --group 16 --gen-batch 8 \\\n"
                   "             --prompt-len 256 --new-tokens 256 --micro-batch 8 --kv-cache prealloc --optimizer muon\n"
+                  "  rlmem plan --from recipe.yaml --fit h100-80g   (TRL's GRPOConfig or a verl config; docs/plan.md)\n"
                   "  rlmem plan --params 3000000 --phase grpo-step --prompts 8 --group 4 --micro-batch 8 --epochs 4 \\\n"
                   "             --buffer traj=rows*epochs*50*263*1*196:fp32 --fit rtx5090-32g");
   command->callback([&run, args, command] { run = [args, command] { return run_plan(*args, *command); }; });

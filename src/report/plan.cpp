@@ -2,6 +2,7 @@
 // Renders `rlmem plan`: the model, each phase's peak with its parts, and the --fit search.
 
 #include "plan_json.hpp"
+#include "plan_source.hpp"
 #include "prose.hpp"
 
 #include <rlmem/report.hpp>
@@ -552,6 +553,7 @@ std::string render_plan_text(const plan_report& report) {
     out += detail::wrap(fmt::format("buffer {} {} = {}", printable_text(buffer.name), printable_text(buffer.shape), bytes_text(buffer_bytes(buffer, report.knobs))),
                         0, width);
   }
+  detail::append_config_source(out, report);
   out += "\n" + detail::wrap(fmt::format("Peak {} per GPU in {}: bytes allocated through PyTorch's caching allocator",
                                          bytes_text(plan.peak_bytes), plan.peak_phase),
                              0, width);
@@ -629,6 +631,7 @@ json detail::plan_json(const plan_report& report, std::size_t every_fitting_kept
                   {"non_embedding_parameters", params.non_embedding()},
                   {"active_parameters_per_token", params.active_per_token}};
   out["knobs"] = knobs_json(report.knobs);
+  if (report.from_config) out["from"] = detail::config_source_json(report);
   const json estimate = estimate_json(report.plan);
   for (const auto& [key, value] : estimate.items()) out[key] = value;
   if (report.fit) out["fit"] = fit_json(report, every_fitting_kept);

@@ -287,5 +287,59 @@ else
   echo "ok   vLLM's budget in the JSON"
 fi
 
+# --from FILE: a trainer's config (testdata/trainer_configs/README.md says where each comes from).
+configs="$testdata/trainer_configs"
+recipe="$configs/trl_open_r1_qwen2.5-1.5b_grpo.yaml"
+expect_output "--from a TRL recipe maps its batch" "per_device_train_batch_size 16 -> --micro-batch 16" --from "$recipe"
+expect_output "--from a TRL recipe names the vLLM rollout it ignores" "use_vllm true: the vLLM rollout is not modelled by this build" \
+  --from "$recipe"
+expect_output "the command line overrides --from" "max_completion_length 1024 -> --new-tokens 1024; the command line's --new-tokens wins" \
+  --from "$recipe" --new-tokens 512
+expect_output "the overriding value is planned" "4 prompts x 16 samples, prompt 512 + 512 new tokens, micro-batch 8" \
+  --from "$recipe" --new-tokens 512 --micro-batch 8
+expect_output "--from a verl config on verl's defaults" "actor_rollout_ref.model.lora_rank 64 -> --lora-r 64" \
+  --from "$configs/verl_grpo_qwen2.5-3b_lora.yaml"
+expect_output "--from's GPUs come from trainer.*" '"gpus": 2,' --from "$configs/verl_grpo_qwen2.5-3b_lora.yaml" --json
+expect_output "--from's knobs are planned" '"reference": "adapter-disabled",' --from "$configs/verl_grpo_qwen2.5-3b_lora.yaml" --json
+expect_output "--from in the JSON" '"format": "verl-yaml"' --from "$configs/verl_grpo_qwen2.5-3b_lora.yaml" --json
+"$rlmem" plan --from "$recipe" --micro-batch 8 --json >"$work/from.json" 2>"$work/err"
+if ! python3 -c 'import json, sys
+source = json.load(open(sys.argv[1]))["from"]
+micro = [m for m in source["mapped"] if m["flag"] == "--micro-batch"][0]
+assert source["format"] == "trl-grpo-yaml", source["format"]
+assert micro["to"] == "16" and micro["overridden"] is True, micro
+assert [i["key"] for i in source["ignored"]] == ["use_vllm"], source["ignored"]' "$work/from.json"; then
+  echo "FAIL --from's JSON: expected format trl-grpo-yaml, --micro-batch 16 overridden, use_vllm ignored"; failures=$((failures + 1))
+else
+  echo "ok   --from's JSON names the mapped, the overridden and the ignored"
+fi
+mkdir -p "$work/local-model"
+printf '{"model_type": "qwen2", "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936, "tie_word_embeddings": true}' \
+  >"$work/local-model/config.json"
+sed "s|^model_name_or_path: .*|model_name_or_path: $work/local-model|" "$recipe" >"$work/local_recipe.yaml"
+expect_output "--from's model as a local folder reads its config.json" "qwen2 0.49 B parameters" --from "$work/local_recipe.yaml"
+expect_bad "--from a missing file" "cannot be read" --from "$work/none.yaml"
+expect_bad "--from a directory" "not a regular file" --from "$work"
+printf '\x7fELF\x02\x01\x01\x00\x00\x00garbage\xff\xfe' >"$work/garbage.bin"
+expect_bad "--from binary garbage" "is binary, not a JSON or YAML config" --from "$work/garbage.bin"
+{ printf 'a0: &a0 [x, x, x, x, x, x, x, x, x]\n'
+  for level in 1 2 3 4 5 6 7 8 9; do
+    previous="*a$((level - 1))"
+    printf 'a%d: &a%d [%s, %s, %s, %s, %s, %s, %s, %s, %s]\n' "$level" "$level" "$previous" "$previous" "$previous" "$previous" \
+      "$previous" "$previous" "$previous" "$previous" "$previous"
+  done; } >"$work/bomb.yaml"
+expect_bad "--from a YAML alias bomb" "holds more than 20000 values" --from "$work/bomb.yaml"
+printf 'num_generations: %s1%s\n' "$(printf '[%.0s' $(seq 200))" "$(printf ']%.0s' $(seq 200))" >"$work/deep.yaml"
+expect_bad "--from deep nesting" "nests deeper than 32 levels" --from "$work/deep.yaml"
+printf 'per_device_train_batch_size: four\nnum_generations: 8\n' >"$work/wrong_type.yaml"
+expect_bad "--from a key of the wrong type" 'per_device_train_batch_size must be a whole number, not "four"' --from "$work/wrong_type.yaml"
+printf 'learning_rate: 1.0e-6\nseed: 42\n' >"$work/unknown.yaml"
+expect_bad "--from a config of neither trainer" "neither a TRL GRPOConfig" --from "$work/unknown.yaml"
+expect_bad "--from with another phase" "describes an RL step" --from "$recipe" --phase train
+expect_bad "--from a model it cannot read" "its model '~/models/deepseek-llm-7b-chat' is neither a preset" \
+  --from "$configs/verl_ppo_trainer_defaults.yaml"
+expect_bad "--from without a micro-batch" "needs --micro-batch" --from "$configs/verl_ppo_trainer_defaults.yaml" --model qwen2.5-7b
+expect_bad "--from a file naming no model" "names no model" --from "$configs/trl_grpo_training_args.json"
+
 [ $failures -eq 0 ] && echo "all plan CLI checks passed"
 exit $failures

@@ -70,6 +70,23 @@ TEST(schema, replay_output_follows_the_documented_schema) {
   expect_valid(render_replay_json(report), "replay.schema.json");
 }
 
+TEST(schema, plan_output_with_a_trainer_config_follows_the_documented_schema) {
+  plan_report report = testing::grpo_plan_fitted_to_h100("qwen2.5-1.5b", {});
+  trainer_config_mapping mapping;
+  mapping.format = trainer_config_format::trl_yaml;
+  mapping.defaults_from = "huggingface/trl f2cd577";
+  mapping.mapped.push_back({"per_device_train_batch_size", "16", "--micro-batch", "16", "", false, true});
+  mapping.ignored.push_back({"use_vllm", "true", "the vLLM rollout is not modelled by this build"});
+  report.from_config = mapping;
+  report.from_file = "recipe.yaml";
+  const std::string output = render_plan_json(report);
+  expect_valid(output, "plan.schema.json");
+  const json source = json::parse(output)["from"];
+  EXPECT_EQ(source["format"], "trl-grpo-yaml");
+  EXPECT_EQ(source["mapped"][0]["overridden"], true);
+  EXPECT_EQ(source["ignored"][0]["key"], "use_vllm");
+}
+
 TEST(schema, plan_output_follows_the_documented_schema) {
   resident_buffer latents;
   std::string message;

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Each trainer's settings onto plan's knobs: one function per trainer, one file each.
+
+#include "config_settings.hpp"
+
+#include <rlmem/trainer_config.hpp>
+
+#include <cstdint>
+
+namespace rlmem::detail {
+
+// Bounds on what a config may ask for; validate_knobs then checks the knobs against the model.
+inline constexpr std::uint64_t max_config_rows = std::uint64_t{1} << 20;
+inline constexpr std::uint64_t max_config_length = std::uint64_t{1} << 24;
+inline constexpr std::uint64_t max_config_gpus = std::uint64_t{1} << 16;
+
+/// TRL's GRPOConfig (and ModelConfig), from a JSON or YAML document.
+bool map_trl_config(settings_reader& read, const trainer_config_context& context, trainer_config_mapping& mapping);
+/// A verl Hydra config (ppo_trainer.yaml's tree).
+bool map_verl_config(settings_reader& read, const trainer_config_context& context, trainer_config_mapping& mapping);
+
+/// LoRA target modules as plan's --lora-targets ("all-linear" or a list of the seven names);
+/// empty with `unknown` set when some name is not one of the seven.
+std::string lora_targets_value(const nlohmann::json& modules, std::string& unknown);
+
+}  // namespace rlmem::detail
