@@ -69,8 +69,12 @@ def library_version(path: Path) -> str:
         library = ctypes.CDLL(str(path.resolve()))
     except OSError as error:
         raise Refusal(f"{path} cannot be loaded: {error}") from None
-    library.rlmem_version.restype = ctypes.c_char_p
-    return library.rlmem_version().decode("utf-8", "replace")
+    try:
+        version = library.rlmem_version
+    except AttributeError:
+        raise Refusal(f"{path} is not librlmem: it has no rlmem_version") from None
+    version.restype = ctypes.c_char_p
+    return version().decode("utf-8", "replace")
 
 
 def command_version(path: Path) -> str:
@@ -126,7 +130,7 @@ def check_binaries(paths: list[Path], carried: set[str]) -> dict[str, tuple[int,
         foreign = sorted(set(needed_libraries(path)) - SYSTEM_LIBRARIES - carried)
         if foreign:
             raise Refusal(f"{path} needs {', '.join(foreign)}, which a wheel cannot take from the system "
-                          f"(build it with `cmake --preset wheel`, which links zstd, zlib and re2 in)")
+                          f"(build it with `cmake --preset release`, which links zstd, zlib and re2 in)")
         for family, versions in symbol_versions(path).items():
             highest[family] = max(versions | {highest.get(family, ())})
             limit = LIBSTDCXX_LIMITS.get(family)
@@ -205,14 +209,14 @@ def write_wheel(target: Path, entries: list[tuple[str, bytes, bool]], record_nam
 def build(library: Path, command: Path, out: Path) -> Path:
     for path in (library, command):
         if not path.is_file():
-            raise Refusal(f"{path}: no such file (build it with `cmake --preset wheel && "
-                          f"cmake --build --preset wheel --target rlmem rlmem_c`)")
+            raise Refusal(f"{path}: no such file (build it with `make build`)")
+    # What the binaries need is checked before the library is loaded to read its version.
+    carried = carried_libraries(library)
+    highest = check_binaries([library, command, *carried], {path.name for path in carried})
     version = tree_version()
     for path, seen in ((library, library_version(library)), (command, command_version(command))):
         if seen != version:
             raise Refusal(f"{path} is rlmem {seen}, but CMakeLists.txt says {version}: rebuild it")
-    carried = carried_libraries(library)
-    highest = check_binaries([library, command, *carried], {path.name for path in carried})
     tag = platform_tag(highest["GLIBC"])
     dist_info = f"rlmem-{version}.dist-info"
     stamp = (f'"""Written by tools/wheel/build_wheel.py from CMakeLists.txt when this wheel was built."""\n\n'
