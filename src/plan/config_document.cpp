@@ -2,6 +2,7 @@
 // JSON or YAML text into one JSON value within limits (size, depth, values); never throws out.
 
 #include "config_document.hpp"
+#include "json_nesting.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -18,25 +19,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// nlohmann's parser keeps a frame per nesting level; refuse deep text before it parses.
-bool json_nests_deeper(std::string_view text, std::uint32_t max_depth) {
-  std::uint32_t depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > max_depth) return true;
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
-  }
-  return false;
-}
 
 // Counts a parsed JSON document's values and keys against the limit (the depth was checked on the text).
 bool json_within_nodes(const json& value, std::uint64_t& nodes, std::uint64_t max_nodes) {

@@ -3,6 +3,8 @@
 
 #include <rlmem/plan.hpp>
 
+#include "json_nesting.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -74,26 +76,8 @@ class field_reader {
 };
 
 // nlohmann's parser keeps a stack per nesting level; configs nest two or three levels deep.
-constexpr int max_nesting = 64;
+constexpr std::uint32_t max_nesting = 64;
 
-bool nests_too_deep(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > max_nesting) return true;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return false;
-}
 
 // nanochat's GPT (nanochat/gpt.py): untied wte and lm_head, no biases, F.rms_norm without
 // weights (on the layer inputs and on q and k), a ReLU^2 MLP of 4 x n_embd, rotary tables of
@@ -169,7 +153,7 @@ bool parse_gpt2_config(const json& config, model_architecture& model, std::strin
 }  // namespace
 
 bool parse_hf_config(std::string_view json_text, model_architecture& model, std::string& message) {
-  if (nests_too_deep(json_text)) {
+  if (detail::json_nests_deeper(json_text, max_nesting)) {
     message = fmt::format("config.json nests deeper than {} levels", max_nesting);
     return false;
   }

@@ -211,11 +211,11 @@ void ignore_unmodelled(settings_reader& read, bool vllm) {
     const setting mode = read.get("vllm_mode", "colocate");
     read.ignore(read.get("use_vllm"),
                 mode.value == "server"
-                    ? "vLLM generates on the server's GPUs (vllm_mode server): the vLLM rollout is not modelled by this build, "
-                      "which plans transformers' generate on the training GPU (an over-estimate here)"
-                    : "the vLLM rollout is not modelled by this build: the rollout planned is transformers' generate");
+                    ? "vLLM generates on the server's GPUs (vllm_mode server); the plan counts transformers' generate on the "
+                      "training GPU instead (an over-estimate here)"
+                    : "--from does not map the vLLM rollout yet (give --rollout vllm and its knobs): the rollout planned is transformers' generate");
     for (const char* key : {"vllm_gpu_memory_utilization", "vllm_max_model_length", "vllm_enable_sleep_mode", "vllm_tensor_parallel_size"}) {
-      if (const setting engine = read.get(key); engine.in_file) read.ignore(engine, "the vLLM rollout is not modelled by this build");
+      if (const setting engine = read.get(key); engine.in_file) read.ignore(engine, "--from does not map the vLLM rollout yet (give --rollout vllm and its knobs)");
     }
   }
   if (const setting steps = read.get("torch_empty_cache_steps"); steps.set()) {

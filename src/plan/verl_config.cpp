@@ -27,12 +27,12 @@ void map_rollout(settings_reader& read) {
     return;
   }
   read.ignore(name, name.value == "???" ? "verl requires it (vllm or sglang); the rollout planned is transformers' generate"
-                                        : "the vLLM and SGLang rollouts are not modelled by this build: the rollout planned is "
+                                        : "--from does not map the vLLM and SGLang rollouts yet (give --rollout and its knobs): the rollout planned is "
                                           "transformers' generate");
   for (const char* engine_key : {"gpu_memory_utilization", "tensor_model_parallel_size", "max_num_seqs", "max_num_batched_tokens",
                                  "max_model_len", "free_cache_engine", "enforce_eager"}) {
     if (const setting engine = read.get(key(rollout, engine_key)); engine.in_file) {
-      read.ignore(engine, "the vLLM and SGLang rollouts are not modelled by this build");
+      read.ignore(engine, "--from does not map the vLLM and SGLang rollouts yet (give --rollout and its knobs)");
     }
   }
 }

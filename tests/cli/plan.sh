@@ -291,7 +291,7 @@ fi
 configs="$testdata/trainer_configs"
 recipe="$configs/trl_open_r1_qwen2.5-1.5b_grpo.yaml"
 expect_output "--from a TRL recipe maps its batch" "per_device_train_batch_size 16 -> --micro-batch 16" --from "$recipe"
-expect_output "--from a TRL recipe names the vLLM rollout it ignores" "use_vllm true: the vLLM rollout is not modelled by this build" \
+expect_output "--from a TRL recipe names the vLLM rollout it ignores" "use_vllm true: --from does not map the vLLM rollout yet (give --rollout vllm and its knobs)" \
   --from "$recipe"
 expect_output "the command line overrides --from" "max_completion_length 1024 -> --new-tokens 1024; the command line's --new-tokens wins" \
   --from "$recipe" --new-tokens 512

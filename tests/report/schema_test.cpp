@@ -76,7 +76,7 @@ TEST(schema, plan_output_with_a_trainer_config_follows_the_documented_schema) {
   mapping.format = trainer_config_format::trl_yaml;
   mapping.defaults_from = "huggingface/trl f2cd577";
   mapping.mapped.push_back({"per_device_train_batch_size", "16", "--micro-batch", "16", "", false, true});
-  mapping.ignored.push_back({"use_vllm", "true", "the vLLM rollout is not modelled by this build"});
+  mapping.ignored.push_back({"use_vllm", "true", "--from does not map the vLLM rollout yet (give --rollout vllm and its knobs)"});
   report.from_config = mapping;
   report.from_file = "recipe.yaml";
   const std::string output = render_plan_json(report);
