@@ -472,7 +472,8 @@ int rlmem_runtime_statistics_json(int ordinal, char** json_out, char** error_out
                                  {"alloc_retries", totals.alloc_retries},
                                  {"ooms", totals.ooms},
                                  {"host_buffer_bytes", totals.host_buffer_bytes},
-                                 {"device_calls", device_calls_json(totals.device_calls)}}}};
+                                 {"device_calls", device_calls_json(totals.device_calls)},
+                                 {"library_check_unwinds", rlmem::capi::library_check_unwinds()}}}};
     // Tag names are the caller's bytes: replace what is not UTF-8 rather than fail.
     *json_out = copy_out(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (*json_out == nullptr) throw std::bad_alloc();

@@ -8,6 +8,7 @@
 #include <execinfo.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -51,6 +52,8 @@ constexpr int frames_looked_at = 8;
 // makes again after clearing its own is then missed: torch does that in cudagraph trees only.)
 constexpr int workspaces_per_thread_and_stream = 2;
 
+std::atomic<std::uint64_t> unwinds{0};
+
 // Whether `address` lies inside one of those functions. dladdr names the nearest exported symbol
 // below an address, which for a function the symbol table does not list (a static one) is
 // whatever precedes it: the symbol's own size must cover the address too.
@@ -73,6 +76,8 @@ bool is_torch_library_function(std::string_view symbol) noexcept {
   return symbol.find("CUDABlas") != std::string_view::npos || symbol.find("NewWorkspace") != std::string_view::npos;
 }
 
+std::uint64_t library_check_unwinds() noexcept { return unwinds.load(std::memory_order_relaxed); }
+
 bool allocated_for_torch_library(std::size_t size, std::uint64_t stream) noexcept {
   try {
     static const std::vector<std::size_t> sizes = workspace_sizes();
@@ -83,6 +88,7 @@ bool allocated_for_torch_library(std::size_t size, std::uint64_t stream) noexcep
     int& found = found_on_stream[stream];
     if (found >= workspaces_per_thread_and_stream) return false;
     std::array<void*, frames_looked_at> frames{};
+    unwinds.fetch_add(1, std::memory_order_relaxed);
     int depth = backtrace(frames.data(), frames_looked_at);
     static std::mutex lock;
     static std::unordered_map<void*, bool> known;  // return address -> inside such a function

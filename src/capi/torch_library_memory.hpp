@@ -17,6 +17,10 @@ namespace rlmem::capi {
 /// frames (about 3 us in torch). Never throws.
 bool allocated_for_torch_library(std::size_t size, std::uint64_t stream) noexcept;
 
+/// How many requests allocated_for_torch_library() unwound the stack for, every thread together
+/// (the statistics report it: each costs a few microseconds).
+std::uint64_t library_check_unwinds() noexcept;
+
 /// Whether a symbol (mangled, as the dynamic symbol table holds it) is one of torch's functions
 /// that allocate a library's workspace.
 bool is_torch_library_function(std::string_view symbol) noexcept;
