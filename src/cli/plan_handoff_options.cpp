@@ -39,24 +39,24 @@ constexpr std::uint64_t default_node_gpus = 8;
 void add_handoff_options(CLI::App* command, handoff_arguments& handoff) {
   auto* group = "Colocated hand-off and host memory";
   command->add_option("--handoff", handoff.handoff,
-                      "grpo-step with an engine: each transition as a phase. keep (the trainer\n"
-                      "stays on the GPU) | offload (its weights and optimizer to host while the\n"
-                      "engine is awake: verl) | rlmem-pause (rlmem.runtime pause, keep=\"host\")")
+                      "grpo-step with an engine, each transition a phase: keep (the\n"
+                      "trainer stays on the GPU) | offload (weights and optimizer to host\n"
+                      "while the engine is awake: verl) | rlmem-pause (keep=\"host\")")
       ->group(group);
   command->add_option("--wake-order", handoff.wake_order,
-                      "--handoff: staged (default: weights, sync, then KV) | together (weights\n"
-                      "and KV woken at once before the sync)")
+                      "--handoff: staged (default: weights, sync, then KV) | together\n"
+                      "(weights and KV woken before the sync)")
       ->group(group);
   command->add_option("--sync-bucket", handoff.sync_bucket,
-                      "--handoff: the weight sync sends buckets of this size (verl's\n"
-                      "update_weights_bucket_megabytes; default: the full weights at once)")
+                      "--handoff: the sync sends buckets of this size (verl's\n"
+                      "update_weights_bucket_megabytes; default: all weights at once)")
       ->group(group);
   command->add_option("--gpus-per-node", handoff.gpus_per_node, "GPUs sharing a host's memory (default: --gpus, at most 8)")
       ->check(whole_number_in(1, 1u << 20))
       ->group(group);
   command->add_option("--host-memory", handoff.host_memory,
-                      "A node's host memory (256GB, 2TiB): the report (and --fit) checks the\n"
-                      "host too: offloaded state and pinned backups of every GPU")
+                      "A node's host memory (256GB, 2TiB), checked by the report and\n"
+                      "--fit: offloaded state and pinned backups of every GPU")
       ->group(group);
 }
 

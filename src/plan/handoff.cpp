@@ -144,7 +144,7 @@ colocated_step plan_colocated_step(const plan_knobs& knobs, const trainer_reside
   }
 
   // The order-dependent transitions, both ways; level 0 never sleeps, so nothing wakes.
-  const char* sync_at = "weight sync: the engine's copy and the weights it reads at once";
+  const char* sync_at = "weight sync: the engine's copy beside the weights it reads";
   auto sync = [&](bool with_kv) {
     moment now = trainer_now(sync_at);
     now.add(engine_weights, e.weights);

@@ -277,8 +277,9 @@ void append_fit(std::string& out, const plan_report& report) {
                                          card_text(report), bytes_text(fit.usable_bytes), 100 * report.fit_margin),
                              0, width);
   if (fit.your_peak_bytes <= fit.usable_bytes) {
-    out += detail::wrap(fmt::format("Your config needs {}; {} usable: it fits, with {} to spare.", bytes_text(fit.your_peak_bytes),
-                                    bytes_text(fit.usable_bytes), bytes_text(fit.usable_bytes - fit.your_peak_bytes)),
+    out += detail::wrap(fmt::format("Your config needs {}; {} usable: it fits{}, with {} to spare.", bytes_text(fit.your_peak_bytes),
+                                    bytes_text(fit.usable_bytes), fit.host_memory_bytes != 0 ? " the card" : "",
+                                    bytes_text(fit.usable_bytes - fit.your_peak_bytes)),
                         0, width);
   } else {
     out += detail::wrap(fmt::format("Your config needs {}; {} usable: it does not fit.", bytes_text(fit.your_peak_bytes),
@@ -304,8 +305,7 @@ void append_fit(std::string& out, const plan_report& report) {
       out += line + "\n";
     }
     if (any_limit) {
-      out += fit.your_peak_bytes <= fit.usable_bytes ? "  * the most of that knob alone that fits\n"
-                                                     : "  * the least change of that knob alone that fits\n";
+      out += fit.yours_fits ? "  * the most of that knob alone that fits\n" : "  * the least change of that knob alone that fits\n";
     }
   }
   if (const std::string kept = kept_knobs_text(report); !kept.empty()) out += detail::wrap(kept, 2, width);

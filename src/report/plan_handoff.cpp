@@ -88,10 +88,8 @@ void append_handoff(std::string& out, const plan_report& report, std::size_t wid
   out += wrap(fmt::format("Transitions: {}.", fmt::join(handoff.transitions, " -> ")), 0, width);
   out += wrap(moved_text(report) + " " + sync_text(report), 0, width);
   const bool by_transition = std::find(handoff.transitions.begin(), handoff.transitions.end(), plan.peak_phase) != handoff.transitions.end();
-  const phase_estimate* peak = phase_named(plan, plan.peak_phase);
-  if (by_transition && peak != nullptr) {
-    out += wrap(fmt::format("The transition that sets the step's peak: {} ({}: {}).", plan.peak_phase, bytes_text(plan.peak_bytes), peak->peak_at),
-                0, width);
+  if (by_transition) {
+    out += wrap(fmt::format("The transition that sets the step's peak: {} ({}).", plan.peak_phase, bytes_text(plan.peak_bytes)), 0, width);
   } else {
     const phase_estimate* largest = nullptr;
     for (const std::string& name : handoff.transitions) {
