@@ -696,6 +696,23 @@ std::vector<what_if_row> each_knob_alone(const model_architecture& model, const 
       table.add("old log-probs", "on", "off", changed);
     }
   }
+  // The hand-off and the engine's sleep level decide the host's parts: shown where the hand-off
+  // is planned or the host checked (the search keeps them as given).
+  if (base.engine.rollout != rollout_kind::hf && (base.handoff != handoff_kind::unmodelled || options.host_memory_bytes != 0)) {
+    for (const handoff_kind mode : {handoff_kind::keep, handoff_kind::offload, handoff_kind::rlmem_pause}) {
+      if (base.handoff == handoff_kind::unmodelled || mode == base.handoff) continue;
+      plan_knobs changed = base;
+      changed.handoff = mode;
+      table.add("hand-off", std::string(to_string(base.handoff)), std::string(to_string(mode)), changed);
+    }
+    for (const std::uint32_t level : {0u, 1u, 2u}) {
+      plan_knobs changed = base;
+      changed.engine.sleep_level = level;
+      std::string message;
+      if (level == base.engine.sleep_level || !validate_handoff_knobs(changed, message)) continue;
+      table.add("sleep level", std::to_string(base.engine.sleep_level), std::to_string(level), changed);
+    }
+  }
   return table.take();
 }
 

@@ -313,6 +313,12 @@ void append_fit(std::string& out, const plan_report& report) {
                                          searched_knobs_text(report), format_count(fit.configurations), 1000 * report.fit_seconds,
                                          format_count(fit.fitting)),
                              0, width);
+  if (!fit.found && fit.host_memory_bytes != 0 && fit.smallest_peak_bytes <= fit.usable_bytes) {
+    out += detail::wrap("none fits the host: " + fit.reason + ". The host's parts follow --sleep-level and --handoff, which the search "
+                        "keeps as given (each alone is in the table above).",
+                        2, width);
+    return;
+  }
   if (!fit.found) {
     out += detail::wrap(fmt::format("none: the smallest needs {} ({}).", bytes_text(fit.smallest_peak_bytes),
                                     printable_text(knobs_command_line(fit.smallest))),

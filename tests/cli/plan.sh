@@ -302,6 +302,8 @@ expect_output "a node short of host memory: the host is the limit" "It does not 
   "${verl_step[@]}" --host-memory 100GB
 expect_output "--fit says the host is the limit when the card has room" "exceeds the 93.1 GiB of --host-memory: the host is the limit" \
   "${verl_step[@]}" --host-memory 100GB --fit h100-80g
+expect_output "when no searched change fits the host, --fit says so" "none fits the host: the configurations that fit the card need more host" \
+  "${verl_step[@]}" --host-memory 128GB --fit h100-80g
 expect_output "--fit's best configuration keeps the hand-off" "--handoff offload --gpus-per-node 8" "${verl_step[@]}" --host-memory 200GB --fit h100-80g
 expect_output "--gpus-per-node alone shows the host" "Host memory: 0 B per GPU, 0 B per node of 1 GPU (--gpus-per-node): nothing offloaded" \
   --model qwen2.5-0.5b "${train[@]}" --gpus-per-node 1

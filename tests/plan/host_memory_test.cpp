@@ -108,6 +108,16 @@ TEST(HostMemory, FitChecksTheHostAsWellAsTheCard) {
     }
   }
   EXPECT_TRUE(offload_row) << "expected an offload optimizer -> none row";
+  // Sleep level 2 keeps no backup of the engine's weights: 2P less per GPU.
+  bool sleep_row = false;
+  for (const what_if_row& row : short_host.what_if) {
+    if (row.knob == "sleep level" && row.from == "1" && row.to == "2") {
+      sleep_row = true;
+      EXPECT_TRUE(row.fits);
+      EXPECT_EQ(row.peak_bytes, plan.peak_bytes) << "the engine's device memory is the same at levels 1 and 2";
+    }
+  }
+  EXPECT_TRUE(sleep_row) << "expected a sleep level 1 -> 2 row where the host is checked";
 
   options.host_memory_bytes = plan.host.per_node_bytes;
   EXPECT_TRUE(fit_configuration(model, knobs, options).yours_fits);
