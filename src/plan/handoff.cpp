@@ -10,6 +10,8 @@
 
 #include "handoff.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -112,6 +114,11 @@ colocated_step plan_colocated_step(const plan_knobs& knobs, const trainer_reside
   const engine_terms e{static_cast<bytes>(engine.weights_bytes), static_cast<bytes>(std::max<std::int64_t>(engine.kv_bytes, 0)),
                        static_cast<bytes>(engine.activation_bytes), static_cast<bytes>(engine.graph_bytes)};
   const bytes source = sync_source_bytes(knobs, engine);
+  // The engine's own call: vLLM's LLM.wake_up(tags), SGLang's Engine.resume_memory_occupation(tags).
+  auto wake_call = [&](const std::string& tags) {
+    const char* call = engine.rollout == rollout_kind::vllm ? "wake_up" : "resume_memory_occupation";
+    return tags.empty() ? fmt::format("{}()", call) : fmt::format("{}(tags={})", call, tags);
+  };
   step.summary.mode = mode;
   step.summary.order = knobs.wake_order;
   step.summary.sync_source_bytes = static_cast<std::uint64_t>(std::llround(source));
@@ -157,16 +164,15 @@ colocated_step plan_colocated_step(const plan_knobs& knobs, const trainer_reside
     step.staged.push_back(sync(true));
     step.together.push_back(sync(true));
   } else {
-    moment weights = trainer_now(level == 1 ? "engine weights back from host: wake_up(tags=[\"weights\"])"
-                                            : "engine weights allocated: wake_up(tags=[\"weights\"])");
+    moment weights = trainer_now(fmt::format("weights {}: {}", level == 1 ? "from host" : "allocated", wake_call("[\"weights\"]")));
     weights.add(engine_weights, e.weights).add(engine_graphs, e.graphs);
     step.staged.push_back(weights.to_phase("wake-weights", residue_names));
     step.staged.push_back(sync(false));
-    moment kv = trainer_now("KV pool allocated after the sync: wake_up(tags=[\"kv_cache\"])");
+    moment kv = trainer_now("KV pool after the sync: " + wake_call("[\"kv_cache\"]"));
     kv.add(engine_weights, e.weights).add(engine_kv, e.kv).add(engine_graphs, e.graphs);
     step.staged.push_back(kv.to_phase("wake-kv", residue_names));
 
-    moment all = trainer_now("engine weights and KV pool woken together: wake_up()");
+    moment all = trainer_now("weights and KV woken together: " + wake_call(""));
     all.add(engine_weights, e.weights).add(engine_kv, e.kv).add(engine_graphs, e.graphs);
     step.together.push_back(all.to_phase("wake-all", residue_names));
     step.together.push_back(sync(true));
