@@ -14,7 +14,7 @@ host_memory host_memory_of(const plan_knobs& knobs, const state_terms& state, co
     if (amount > 0) host.parts.push_back({name, static_cast<std::uint64_t>(std::llround(amount))});
   };
   add(knobs.offload_weights ? "weights, gradients and optimizer state (--offload all: FSDP's CPU offload)"
-                            : "optimizer state and its step (--offload optimizer)",
+                            : "optimizer state (--offload optimizer)",
       state.host);
   add("engine weights while it sleeps (sleep level 1's backup)", static_cast<bytes>(engine.host_bytes));
   add(knobs.handoff == handoff_kind::rlmem_pause ? "trainer state paused while the engine is awake (keep=\"host\")"

@@ -55,7 +55,7 @@ TEST(HostMemory, BackupsAddUpPerGpuAndPerNode) {
   ASSERT_TRUE(plan.engine.refusal.empty()) << plan.engine.refusal;
   // AdamW's bf16 moments (4P) sharded over 4 GPUs; the engine's full bf16 copy (2P); the
   // trainer's shards of the policy and the reference (2P / 4 each) while the engine is awake.
-  EXPECT_EQ(part(plan.host, "optimizer state and its step (--offload optimizer)"), p);
+  EXPECT_EQ(part(plan.host, "optimizer state (--offload optimizer)"), p);
   EXPECT_EQ(part(plan.host, "engine weights while it sleeps (sleep level 1's backup)"), 2 * p);
   EXPECT_EQ(part(plan.host, "trainer state offloaded while the engine is awake (--handoff offload)"), p);
   EXPECT_EQ(plan.host.per_gpu_bytes, 4 * p);
