@@ -725,9 +725,10 @@ void add_plan_command(CLI::App& app, command_body& run) {
                   "             --new-tokens 128 --micro-batch 16 --lora-r 16 --ref-model --fit a100-40g\n"
                   "  rlmem plan --model nanochat_d20.json --phase grpo-step --prompts 16 --group 16 --gen-batch 8 \\\n"
                   "             --prompt-len 256 --new-tokens 256 --micro-batch 8 --kv-cache prealloc --optimizer muon\n"
-                  "  rlmem plan --model qwen2.5-7b --phase grpo-step --prompts 8 --group 8 --prompt-len 1024 \\\n"
-                  "             --new-tokens 1024 --micro-batch 4 --grad-ckpt --rollout vllm --card h100-80g \\\n"
-                  "             --gpu-memory-utilization 0.5 --sleep-level 1 --handoff offload --host-memory 1TB\n"
+                  "  rlmem plan --model qwen2.5-7b --phase grpo-step --prompts 16 --group 8 --prompt-len 1024 \\\n"
+                  "             --new-tokens 1024 --micro-batch 4 --grad-ckpt --gpus 8 --shard fsdp --rollout vllm \\\n"
+                  "             --card h100-80g --gpu-memory-utilization 0.7 --sleep-level 1 --handoff offload \\\n"
+                  "             --wake-order together --host-memory 1TB   (each hand-off transition a phase)\n"
                   "  rlmem plan --from recipe.yaml --fit h100-80g   (TRL's GRPOConfig or a verl config; docs/plan.md)\n"
                   "  rlmem plan --params 3000000 --phase grpo-step --prompts 8 --group 4 --micro-batch 8 --epochs 4 \\\n"
                   "             --buffer traj=rows*epochs*50*263*1*196:fp32 --fit rtx5090-32g");
