@@ -930,11 +930,28 @@
       ['outside the allocator', formatBytes(data.outside_allocator.cuda_context_bytes + data.outside_allocator.cublas_workspace_bytes) +
         ' (CUDA context and cuBLAS workspace)'],
     ];
+    if (data.handoff) {
+      const h = data.handoff;
+      rows.push(['hand-off', h.mode + ', wake order ' + h.wake_order + ': ' + h.transitions.join(' \u2192 ')]);
+      rows.push(['wake-up order', 'staged (weights, sync, then KV): step peak ' + formatBytes(h.staged.step_peak_bytes) + ' in ' +
+        h.staged.peak_phase + '; together: ' + formatBytes(h.together.step_peak_bytes) + ' in ' + h.together.peak_phase]);
+    }
+    if (data.host) {
+      rows.push(['host memory', formatBytes(data.host.per_gpu_bytes) + ' per GPU, ' + formatBytes(data.host.per_node_bytes) + ' per node of ' +
+        data.host.gpus_per_node + ' GPU' + (data.host.gpus_per_node === 1 ? '' : 's') + (data.host.host_memory_bytes === undefined ? ''
+          : (data.host.fits ? ': fits ' : ': does not fit ') + formatBytes(data.host.host_memory_bytes) + ' (--host-memory)')]);
+    }
     if (data.fit) {
       rows.push(['card', data.fit.card + ': ' + formatBytes(data.fit.usable_bytes) + ' usable']);
-      rows.push(['your config', formatBytes(data.fit.yours.peak_bytes) + (data.fit.yours.fits ? ': fits' : ': does not fit')]);
+      rows.push(['your config', formatBytes(data.fit.yours.peak_bytes) + (data.fit.yours.fits ? ': fits' : ': does not fit') +
+        (data.fit.yours.host && data.fit.yours.host.limit !== 'none' ? ' (limit: ' + data.fit.yours.host.limit + ')' : '')]);
     }
     figureList(body, rows);
+    if (data.host && Object.keys(data.host.parts).length) {
+      body.appendChild(el('h3', null, 'Host memory per GPU, by part'));
+      tableOf(body, ['part', 'bytes'], Object.entries(data.host.parts).map(([name, bytes]) => [name, formatBytes(bytes)]),
+        [false, true]).className = 'host-table';
+    }
     body.appendChild(el('h3', null, 'Peak of each phase, by part'));
     const parts = [];
     for (const phase of data.phases) for (const name of Object.keys(phase.components)) if (!parts.includes(name)) parts.push(name);

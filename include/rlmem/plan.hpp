@@ -150,6 +150,20 @@ struct rollout_engine_knobs {
   std::uint64_t graph_bytes = 0;             ///< CUDA graph pool as the engine logs it (0: not given)
 };
 
+/// How a colocated step hands the GPU between the trainer and its rollout engine (docs/plan.md,
+/// "Colocated hand-offs"). unmodelled: no transitions are planned (the trainer stays resident and
+/// the engine's wake-ups are not phases). keep: the trainer keeps its state on the GPU through the
+/// rollout (TRL colocate, OpenRLHF without --ds.enable_sleep). offload: its weights, the reference
+/// copy and the optimizer state go to host memory before the engine wakes and come back after it
+/// sleeps (verl's param_offload and optimizer_offload). rlmem_pause: rlmem.runtime's
+/// pause("train", keep="host") of the same state and of DDP's buckets (the whole tag).
+enum class handoff_kind : std::uint8_t { unmodelled, keep, offload, rlmem_pause };
+/// The order the engine comes back in. staged: its weights, then the weight sync, then (the sync's
+/// copy freed) its KV pool (vLLM wake_up(tags=["weights"]) then ["kv_cache"]; SGLang's
+/// resume_memory_occupation(tags); verl, TRL). together: weights and KV at once, then the sync
+/// (vLLM's wake_up() without tags: the old weights, the new ones and the KV at once).
+enum class wake_order_kind : std::uint8_t { staged, together };
+
 /// How a preallocated KV cache's rows follow the knobs: a number, the generation batch (the
 /// rows generated together), or the group (nanochat's engine sizes it for num_samples).
 enum class kv_rows_kind : std::uint8_t { fixed, generation_batch, group };
@@ -193,6 +207,11 @@ struct plan_knobs {
   bool offload_weights = false;
   std::vector<resident_buffer> buffers;
   rollout_engine_knobs engine;
+  // colocated hand-off (with an engine, grpo-step) and host memory
+  handoff_kind handoff = handoff_kind::unmodelled;
+  wake_order_kind wake_order = wake_order_kind::staged;
+  std::uint64_t sync_bucket_bytes = 0;  ///< the weight sync streams buckets of this size (0: the full weights at once)
+  std::uint64_t gpus_per_node = 0;      ///< GPUs sharing a host's memory (0: not given; the host view is not reported)
 };
 
 /// The rows of one step on one GPU that `rows` in a --buffer stands for: grpo-step's prompts x
@@ -276,6 +295,32 @@ struct engine_budget {
 /// when the engine starts (its weights in a colocated step).
 engine_budget plan_rollout_engine(const model_architecture& model, const plan_knobs& knobs, std::uint64_t trainer_at_init);
 
+/// Host memory one GPU's process holds, part by part (the pinned backups and offloaded state),
+/// and the node's: the parts add up, as they do when the backups' host memory is kept between
+/// uses (PyTorch's pinned-memory cache, rlmem's keep_host_buffers).
+struct host_memory {
+  std::vector<memory_component> parts;  ///< per GPU; they add up to per_gpu_bytes
+  std::uint64_t per_gpu_bytes = 0;
+  std::uint64_t gpus_per_node = 0;
+  std::uint64_t per_node_bytes = 0;     ///< per_gpu_bytes x gpus_per_node
+};
+
+/// The colocated hand-off: the transitions (phases of plan_result, in step order) and what the
+/// other wake-up order would give.
+struct handoff_plan {
+  handoff_kind mode = handoff_kind::unmodelled;
+  wake_order_kind order = wake_order_kind::staged;
+  std::vector<std::string> transitions;      ///< the phases that are transitions, in order
+  std::uint64_t sync_source_bytes = 0;       ///< the weights the sync reads beside the engine's copy (0: the trainer's own, in place)
+  std::uint64_t moved_bytes = 0;             ///< trainer state off the GPU while the engine is awake
+  std::uint64_t step_peak_staged = 0;        ///< the step's peak when the engine wakes weights, sync, then KV
+  std::uint64_t step_peak_together = 0;      ///< ... when it wakes weights and KV together before the sync
+  std::string peak_transition_staged;        ///< the phase that sets each of those peaks
+  std::string peak_transition_together;
+  std::uint64_t wake_peak_staged = 0;        ///< the largest wake-up or sync transition, staged
+  std::uint64_t wake_peak_together = 0;      ///< ... together
+};
+
 struct plan_result {
   parameter_count params;
   std::uint64_t trainable_params = 0;
@@ -287,6 +332,8 @@ struct plan_result {
   std::uint64_t weights_bytes = 0;  ///< policy and reference weights resident per GPU in every phase
   bool out_of_range = false;     ///< some estimate passed 2^53 bytes (8 PiB): the knobs are beyond any GPU
   engine_budget engine;          ///< rollout by vLLM or SGLang (engine.rollout == hf: none)
+  handoff_plan handoff;          ///< knobs.handoff != unmodelled: the hand-off's transitions
+  host_memory host;              ///< knobs.gpus_per_node != 0: host memory per GPU and per node
 };
 
 /// The per-phase peaks. The knobs must have passed validate_knobs.
@@ -322,6 +369,7 @@ struct fit_options {
   unsigned vary = 0;                   ///< search_bit()s of the algorithm knobs the search may move
   bool search_offload = true;
   std::size_t combinations = 5;        ///< fitting configurations to keep, best first
+  std::uint64_t host_memory_bytes = 0; ///< a node's host memory; 0: the host is not checked
 };
 
 /// One knob changed alone from the user's configuration, with the exact peak it gives.
@@ -368,7 +416,13 @@ struct fit_result {
   std::string reason;  ///< when nothing fits: why (the card is smaller than the overhead, ...)
   plan_knobs smallest;  ///< when nothing fits: the configuration with the smallest peak
   std::uint64_t smallest_peak_bytes = 0;
+  std::uint64_t host_memory_bytes = 0;  ///< fit_options' host memory per node (0: not checked)
+  std::uint64_t your_host_bytes = 0;    ///< the configuration's host memory per node
+  bool yours_fits_card = false;         ///< the card alone: yours_fits also needs the host
 };
+
+/// Whether a plan's host memory per node fits `host_memory_bytes` (always, when 0).
+bool host_fits(const plan_result& plan, std::uint64_t host_memory_bytes) noexcept;
 
 /// Tokens produced and trained on per step: the search's objective.
 std::uint64_t work_per_step(const plan_knobs& knobs);
@@ -398,5 +452,9 @@ std::string_view to_string(precision_kind kind) noexcept;
 std::string_view to_string(kv_cache_kind kind) noexcept;
 std::string_view to_string(reference_kind kind) noexcept;
 std::string_view to_string(rollout_kind kind) noexcept;
+std::string_view to_string(handoff_kind kind) noexcept;
+std::string_view to_string(wake_order_kind kind) noexcept;
+/// Checks the hand-off knobs against the phase and the rollout (an engine, grpo-step).
+bool validate_handoff_knobs(const plan_knobs& knobs, std::string& message);
 
 }  // namespace rlmem

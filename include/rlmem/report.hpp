@@ -110,6 +110,7 @@ struct plan_report {
   /// --from FILE: the trainer config the knobs came from, each setting's knob and each ignored one.
   std::optional<trainer_config_mapping> from_config;
   std::string from_file;
+  std::uint64_t host_memory_bytes = 0;  ///< --host-memory: a node's host memory (0: not checked)
 };
 
 /// `rlmem plan` for people.

@@ -4,6 +4,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "output.hpp"
+#include "plan_handoff_options.hpp"
 
 #include <rlmem/regular_file.hpp>
 #include <rlmem/report.hpp>
@@ -61,6 +62,8 @@ struct plan_arguments {
   std::string html;
   bool list = false;
   rollout_arguments rollout;
+  handoff_arguments handoff;
+  std::uint64_t host_memory_bytes = 0;  ///< --host-memory
   std::string from;                 ///< --from FILE: a TRL or verl config
   std::set<std::string> from_file;  ///< the options --from gave values (the command line's win)
   std::string unreadable_model;     ///< --from's model when it names nothing plan can read
@@ -469,6 +472,7 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
   }
   if (!require_phase_knobs(knobs, command, model.opaque_params > 0, args.from_file)) return false;
   if (!build_rollout_knobs(args, model, knobs, command)) return false;
+  if (!build_handoff_knobs(args.handoff, command, knobs, args.host_memory_bytes)) return false;
   std::string message;
   if (!validate_knobs(model, knobs, message) || !validate_engine_knobs(knobs, message)) return fail(message);
   return true;
@@ -514,6 +518,7 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
   }
   if (!build_knobs(args, report.model, command)) return exit_bad_input;
   report.knobs = args.knobs;
+  report.host_memory_bytes = args.host_memory_bytes;
   report.plan = plan_memory(report.model, report.knobs);
   if (!report.plan.engine.refusal.empty()) return fail(report.plan.engine.refusal), exit_bad_input;
   if (report.plan.out_of_range) {
@@ -526,6 +531,7 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     fit_options options;
     options.budget_bytes = budget;
     options.fragmentation_margin = args.margin;
+    options.host_memory_bytes = args.host_memory_bytes;
     if (command.count("--vary") > 0 && !parse_vary(args.vary, report.knobs, options.vary)) return exit_bad_input;
     const auto started = std::chrono::steady_clock::now();
     fit_result fit = fit_configuration(report.model, report.knobs, options);
@@ -689,6 +695,7 @@ void add_plan_command(CLI::App& app, command_body& run) {
       ->check(decimal_in(0, 1))
       ->group(search);
   add_rollout_options(command, args->rollout, knobs.engine);
+  add_handoff_options(command, args->handoff);
   command->add_option("--width", args->width, "Columns of the text report")
       ->capture_default_str()
       ->check(whole_number_in(min_width, max_width));
@@ -718,6 +725,10 @@ void add_plan_command(CLI::App& app, command_body& run) {
                   "             --new-tokens 128 --micro-batch 16 --lora-r 16 --ref-model --fit a100-40g\n"
                   "  rlmem plan --model nanochat_d20.json --phase grpo-step --prompts 16 --group 16 --gen-batch 8 \\\n"
                   "             --prompt-len 256 --new-tokens 256 --micro-batch 8 --kv-cache prealloc --optimizer muon\n"
+                  "  rlmem plan --model qwen2.5-7b --phase grpo-step --prompts 16 --group 8 --prompt-len 1024 \\\n"
+                  "             --new-tokens 1024 --micro-batch 4 --grad-ckpt --gpus 8 --shard fsdp --rollout vllm \\\n"
+                  "             --card h100-80g --gpu-memory-utilization 0.7 --sleep-level 1 --handoff offload \\\n"
+                  "             --wake-order together --host-memory 1TB   (each hand-off transition a phase)\n"
                   "  rlmem plan --from recipe.yaml --fit h100-80g   (TRL's GRPOConfig or a verl config; docs/plan.md)\n"
                   "  rlmem plan --params 3000000 --phase grpo-step --prompts 8 --group 4 --micro-batch 8 --epochs 4 \\\n"
                   "             --buffer traj=rows*epochs*50*263*1*196:fp32 --fit rtx5090-32g");

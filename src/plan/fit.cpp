@@ -327,8 +327,8 @@ score score_of(const plan_knobs& knobs, const plan_knobs& base, std::uint64_t pe
 
 class searcher {
  public:
-  searcher(const model_architecture& model, const plan_knobs& base, std::uint64_t usable)
-      : model_(model), base_(base), usable_(usable) {}
+  searcher(const model_architecture& model, const plan_knobs& base, std::uint64_t usable, std::uint64_t host_memory)
+      : model_(model), base_(base), usable_(usable), host_memory_(host_memory) {}
 
   void consider(const plan_knobs& knobs) {
     std::string message;
@@ -342,7 +342,7 @@ class searcher {
       smallest_ = knobs;
       smallest_peak_ = peak;
     }
-    if (peak > usable_) return;
+    if (peak > usable_ || !host_fits(plan, host_memory_)) return;
     ++fitting_;
     unsigned bits = 0;
     changes_between(base_, knobs, &bits);
@@ -396,6 +396,7 @@ class searcher {
   const model_architecture& model_;
   const plan_knobs& base_;
   std::uint64_t usable_;
+  std::uint64_t host_memory_;  ///< a node's host memory (0: not checked)
   std::uint64_t explored_ = 0;
   std::uint64_t fitting_ = 0;
   std::map<unsigned, found> best_by_changes_;
@@ -464,21 +465,27 @@ using setter = std::function<void(plan_knobs&, std::uint64_t)>;
 
 class what_if_table {
  public:
-  what_if_table(const model_architecture& model, const plan_knobs& base, std::uint64_t base_peak, std::uint64_t usable)
-      : model_(model), base_(base), base_peak_(base_peak), usable_(usable) {}
+  what_if_table(const model_architecture& model, const plan_knobs& base, std::uint64_t base_peak, std::uint64_t usable,
+                std::uint64_t host_memory, bool base_fits)
+      : model_(model), base_(base), base_peak_(base_peak), usable_(usable), host_memory_(host_memory), base_fits_(base_fits) {}
 
-  /// The peak of `changed`, or nothing when the change makes the configuration invalid.
-  std::optional<std::uint64_t> peak_of(const plan_knobs& changed) const {
+  /// A change's peak and whether it fits the card (and the host), or nothing when the change
+  /// makes the configuration invalid.
+  struct outcome {
+    std::uint64_t peak = 0;
+    bool fits = false;
+  };
+  std::optional<outcome> outcome_of(const plan_knobs& changed) const {
     std::string message;
     if (!validate_knobs(model_, changed, message)) return std::nullopt;
     const plan_result plan = plan_memory(model_, changed);
     if (!plan.engine.refusal.empty()) return std::nullopt;  // the engine would not start
-    return plan.peak_bytes;
+    return outcome{plan.peak_bytes, plan.peak_bytes <= usable_ && host_fits(plan, host_memory_)};
   }
 
   void add(const char* knob, std::string from, std::string to, const plan_knobs& changed, bool limit = false) {
-    const auto peak = peak_of(changed);
-    if (!peak) return;
+    const auto result = outcome_of(changed);
+    if (!result) return;
     for (what_if_row& row : rows_) {
       if (row.knob == knob && row.to == to) {  // a notch that is also the limit: one row
         row.limit = row.limit || limit;
@@ -489,9 +496,9 @@ class what_if_table {
     row.knob = knob;
     row.from = std::move(from);
     row.to = std::move(to);
-    row.peak_bytes = *peak;
-    row.saved_bytes = static_cast<std::int64_t>(base_peak_) - static_cast<std::int64_t>(*peak);
-    row.fits = *peak <= usable_;
+    row.peak_bytes = result->peak;
+    row.saved_bytes = static_cast<std::int64_t>(base_peak_) - static_cast<std::int64_t>(result->peak);
+    row.fits = result->fits;
     row.limit = limit;
     rows_.push_back(std::move(row));
   }
@@ -505,7 +512,7 @@ class what_if_table {
     auto above = it;
     if (above != values.end() && *above == current) ++above;
     std::optional<std::uint64_t> limit;
-    if (base_peak_ > usable_) {
+    if (!base_fits_) {
       for (auto below = it; below != values.begin();) {
         --below;
         if (fits(apply, *below)) {
@@ -536,10 +543,10 @@ class what_if_table {
       return low;
     };
     std::optional<std::uint64_t> limit;
-    if (base_peak_ > usable_ && current > lowest && fits(apply, lowest)) limit = bisect(lowest, current - 1);
-    if (base_peak_ <= usable_ && current < highest && fits(apply, current + 1)) limit = bisect(current + 1, highest);
+    if (!base_fits_ && current > lowest && fits(apply, lowest)) limit = bisect(lowest, current - 1);
+    if (base_fits_ && current < highest && fits(apply, current + 1)) limit = bisect(current + 1, highest);
     // At the end of the range the most that fits is not known: the notches show that it fits.
-    if (limit == highest && base_peak_ <= usable_) limit.reset();
+    if (limit == highest && base_fits_) limit.reset();
     notches_and_limit(knob, with_value(at_least(notches, lowest), current), current, apply, text, limit);
   }
 
@@ -553,8 +560,8 @@ class what_if_table {
   }
 
   bool fits(const setter& apply, std::uint64_t value) const {
-    const auto peak = peak_of(changed_to(apply, value));
-    return peak && *peak <= usable_;
+    const auto result = outcome_of(changed_to(apply, value));
+    return result && result->fits;
   }
 
   void notches_and_limit(const char* knob, const std::vector<std::uint64_t>& values, std::uint64_t current, const setter& apply,
@@ -571,6 +578,8 @@ class what_if_table {
   const plan_knobs& base_;
   std::uint64_t base_peak_;
   std::uint64_t usable_;
+  std::uint64_t host_memory_;
+  bool base_fits_;
   std::vector<what_if_row> rows_;
 };
 
@@ -580,8 +589,9 @@ std::uint64_t four_times(std::uint64_t value) { return value > (std::uint64_t{1}
 // Each knob alone. The algorithm's knobs (group, lengths, LoRA rank, effective batch) only where
 // `vary` opens them, and never below a quarter of the user's value.
 std::vector<what_if_row> each_knob_alone(const model_architecture& model, const plan_knobs& base, std::uint64_t base_peak,
-                                         std::uint64_t usable, unsigned vary) {
-  what_if_table table(model, base, base_peak, usable);
+                                         std::uint64_t usable, const fit_options& options, bool base_fits) {
+  const unsigned vary = options.vary;
+  what_if_table table(model, base, base_peak, usable, options.host_memory_bytes, base_fits);
   const auto as_number = [](std::uint64_t value) { return number(value); };
   const auto opened = [vary](search_knob knob) { return (vary & search_bit(knob)) != 0; };
   if (model.opaque_params > 0) {
@@ -686,6 +696,23 @@ std::vector<what_if_row> each_knob_alone(const model_architecture& model, const 
       table.add("old log-probs", "on", "off", changed);
     }
   }
+  // The hand-off and the engine's sleep level decide the host's parts: shown where the hand-off
+  // is planned or the host checked (the search keeps them as given).
+  if (base.engine.rollout != rollout_kind::hf && (base.handoff != handoff_kind::unmodelled || options.host_memory_bytes != 0)) {
+    for (const handoff_kind mode : {handoff_kind::keep, handoff_kind::offload, handoff_kind::rlmem_pause}) {
+      if (base.handoff == handoff_kind::unmodelled || mode == base.handoff) continue;
+      plan_knobs changed = base;
+      changed.handoff = mode;
+      table.add("hand-off", std::string(to_string(base.handoff)), std::string(to_string(mode)), changed);
+    }
+    for (const std::uint32_t level : {0u, 1u, 2u}) {
+      plan_knobs changed = base;
+      changed.engine.sleep_level = level;
+      std::string message;
+      if (level == base.engine.sleep_level || !validate_handoff_knobs(changed, message)) continue;
+      table.add("sleep level", std::to_string(base.engine.sleep_level), std::to_string(level), changed);
+    }
+  }
   return table.take();
 }
 
@@ -701,10 +728,13 @@ fit_result fit_configuration(const model_architecture& model, const plan_knobs& 
   }
   fit.usable_bytes = static_cast<std::uint64_t>(static_cast<double>(options.budget_bytes - overhead) / (1.0 + options.fragmentation_margin));
   fit.your_peak_bytes = base_plan.peak_bytes;
-  fit.yours_fits = base_plan.peak_bytes <= fit.usable_bytes;
-  fit.what_if = each_knob_alone(model, base, base_plan.peak_bytes, fit.usable_bytes, options.vary);
+  fit.yours_fits_card = base_plan.peak_bytes <= fit.usable_bytes;
+  fit.host_memory_bytes = options.host_memory_bytes;
+  fit.your_host_bytes = base_plan.host.per_node_bytes;
+  fit.yours_fits = fit.yours_fits_card && host_fits(base_plan, options.host_memory_bytes);
+  fit.what_if = each_knob_alone(model, base, base_plan.peak_bytes, fit.usable_bytes, options, fit.yours_fits);
   const search_space space = space_for(model, base, options);
-  searcher out(model, base, fit.usable_bytes);
+  searcher out(model, base, fit.usable_bytes, options.host_memory_bytes);
   search(base, space, out);
   fit.configurations = out.explored();
   fit.fitting = out.fitting();
@@ -714,7 +744,10 @@ fit_result fit_configuration(const model_architecture& model, const plan_knobs& 
     if (out.smallest()) {
       fit.smallest = *out.smallest();
       fit.smallest_peak_bytes = out.smallest_peak();
-      fit.reason = fmt::format("the smallest configuration searched needs {} bytes, {} are usable", out.smallest_peak(), fit.usable_bytes);
+      fit.reason = out.smallest_peak() <= fit.usable_bytes
+                       ? fmt::format("the configurations that fit the card need more host memory than the {} bytes of --host-memory",
+                                     options.host_memory_bytes)
+                       : fmt::format("the smallest configuration searched needs {} bytes, {} are usable", out.smallest_peak(), fit.usable_bytes);
     } else {
       fit.reason = "no valid configuration in the search space";
     }

@@ -2,10 +2,13 @@
 // Per-phase peaks: each phase is a set of instants (resident state plus what is live at that
 // moment of the code path); its peak is the largest instant.
 
+#include "handoff.hpp"
+#include "host_memory.hpp"
 #include "memory_terms.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace rlmem {
 
@@ -328,9 +331,8 @@ void opaque_phases(const plan_knobs& knobs, const plan_detail::state_terms& stat
   result.phases.push_back(optimizer_instant(optimizer, state).to_phase("optimizer", optimizer.names));
 }
 
-}  // namespace
-
-plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs) {
+// Each phase's peak (the body of plan_memory, before the host's view).
+plan_result phases_of(const model_architecture& model, const plan_knobs& knobs) {
   const plan_detail::state_terms state = plan_detail::state_of(model, knobs);
   plan_result result;
   result.params = count_parameters(model);
@@ -395,10 +397,14 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
   result.weights_bytes += static_cast<std::uint64_t>(std::llround(reference_weights));
   const bytes sequences = rows * seq * 8;
   const bool accumulating = rows > static_cast<bytes>(knobs.micro_batch);
+  plan_detail::trainer_resident trainer{state.weights, plan_detail::rotary_table_bytes(model), reference_weights, state.optimizer,
+                                       state.ddp_buckets, {}, sequences};
+  for (const resident_buffer& buffer : knobs.buffers) {
+    if ((buffer.phases & phase_rollout) != 0) trainer.buffers.emplace_back(buffer.name, static_cast<bytes>(buffer_bytes(buffer, knobs)));
+  }
   // Colocated: the engine starts beside the trainer, which holds its weights (and DDP's buckets)
-  // by then; its optimizer state comes at the first step.
-  result.engine = plan_rollout_engine(model, knobs,
-                                      static_cast<std::uint64_t>(std::llround(state.weights + reference_weights + state.ddp_buckets)));
+  // by then, unless the hand-off has moved them; its optimizer state comes at the first step.
+  result.engine = plan_rollout_engine(model, knobs, static_cast<std::uint64_t>(std::llround(plan_detail::trainer_at_engine_init(knobs.handoff, trainer))));
   result.host_bytes += result.engine.host_bytes;
   auto resident_for = [&](unsigned phase_bit, bool with_sequences) {
     residency resident;
@@ -414,7 +420,14 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
   };
   const auto generate_rows = static_cast<bytes>(generation_rows(knobs));
   const residency rollout = resident_for(phase_rollout, false);
-  if (knobs.engine.rollout != rollout_kind::hf) {
+  std::optional<plan_detail::colocated_step> colocated;
+  if (knobs.handoff != handoff_kind::unmodelled && knobs.engine.rollout != rollout_kind::hf) {
+    // The hand-off's transitions, the rollout among them, in step order.
+    colocated = plan_detail::plan_colocated_step(knobs, trainer, result.engine);
+    result.phases.insert(result.phases.end(), colocated->phases.begin(), colocated->phases.end());
+    result.handoff = colocated->summary;
+    result.host_bytes += result.handoff.moved_bytes;
+  } else if (knobs.engine.rollout != rollout_kind::hf) {
     result.phases.push_back(engine_rollout_instant(rollout, result.engine).to_phase("rollout", rollout.names));
   } else {
     result.phases.push_back(
@@ -445,6 +458,18 @@ plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs
   const residency optimizer = resident_for(phase_optimizer, true);
   result.phases.push_back(optimizer_instant(optimizer, state).to_phase("optimizer", optimizer.names));
   finish(result);
+  if (colocated) plan_detail::compare_wake_orders(result, *colocated);
+  return result;
+}
+
+}  // namespace
+
+plan_result plan_memory(const model_architecture& model, const plan_knobs& knobs) {
+  plan_result result = phases_of(model, knobs);
+  if (knobs.gpus_per_node != 0) {
+    result.host = plan_detail::host_memory_of(knobs, plan_detail::state_of(model, knobs), result.engine,
+                                              static_cast<bytes>(result.handoff.moved_bytes));
+  }
   return result;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Renders `rlmem plan`: the model, each phase's peak with its parts, and the --fit search.
 
+#include "plan_handoff.hpp"
 #include "plan_json.hpp"
 #include "plan_source.hpp"
 #include "prose.hpp"
@@ -106,9 +107,11 @@ std::string knobs_line(const plan_knobs& knobs, const plan_result& plan) {
 }
 
 void append_phases(std::string& out, const plan_result& plan) {
-  out += "\n  phase        peak        at\n";
+  // The hand-off's transitions have longer names (wake-weights).
+  const std::size_t name_width = plan.handoff.mode == handoff_kind::unmodelled ? 10 : 12;
+  out += fmt::format("\n  {:<{}}peak        at\n", "phase", name_width + 3);
   for (const phase_estimate& phase : plan.phases) {
-    out += fmt::format("  {:<10} {:>10}   {}{}\n", phase.name, bytes_text(phase.peak_bytes), phase.peak_at,
+    out += fmt::format("  {:<{}} {:>10}   {}{}\n", phase.name, name_width, bytes_text(phase.peak_bytes), phase.peak_at,
                        phase.name == plan.peak_phase && plan.phases.size() > 1 ? "   <- peak" : "");
   }
   for (const phase_estimate& phase : plan.phases) {
@@ -130,7 +133,8 @@ void append_overhead(std::string& out, const plan_result& plan, std::size_t widt
                                          "fragmentation, 3% to 100% in the rows measured on the H200: `rlmem replay` measures yours.",
                                          bytes_text(overhead.cuda_context_bytes), bytes_text(overhead.cublas_workspace_bytes)),
                              0, width);
-  if (plan.host_bytes > 0) out += fmt::format("Host memory for offloaded state: {} per GPU\n", bytes_text(plan.host_bytes));
+  // With --gpus-per-node, --host-memory or --handoff the host has its own section.
+  if (plan.host_bytes > 0 && plan.host.gpus_per_node == 0) out += fmt::format("Host memory for offloaded state: {} per GPU\n", bytes_text(plan.host_bytes));
 }
 
 // The engine's budget, pool and sleep: what vLLM's or SGLang's start-up log would say, modelled.
@@ -273,14 +277,16 @@ void append_fit(std::string& out, const plan_report& report) {
                                          card_text(report), bytes_text(fit.usable_bytes), 100 * report.fit_margin),
                              0, width);
   if (fit.your_peak_bytes <= fit.usable_bytes) {
-    out += detail::wrap(fmt::format("Your config needs {}; {} usable: it fits, with {} to spare.", bytes_text(fit.your_peak_bytes),
-                                    bytes_text(fit.usable_bytes), bytes_text(fit.usable_bytes - fit.your_peak_bytes)),
+    out += detail::wrap(fmt::format("Your config needs {}; {} usable: it fits{}, with {} to spare.", bytes_text(fit.your_peak_bytes),
+                                    bytes_text(fit.usable_bytes), fit.host_memory_bytes != 0 ? " the card" : "",
+                                    bytes_text(fit.usable_bytes - fit.your_peak_bytes)),
                         0, width);
   } else {
     out += detail::wrap(fmt::format("Your config needs {}; {} usable: it does not fit.", bytes_text(fit.your_peak_bytes),
                                     bytes_text(fit.usable_bytes)),
                         0, width);
   }
+  if (const std::string host = detail::host_fit_text(report); !host.empty()) out += detail::wrap(host, 0, width);
   if (!fit.what_if.empty()) {
     out += "\nEach knob changed alone from your config:\n";
     std::size_t knob_width = 4;
@@ -299,8 +305,7 @@ void append_fit(std::string& out, const plan_report& report) {
       out += line + "\n";
     }
     if (any_limit) {
-      out += fit.your_peak_bytes <= fit.usable_bytes ? "  * the most of that knob alone that fits\n"
-                                                     : "  * the least change of that knob alone that fits\n";
+      out += fit.yours_fits ? "  * the most of that knob alone that fits\n" : "  * the least change of that knob alone that fits\n";
     }
   }
   if (const std::string kept = kept_knobs_text(report); !kept.empty()) out += detail::wrap(kept, 2, width);
@@ -308,6 +313,12 @@ void append_fit(std::string& out, const plan_report& report) {
                                          searched_knobs_text(report), format_count(fit.configurations), 1000 * report.fit_seconds,
                                          format_count(fit.fitting)),
                              0, width);
+  if (!fit.found && fit.host_memory_bytes != 0 && fit.smallest_peak_bytes <= fit.usable_bytes) {
+    out += detail::wrap("none fits the host: " + fit.reason + ". The host's parts follow --sleep-level and --handoff, which the search "
+                        "keeps as given (each alone is in the table above).",
+                        2, width);
+    return;
+  }
   if (!fit.found) {
     out += detail::wrap(fmt::format("none: the smallest needs {} ({}).", bytes_text(fit.smallest_peak_bytes),
                                     printable_text(knobs_command_line(fit.smallest))),
@@ -405,6 +416,8 @@ json knobs_json(const plan_knobs& knobs) {
     }
     out["rollout"] = rollout;
   }
+  if (knobs.handoff != handoff_kind::unmodelled) out["handoff"] = detail::handoff_knobs_json(knobs);
+  if (knobs.gpus_per_node != 0) out["gpus_per_node"] = knobs.gpus_per_node;
   return out;
 }
 
@@ -457,6 +470,8 @@ json estimate_json(const plan_result& plan) {
   out["host_bytes"] = plan.host_bytes;
   out["trainable_params"] = plan.trainable_params;
   if (plan.engine.rollout != rollout_kind::hf) out["rollout_engine"] = engine_json(plan.engine);
+  if (plan.handoff.mode != handoff_kind::unmodelled) out["handoff"] = detail::handoff_json(plan.handoff);
+  if (plan.host.gpus_per_node != 0) out["host"] = detail::host_json(plan.host, 0);
   return out;
 }
 
@@ -539,6 +554,12 @@ std::string knobs_command_line(const plan_knobs& knobs) {
                         engine.chunked_prefill_size);
   }
   if (engine.rollout != rollout_kind::hf && engine.sleep_level != 0) line += fmt::format(" --sleep-level {}", engine.sleep_level);
+  if (knobs.handoff != handoff_kind::unmodelled) {
+    line += fmt::format(" --handoff {}", to_string(knobs.handoff));
+    if (knobs.wake_order != wake_order_kind::staged) line += fmt::format(" --wake-order {}", to_string(knobs.wake_order));
+    if (knobs.sync_bucket_bytes != 0) line += fmt::format(" --sync-bucket {}", knobs.sync_bucket_bytes);
+  }
+  if (knobs.gpus_per_node != 0) line += fmt::format(" --gpus-per-node {}", knobs.gpus_per_node);
   return line;
 }
 
@@ -559,7 +580,9 @@ std::string render_plan_text(const plan_report& report) {
                              0, width);
   append_phases(out, plan);
   if (plan.engine.rollout != rollout_kind::hf) append_rollout_engine(out, report.model, report.knobs, plan.engine, width);
+  detail::append_handoff(out, report, width);
   append_overhead(out, plan, width);
+  detail::append_host_memory(out, report, width);
   if (report.fit) append_fit(out, report);
   return out;
 }
@@ -579,6 +602,7 @@ json fit_json(const plan_report& report, std::size_t every_fitting_kept) {
   }
   search["vary"] = vary;
   search["yours"] = {{"peak_bytes", fit.your_peak_bytes}, {"usable_bytes", fit.usable_bytes}, {"fits", fit.yours_fits}};
+  if (fit.host_memory_bytes != 0) search["yours"]["host"] = detail::host_fit_json(fit);
   json rows = json::array();
   for (const what_if_row& row : fit.what_if) {
     rows.push_back({{"knob", row.knob}, {"from", row.from}, {"to", row.to}, {"peak_bytes", row.peak_bytes},
@@ -634,6 +658,7 @@ json detail::plan_json(const plan_report& report, std::size_t every_fitting_kept
   if (report.from_config) out["from"] = detail::config_source_json(report);
   const json estimate = estimate_json(report.plan);
   for (const auto& [key, value] : estimate.items()) out[key] = value;
+  if (report.plan.host.gpus_per_node != 0) out["host"] = detail::host_json(report.plan.host, report.host_memory_bytes);
   if (report.fit) out["fit"] = fit_json(report, every_fitting_kept);
   return out;
 }

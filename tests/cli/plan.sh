@@ -287,6 +287,76 @@ else
   echo "ok   vLLM's budget in the JSON"
 fi
 
+# Colocated hand-offs (issue 30, item 3) and host memory (item 4): each transition a phase, the
+# one that sets the step's peak named, the wake-up order that lowers it, the host per GPU and node.
+verl_step=(--model qwen2.5-7b --phase grpo-step --prompts 16 --group 8 --prompt-len 1024 --new-tokens 1024 --micro-batch 4
+  --grad-ckpt --gpus 8 --shard fsdp --rollout vllm --card h100-80g --gpu-memory-utilization 0.7 --sleep-level 1 --handoff offload)
+expect_output "waking all at once: the sync beside the KV sets the step's peak" "The transition that sets the step's peak: weight-sync (68.9 GiB)." \
+  "${verl_step[@]}" --wake-order together
+expect_output "the staged order is advised, with the peak it gives" "lowers the step's peak from 68.9 GiB to 55.8 GiB:" \
+  "${verl_step[@]}" --wake-order together
+expect_output "the transitions in step order" "Transitions: hand-off -> wake-weights -> weight-sync -> wake-kv -> rollout -> sleep -> resume." \
+  "${verl_step[@]}"
+expect_output "host memory per node defaults to the job's GPUs" "Host memory: 19.5 GiB per GPU, 156.0 GiB per node of 8 GPUs" "${verl_step[@]}"
+expect_output "a node short of host memory: the host is the limit" "It does not fit the node's --host-memory 93.1 GiB: 62.9 GiB short, so the host is the limit." \
+  "${verl_step[@]}" --host-memory 100GB
+expect_output "--fit says the host is the limit when the card has room" "exceeds the 93.1 GiB of --host-memory: the host is the limit" \
+  "${verl_step[@]}" --host-memory 100GB --fit h100-80g
+expect_output "when no searched change fits the host, --fit says so" "none fits the host: the configurations that fit the card need more host" \
+  "${verl_step[@]}" --host-memory 128GB --fit h100-80g
+expect_output "--fit's best configuration keeps the hand-off" "--handoff offload --gpus-per-node 8" "${verl_step[@]}" --host-memory 200GB --fit h100-80g
+expect_output "--gpus-per-node alone shows the host" "Host memory: 0 B per GPU, 0 B per node of 1 GPU (--gpus-per-node): nothing offloaded" \
+  --model qwen2.5-0.5b "${train[@]}" --gpus-per-node 1
+for width in 100; do
+  "$rlmem" plan "${verl_step[@]}" --wake-order together --host-memory 100GB --fit h100-80g --width "$width" >"$work/out" 2>&1
+  longest=$(awk '{ if (length($0) > n) n = length($0) } END { print n }' "$work/out")
+  if [ "$longest" -gt "$width" ]; then
+    echo "FAIL the hand-off's report within --width $width: a line of $longest columns"; awk -v w="$width" 'length($0) > w' "$work/out" | head -3
+    failures=$((failures + 1))
+  else
+    echo "ok   the hand-off's report within --width $width (longest line $longest)"
+  fi
+done
+"$rlmem" plan "${verl_step[@]}" --wake-order together --host-memory 100GB --fit h100-80g --json >"$work/handoff.json"
+if ! python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+h, host = d["handoff"], d["host"]
+assert d["knobs"]["handoff"] == {"mode": "offload", "wake_order": "together", "sync_bucket_bytes": 0}, d["knobs"]["handoff"]
+assert h["transitions"] == ["hand-off", "wake-all", "weight-sync", "rollout", "sleep", "resume"], h["transitions"]
+assert d["peak_phase"] == "weight-sync" == h["together"]["peak_phase"] and h["staged"]["peak_phase"] == "rollout", h
+assert h["together"]["step_peak_bytes"] == d["peak_bytes"] > h["staged"]["step_peak_bytes"], h
+phases = {p["name"]: p for p in d["phases"]}
+sync = phases["weight-sync"]["components"]
+assert sync["weights gathered for the sync (bf16, full)"] == h["sync_source_bytes"] == d["rollout_engine"]["weights_bytes"], sync
+assert sum(sync.values()) == phases["weight-sync"]["peak_bytes"], sync
+assert sum(host["parts"].values()) == host["per_gpu_bytes"] == d["host_bytes"], host
+assert host["per_node_bytes"] == 8 * host["per_gpu_bytes"] and host["fits"] is False, host
+yours = d["fit"]["yours"]
+assert yours["host"]["limit"] == "host" and yours["fits"] is False and yours["host"]["fits_card"] is True, yours
+' "$work/handoff.json"; then
+  echo "FAIL the hand-off's JSON: transitions, the order's peaks, the sync's parts, the host per GPU and node, fit's host limit"
+  failures=$((failures + 1))
+else
+  echo "ok   the hand-off and the host in the JSON"
+fi
+expect_bad "--handoff without an engine" "--handoff hands the GPU between the trainer and a rollout engine: give --rollout vllm or sglang" \
+  --model qwen2.5-0.5b "${grpo[@]}" --handoff offload
+expect_bad "--handoff with generate" "--handoff plans the transitions of a colocated step: it needs --phase grpo-step" --model qwen2.5-0.5b \
+  --phase generate --batch 8 --prompt-len 64 --new-tokens 64 --rollout vllm --card h100-80g --gpu-memory-utilization 0.3 --handoff keep
+expect_bad "an unknown hand-off" "--handoff 'sleep3': expected one of keep, offload, rlmem-pause" "${engine_grpo[@]}" --rollout vllm \
+  --card h100-80g --gpu-memory-utilization 0.3 --handoff sleep3
+expect_bad "--wake-order without --handoff" "--wake-order shapes the transitions of --handoff" "${engine_grpo[@]}" --rollout vllm \
+  --card h100-80g --gpu-memory-utilization 0.3 --wake-order together
+expect_bad "--wake-order with an engine that never sleeps" "at --sleep-level 0 it never sleeps" "${engine_grpo[@]}" --rollout vllm \
+  --card h100-80g --gpu-memory-utilization 0.3 --handoff keep --wake-order together
+expect_bad "an unknown wake order" "--wake-order 'weights-first': expected staged or together" "${engine_grpo[@]}" --rollout vllm \
+  --card h100-80g --gpu-memory-utilization 0.3 --sleep-level 1 --handoff keep --wake-order weights-first
+expect_bad "a sync bucket without a unit" "--sync-bucket '512': expected a size of 1 MiB or more" "${engine_grpo[@]}" --rollout vllm \
+  --card h100-80g --gpu-memory-utilization 0.3 --handoff keep --sync-bucket 512
+expect_bad "host memory without a unit" "--host-memory '256': expected a size of 1 MiB or more" --model qwen2.5-0.5b "${train[@]}" --host-memory 256
+expect_bad "more GPUs per node than the job has" "--gpus-per-node 8 is more than the job's --gpus 1" --model qwen2.5-0.5b "${train[@]}" \
+  --gpus-per-node 8
+
 # --from FILE: a trainer's config (testdata/trainer_configs/README.md says where each comes from).
 configs="$testdata/trainer_configs"
 recipe="$configs/trl_open_r1_qwen2.5-1.5b_grpo.yaml"

@@ -451,6 +451,25 @@ TEST(html_report, plan_page_carries_the_plan_json) {
   EXPECT_EQ(data["fit"]["every_fitting_left_out"], 0u);
 }
 
+// The page carries the hand-off's transitions and the host, as the JSON has them.
+TEST(html_report, plan_page_carries_the_handoff_and_the_host) {
+  SKIP_WITHOUT_ASSETS();
+  plan_report report = testing::grpo_plan_fitted_to_h100("qwen2.5-0.5b");
+  report.knobs.engine.rollout = rollout_kind::sglang;
+  report.knobs.engine.device_bytes = gpu_memory_bytes("h100-80g");
+  report.knobs.engine.mem_fraction_static = 0.5;
+  report.knobs.engine.sleep_level = 1;
+  report.knobs.handoff = handoff_kind::offload;
+  report.knobs.gpus_per_node = 1;
+  report.plan = plan_memory(report.model, report.knobs);
+  report.fit.reset();
+  ASSERT_TRUE(report.plan.engine.refusal.empty()) << report.plan.engine.refusal;
+  const nlohmann::json page = embedded_data(render_plan_html(report));
+  EXPECT_EQ(page["handoff"]["transitions"].size(), report.plan.handoff.transitions.size());
+  EXPECT_EQ(page["phases"][0]["name"], "hand-off");
+  EXPECT_EQ(page["host"]["per_node_bytes"], report.plan.host.per_node_bytes);
+}
+
 TEST(html_report, plan_page_keeps_the_first_thousand_fitting_configurations) {
   SKIP_WITHOUT_ASSETS();
   plan_report report = testing::grpo_plan_fitted_to_h100("qwen2.5-0.5b");

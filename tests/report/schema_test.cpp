@@ -133,6 +133,34 @@ TEST(schema, plan_with_a_rollout_engine_follows_the_documented_schema) {
   }
 }
 
+// --handoff and --host-memory add the transitions as phases, the hand-off's summary, the host per
+// GPU and node and fit's host verdict: each in the schema.
+TEST(schema, plan_with_a_handoff_and_host_memory_follows_the_documented_schema) {
+  plan_report report = testing::grpo_plan_fitted_to_h100("qwen2.5-1.5b");
+  report.knobs.micro_batch = 8;
+  report.knobs.engine.rollout = rollout_kind::vllm;
+  report.knobs.engine.device_bytes = gpu_memory_bytes("h100-80g");
+  report.knobs.engine.gpu_memory_utilization = 0.5;
+  report.knobs.engine.sleep_level = 1;
+  report.knobs.handoff = handoff_kind::rlmem_pause;
+  report.knobs.wake_order = wake_order_kind::together;
+  report.knobs.gpus_per_node = 1;
+  report.plan = plan_memory(report.model, report.knobs);
+  ASSERT_TRUE(report.plan.engine.refusal.empty()) << report.plan.engine.refusal;
+  report.host_memory_bytes = report.plan.host.per_node_bytes - 1;
+  fit_options options;
+  options.budget_bytes = report.fit_budget_bytes;
+  options.host_memory_bytes = report.host_memory_bytes;
+  report.fit = fit_configuration(report.model, report.knobs, options);
+  const std::string output = render_plan_json(report);
+  expect_valid(output, "plan.schema.json");
+  const json plan = json::parse(output);
+  EXPECT_EQ(plan["knobs"]["handoff"]["mode"], "rlmem-pause");
+  EXPECT_EQ(plan["handoff"]["transitions"][1], "wake-all");
+  EXPECT_EQ(plan["host"]["fits"], false);
+  EXPECT_EQ(plan["fit"]["yours"]["host"]["fits_host"], false);
+}
+
 TEST(schema, the_validator_catches_a_missing_key) {
   EXPECT_FALSE(testing::schema_problems(json{{"schema_version", 3}}, "inspect.schema.json").empty());
 }

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// `rlmem plan --handoff`, `--wake-order`, `--sync-bucket`, `--gpus-per-node`, `--host-memory`.
+
+#include "plan_handoff_options.hpp"
+
+#include "arguments.hpp"
+#include "output.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+namespace rlmem::cli {
+
+namespace {
+
+bool fail(const std::string& message) {
+  print_error(message);
+  return false;
+}
+
+// A size option's value: at least 1 MiB (a bare number is bytes; under 1 MiB is a missing unit).
+bool size_of(const char* flag, const std::string& text, std::uint64_t& out) {
+  std::int64_t bytes = 0;
+  std::string message;
+  if (!parse_size(text, bytes, message) || bytes < (std::int64_t{1} << 20)) {
+    return fail(fmt::format("{} '{}': expected a size of 1 MiB or more, like 512MiB or 256GB", flag, text.substr(0, 40)));
+  }
+  out = static_cast<std::uint64_t>(bytes);
+  return true;
+}
+
+// The node a default covers: the job's GPUs, up to the eight of an HGX or DGX node.
+constexpr std::uint64_t default_node_gpus = 8;
+
+}  // namespace
+
+void add_handoff_options(CLI::App* command, handoff_arguments& handoff) {
+  auto* group = "Colocated hand-off and host memory";
+  command->add_option("--handoff", handoff.handoff,
+                      "grpo-step with an engine, each transition a phase: keep (the\n"
+                      "trainer stays on the GPU) | offload (weights and optimizer to host\n"
+                      "while the engine is awake: verl) | rlmem-pause (keep=\"host\")")
+      ->group(group);
+  command->add_option("--wake-order", handoff.wake_order,
+                      "--handoff: staged (default: weights, sync, then KV) | together\n"
+                      "(weights and KV woken before the sync)")
+      ->group(group);
+  command->add_option("--sync-bucket", handoff.sync_bucket,
+                      "--handoff: the sync sends buckets of this size (verl's\n"
+                      "update_weights_bucket_megabytes; default: all weights at once)")
+      ->group(group);
+  command->add_option("--gpus-per-node", handoff.gpus_per_node, "GPUs sharing a host's memory (default: --gpus, at most 8)")
+      ->check(whole_number_in(1, 1u << 20))
+      ->group(group);
+  command->add_option("--host-memory", handoff.host_memory,
+                      "A node's host memory (256GB, 2TiB), checked by the report and\n"
+                      "--fit: offloaded state and pinned backups of every GPU")
+      ->group(group);
+}
+
+bool build_handoff_knobs(const handoff_arguments& args, const CLI::App& command, plan_knobs& knobs, std::uint64_t& host_memory_bytes) {
+  const bool handoff = command.count("--handoff") > 0;
+  if (handoff) {
+    constexpr std::array<std::pair<const char*, handoff_kind>, 3> modes = {
+        {{"keep", handoff_kind::keep}, {"offload", handoff_kind::offload}, {"rlmem-pause", handoff_kind::rlmem_pause}}};
+    const auto mode = std::find_if(modes.begin(), modes.end(), [&](const auto& m) { return args.handoff == m.first; });
+    if (mode == modes.end()) return fail(fmt::format("--handoff '{}': expected one of keep, offload, rlmem-pause", args.handoff.substr(0, 40)));
+    knobs.handoff = mode->second;
+  }
+  for (const char* flag : {"--wake-order", "--sync-bucket"}) {
+    if (command.count(flag) > 0 && !handoff) {
+      return fail(fmt::format("{} shapes the transitions of --handoff; give --handoff keep, offload or rlmem-pause", flag));
+    }
+  }
+  if (command.count("--wake-order") > 0) {
+    if (args.wake_order == "together") {
+      knobs.wake_order = wake_order_kind::together;
+    } else if (args.wake_order != "staged") {
+      return fail(fmt::format("--wake-order '{}': expected staged or together", args.wake_order.substr(0, 40)));
+    }
+  }
+  if (command.count("--sync-bucket") > 0 && !size_of("--sync-bucket", args.sync_bucket, knobs.sync_bucket_bytes)) return false;
+  host_memory_bytes = 0;
+  if (command.count("--host-memory") > 0 && !size_of("--host-memory", args.host_memory, host_memory_bytes)) return false;
+  if (command.count("--gpus-per-node") > 0) {
+    if (args.gpus_per_node > knobs.gpus) {
+      return fail(fmt::format("--gpus-per-node {} is more than the job's --gpus {}: a node holds at most the job's GPUs", args.gpus_per_node,
+                              knobs.gpus));
+    }
+    knobs.gpus_per_node = args.gpus_per_node;
+  } else if (handoff || host_memory_bytes != 0) {
+    knobs.gpus_per_node = std::min(knobs.gpus, default_node_gpus);
+  }
+  std::string message;
+  if (!validate_handoff_knobs(knobs, message)) return fail(message);
+  return true;
+}
+
+}  // namespace rlmem::cli
