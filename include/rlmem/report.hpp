@@ -110,6 +110,9 @@ struct plan_report {
   /// --from FILE: the trainer config the knobs came from, each setting's knob and each ignored one.
   std::optional<trainer_config_mapping> from_config;
   std::string from_file;
+  /// --response-len-max, --response-len-percentiles: the step's peak along the responses' lengths.
+  std::optional<length_view> response_lengths;
+  std::string response_lengths_card;  ///< the card the fitting length is found on (--fit's, else --card)
 };
 
 /// `rlmem plan` for people.

@@ -2,6 +2,7 @@
 // Renders `rlmem plan`: the model, each phase's peak with its parts, and the --fit search.
 
 #include "plan_json.hpp"
+#include "plan_lengths.hpp"
 #include "plan_source.hpp"
 #include "prose.hpp"
 
@@ -561,6 +562,7 @@ std::string render_plan_text(const plan_report& report) {
   if (plan.engine.rollout != rollout_kind::hf) append_rollout_engine(out, report.model, report.knobs, plan.engine, width);
   append_overhead(out, plan, width);
   if (report.fit) append_fit(out, report);
+  detail::append_length_view(out, report);
   return out;
 }
 
@@ -635,6 +637,7 @@ json detail::plan_json(const plan_report& report, std::size_t every_fitting_kept
   const json estimate = estimate_json(report.plan);
   for (const auto& [key, value] : estimate.items()) out[key] = value;
   if (report.fit) out["fit"] = fit_json(report, every_fitting_kept);
+  if (report.response_lengths) out["response_lengths"] = detail::length_view_json(report);
   return out;
 }
 

@@ -291,8 +291,20 @@ fi
 configs="$testdata/trainer_configs"
 recipe="$configs/trl_open_r1_qwen2.5-1.5b_grpo.yaml"
 expect_output "--from a TRL recipe maps its batch" "per_device_train_batch_size 16 -> --micro-batch 16" --from "$recipe"
-expect_output "--from a TRL recipe names the vLLM rollout it ignores" "use_vllm true: --from does not map the vLLM rollout yet (give --rollout vllm and its knobs)" \
-  --from "$recipe"
+expect_output "--from a TRL recipe without a card names the vLLM rollout it cannot plan" \
+  "use_vllm true: vLLM sizes itself from the card it runs on: give --card CARD (or --fit CARD)" --from "$recipe"
+expect_output "--from a TRL recipe on a card plans its colocated vLLM" \
+  "Budget 23.9 GiB = gpu_memory_utilization 0.3 x the card's 79.6 GiB" --from "$recipe" --card h100-80g --width 1000
+expect_output "--from TRL's vLLM settings are listed with the knobs they set" \
+  "per_device_train_batch_size x vllm_tensor_parallel_size x steps_per_generation 16 x 1 x 4 -> --max-num-seqs 64" \
+  --from "$recipe" --card h100-80g --width 1000
+expect_output "--from a verl config with its vLLM rollout on a card" "actor_rollout_ref.rollout.gpu_memory_utilization 0.6 -> --gpu-memory-utilization 0.6" \
+  --from "$configs/verl_grpo_qwen2.5-3b_lora.yaml" --fit h100-80g --width 1000
+expect_output "--from a verl config without a card names its engine settings left out" \
+  "actor_rollout_ref.rollout.gpu_memory_utilization 0.6: configures the vLLM rollout, not planned (above)" \
+  --from "$configs/verl_grpo_qwen2.5-3b_lora.yaml" --width 1000
+expect_output "the command line's --rollout replaces the file's engine" "the command line's --rollout sglang replaces the file's vLLM" \
+  --from "$recipe" --rollout sglang --mem-fraction-static 0.5 --card h100-80g --width 1000
 expect_output "the command line overrides --from" "max_completion_length 1024 -> --new-tokens 1024; the command line's --new-tokens wins" \
   --from "$recipe" --new-tokens 512
 expect_output "the overriding value is planned" "4 prompts x 16 samples, prompt 512 + 512 new tokens, micro-batch 8" \
