@@ -25,6 +25,7 @@ std::string key(const char* prefix, const char* name) { return std::string(prefi
 // collective_rpc("sleep", level=2) when free_cache_engine) and sglang_rollout/async_sglang_server.py
 // (mem_fraction_static = gpu_memory_utilization, disable_cuda_graph = enforce_eager,
 // max_running_requests = max_num_seqs; asleep it releases both the KV cache and the weights).
+// vllm_rollout.py picks vLLM's sleep level.
 bool map_rollout(settings_reader& read) {
   const setting name = read.get(key(rollout, "name"), "???");
   if (name.value == "hf") {
@@ -72,8 +73,17 @@ bool map_rollout(settings_reader& read) {
     if (batched.in_file) read.ignore(batched, "verl does not pass it to SGLang");
     if (length.set()) read.ignore(length, "SGLang's context length does not size its pool: the fraction does");
   }
-  read.map(free_cache, "--sleep-level", *sleeps ? "2" : "0",
-           *sleeps ? "the hybrid engine drops its weights and KV between rollouts (level 2)" : "the engine stays awake");
+  // vllm_rollout.py: the hybrid engine sleeps at level 2 (vLLM >= 0.8.5), at level 1 (weights
+  // backed up in host memory) with layered_summon.
+  const setting layered = read.get(key(rollout, "layered_summon"), false);
+  const auto layers_summoned = read.flag(layered);
+  if (!layers_summoned) return false;
+  if (*sleeps && vllm && *layers_summoned) {
+    read.map(layered, "--sleep-level", "1", "free_cache_engine with layered_summon: verl sleeps vLLM at level 1, weights kept in host memory");
+  } else {
+    read.map(free_cache, "--sleep-level", *sleeps ? "2" : "0",
+             *sleeps ? "the hybrid engine drops its weights and KV between rollouts (level 2)" : "the engine stays awake");
+  }
   // With enforce_eager there are no CUDA graphs: the plan's graph pool (0 unless given) is exact.
   if (!*no_graphs) read.ignore(eager, "the engine captures CUDA graphs, whose pool is not estimated: give --engine-graph-memory from its log");
   if (*tensor_parallel > 1) {
