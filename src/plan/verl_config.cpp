@@ -54,7 +54,7 @@ bool map_rollout(settings_reader& read) {
   const auto tensor_parallel = read.count(parallel, max_config_gpus);
   if (read.failed()) return false;
   if (!(*fraction > 0 && *fraction <= 1)) return read.fail(fmt::format("{} = {} must be in (0, 1]", utilization.key, *fraction));
-  read.map(name, "--rollout", vllm ? "vllm" : "sglang", "on the actor's GPUs (verl's hybrid engine)");
+  read.map(name, "--rollout", vllm ? "vllm" : "sglang", "verl's hybrid engine: on the actor's GPUs");
   if (vllm) {
     read.map(utilization, "--gpu-memory-utilization", value_text(utilization.value));
     const auto seqs = read.count(sequences, max_config_rows);
