@@ -983,6 +983,7 @@
       }
       return [phase.name, formatBytes(phase.peak_bytes), phase.peak_at, bar];
     }), [false, true, false, false]).className = 'plan-table';
+    if (data.response_lengths) responseLengthsView(body, data.response_lengths);
     if (!data.fit) return;
     body.appendChild(el('h3', null, 'Each knob changed alone from your config'));
     body.appendChild(el('p', 'help', 'Peak and saving of each change; * marks the least change that fits (or the most that still fits).'));
@@ -1010,6 +1011,42 @@
         formatBytes(row.peak_bytes), formatCount(row.work_per_step), row.command_line]), [true, true, true, false]);
     });
     body.appendChild(every);
+  }
+
+  // --response-len-*: the step's peak at each percentile's length, the longest response that fits
+  // the card and the chance per step of drawing a longer one.
+  function responseLengthsView(body, lengths) {
+    body.appendChild(el('h3', null, 'Response lengths'));
+    body.appendChild(el('p', 'help', 'A padded pass is as long as its longest sample, so the step\'s peak follows the longest response ' +
+      'a step draws, up to ' + formatCount(lengths.max_length) + ' tokens (the phases above are planned at ' +
+      formatCount(lengths.planned_new_tokens) + ').'));
+    const hasCard = lengths.fitting_length !== undefined;
+    const hasChance = lengths.assumption !== undefined;
+    const percent = (p) => (100 * p).toFixed(1) + '%';
+    tableOf(body, ['response', 'tokens', 'peak', 'phase'].concat(hasCard ? ['fits'] : [], hasChance ? ['P(a step draws longer)'] : []),
+      lengths.points.map((point) => [point.label, formatCount(point.length), formatBytes(point.peak_bytes), point.peak_phase]
+        .concat(hasCard ? [point.fits ? 'yes' : 'no'] : [], hasChance ? [percent(point.step_draws_longer)] : [])),
+      [false, true, true, false].concat(hasCard ? [false] : [], hasChance ? [true] : [])).className = 'lengths-table';
+    if (!hasCard) {
+      body.appendChild(el('p', 'help', 'Give --fit CARD (or --card with an engine) for the length at which the step stops fitting.'));
+      return;
+    }
+    let verdict;
+    if (lengths.fits_at_max) {
+      verdict = 'Every response up to ' + formatCount(lengths.max_length) + ' tokens fits the ' + formatBytes(lengths.usable_bytes) +
+        ' usable on ' + lengths.card + '.';
+    } else if (lengths.fitting_length === 0) {
+      verdict = 'Even 1-token responses do not fit the ' + formatBytes(lengths.usable_bytes) + ' usable on ' + lengths.card + '.';
+    } else {
+      verdict = 'The step fits up to ' + formatCount(lengths.fitting_length) + ' tokens of response (at ' +
+        formatCount(lengths.fitting_length + 1) + ' it needs ' + formatBytes(lengths.peak_after_fitting_bytes) + ', over the ' +
+        formatBytes(lengths.usable_bytes) + ' usable on ' + lengths.card + '): the run overflows the card in the first step that ' +
+        'draws a longer response.';
+      if (hasChance) {
+        verdict += ' P(a step draws one) = ' + percent(lengths.step_draws_longer_than_fitting) + ' (' + lengths.assumption + ').';
+      }
+    }
+    body.appendChild(el('p', 'lengths-verdict', verdict));
   }
 
   // A colour of its own for each part of a phase: Kelly's 20 colours of maximum contrast, then

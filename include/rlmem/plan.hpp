@@ -440,6 +440,63 @@ std::uint64_t least_proposed(std::uint64_t value) noexcept;
 /// checkpointing, offload, chunked log-probs) and the algorithm knobs `options.vary` opens.
 fit_result fit_configuration(const model_architecture& model, const plan_knobs& base, const fit_options& options);
 
+// ---------------------------------------------------------------- response lengths
+
+/// A point of the responses' length distribution: `fraction` of the samples are at most `length`
+/// tokens long ("p90=800": fraction 0.9, 800 tokens).
+struct length_quantile {
+  std::string label;  ///< as given: "p90"
+  double fraction = 0;
+  std::uint64_t length = 0;
+};
+
+/// "p50=312,p90=810,p99=1500" into quantiles of ascending fraction and length; false with a
+/// one-line message when a point is malformed, repeated or out of order.
+bool parse_length_quantiles(std::string_view text, std::vector<length_quantile>& quantiles, std::string& message);
+
+/// The share of samples at most `length` tokens long: piecewise linear through (0, 0), the
+/// quantiles and (max_length, 1); 1 from max_length on.
+double length_cdf(const std::vector<length_quantile>& quantiles, std::uint64_t max_length, std::uint64_t length);
+
+struct length_view_options {
+  std::uint64_t max_length = 0;              ///< the longest response the data allows (at most --new-tokens)
+  std::vector<length_quantile> quantiles;    ///< empty: no distribution given
+  std::uint64_t usable_bytes = 0;            ///< what a step may peak at on the card (--fit's usable); 0: no card
+};
+
+/// The step planned with every response `length` tokens long (a padded pass is as long as its
+/// longest sample).
+struct length_point {
+  std::string label;              ///< the quantile's ("p90"), or "max"
+  double fraction = 0;            ///< the quantile's fraction; 1 for the max
+  std::uint64_t length = 0;
+  std::uint64_t peak_bytes = 0;
+  std::string peak_phase;
+  bool fits = false;              ///< peak within the usable memory (only with a card)
+  double step_draws_longer = 0;   ///< P(a step draws a sample longer than length) (only with quantiles)
+};
+
+struct length_view {
+  std::uint64_t max_length = 0;
+  std::uint64_t samples_per_step = 0;  ///< responses one step draws over all GPUs (any of them may set a pass's length)
+  std::vector<length_point> points;    ///< each quantile, then the max
+  bool has_card = false;
+  bool has_quantiles = false;
+  std::uint64_t usable_bytes = 0;
+  /// The longest response whose step fits (0: not even one token); max_length when every length fits.
+  std::uint64_t fitting_length = 0;
+  std::uint64_t peak_after_fitting_bytes = 0;  ///< the step's peak one token past fitting_length
+  double step_draws_longer_than_fitting = 0;   ///< P(a step draws a sample longer than fitting_length)
+  std::uint64_t plans_evaluated = 0;           ///< by the bisection
+};
+
+/// The step's peak at each quantile's length and at the max, and with a card the longest
+/// response that fits, found by bisection on the response length to the token (the peak grows
+/// with it). A vLLM max_model_len or a preallocated cache left to follow the lengths is fixed at
+/// prompt + max_length, as the engine or cache was sized before the run. Samples are taken as
+/// independent: P(a step of N samples draws one longer than L) = 1 - F(L)^N.
+length_view plan_response_lengths(const model_architecture& model, const plan_knobs& knobs, const length_view_options& options);
+
 std::string_view to_string(plan_phase phase) noexcept;
 std::string_view to_string(optimizer_kind kind) noexcept;
 std::string_view to_string(logprob_impl impl) noexcept;

@@ -107,6 +107,9 @@ struct plan_report {
   unsigned fit_vary = 0;          ///< search_bit()s of the algorithm knobs --vary opened
   bool fit_all = false;           ///< text: every fitting configuration, not only the shortlist (--all)
   std::size_t width = 100;        ///< columns of the text report
+  /// --response-len-max, --response-len-percentiles: the step's peak along the responses' lengths.
+  std::optional<length_view> response_lengths;
+  std::string response_lengths_card;  ///< the card the fitting length is found on (--fit's, else --card)
   /// --from FILE: the trainer config the knobs came from, each setting's knob and each ignored one.
   std::optional<trainer_config_mapping> from_config;
   std::string from_file;

@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "output.hpp"
 #include "plan_handoff_options.hpp"
+#include "plan_lengths.hpp"
 
 #include <rlmem/regular_file.hpp>
 #include <rlmem/report.hpp>
@@ -25,6 +26,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <variant>
 
 namespace rlmem::cli {
 
@@ -68,11 +71,112 @@ struct plan_arguments {
   std::set<std::string> from_file;  ///< the options --from gave values (the command line's win)
   std::string unreadable_model;     ///< --from's model when it names nothing plan can read
   std::optional<trainer_config_mapping> mapping;
+  length_arguments lengths;
 };
 
 // Counts of the shape and the search: whole numbers (CLI11 would read "-1" into an unsigned
 // option as 2^64 - 1); validate_knobs then checks each against what a GPU can hold.
 const CLI::Validator whole_number = whole_number_in(0, std::numeric_limits<std::uint64_t>::max());
+
+// The options that set a knob, in one table: the command line registers them from it and --from
+// sets them through it, so each knob has one flag and one destination.
+enum class value_check : std::uint8_t { none, whole, fraction };
+using knob_target = std::variant<std::uint64_t*, std::uint32_t*, double*, std::string*, std::vector<std::string>*, bool*>;
+struct knob_option {
+  const char* flag;
+  knob_target target;
+  const char* group;
+  const char* help;
+  value_check check = value_check::none;
+  bool value_optional = false;  ///< given bare, the option reads "auto" (--ref-model)
+};
+
+constexpr const char* shape_group = "Shape";
+constexpr const char* training_group = "Training";
+constexpr const char* memory_group = "Memory";
+constexpr const char* engine_group = "Rollout engine";
+
+std::vector<knob_option> knob_options(plan_arguments& args) {
+  plan_knobs& knobs = args.knobs;
+  rollout_engine_knobs& engine = knobs.engine;
+  constexpr value_check whole = value_check::whole;
+  return {
+      {"--batch", &knobs.batch, shape_group, "generate: rows generated together", whole},
+      {"--gen-batch", &knobs.batch, shape_group, "grpo-step: rollout rows generated together (default all of a GPU's)", whole},
+      {"--prompt-len", &knobs.prompt_len, shape_group, "Prompt tokens per row", whole},
+      {"--new-tokens", &knobs.new_tokens, shape_group, "Tokens generated per row", whole},
+      {"--micro-batch", &knobs.micro_batch, shape_group, "Rows per forward/backward", whole},
+      {"--seq-len", &knobs.seq_len, shape_group, "train: tokens per row", whole},
+      {"--logprob-tokens", &knobs.logprob_tokens, shape_group, "train: response tokens per row scored (default: half of --seq-len)", whole},
+      {"--grad-accum", &knobs.grad_accum, shape_group, "train: micro-batches per optimizer step (default 1)", whole},
+      {"--prompts", &knobs.prompts, shape_group, "grpo-step: prompts per step (all GPUs)", whole},
+      {"--group", &knobs.group, shape_group, "grpo-step: samples per prompt", whole},
+      {"--epochs", &knobs.epochs, shape_group, "grpo-step: update passes over the rollout (PPO; default 1)", whole},
+      {"--ref-model", &args.reference, training_group, "grpo-step: copy | adapter-disabled (LoRA; bare: it with --lora-r)",
+       value_check::none, true},
+      {"--old-logprobs", &knobs.old_logprobs, training_group, "grpo-step: a no-grad pass of the policy before the update (PPO)"},
+      {"--grad-ckpt", &knobs.grad_ckpt, training_group, "Gradient checkpointing (transformers' gradient_checkpointing_enable)"},
+      {"--optimizer", &args.optimizer, training_group, "adamw (default) | sgd | muon (matrices; AdamW for the rest)"},
+      {"--precision", &args.precision, training_group,
+       "bf16 (default: weights, gradients, AdamW state) | fp32-master |\n"
+       "nanochat (fp32, bf16 embedding, autocast; nanochat's default)"},
+      {"--lora-r", &knobs.lora_rank, training_group, "LoRA rank (peft; frozen base, fp32 adapters); 0: full fine-tuning", whole},
+      {"--lora-targets", &args.lora_targets, training_group, "Comma list of q_proj ... down_proj (default: all seven)"},
+      {"--logprob-impl", &args.logprob_impl_name, training_group,
+       "full (default: fp32 response logits) | chunked (verl) | fused (Liger)\n"
+       "| softcap (nanochat's default: all positions' softcapped logits)\n"
+       "| softcap-fp32 (nanochat's gpt.py since 2025-11-23: fp32 first)"},
+      {"--logprob-chunk", &knobs.logprob_chunk, training_group, "Rows per chunk for chunked and fused (default 1024)", whole},
+      {"--kv-cache", &args.kv_cache, memory_group, "grow (default: DynamicCache) | prealloc (one buffer, nanochat)"},
+      {"--kv-rows", &args.kv_rows, memory_group, "prealloc: rows the cache holds: N, gen-batch (default) or group"},
+      {"--kv-len", &knobs.kv_len, memory_group, "prealloc: positions per row (default: prompt + new tokens)", whole},
+      {"--buffer", &args.buffers, memory_group,
+       "A resident tensor NAME=DIMS:DTYPE[@phases] (repeatable); a dim is a\n"
+       "number, rows (a GPU's rows) or epochs, joined by x or *; without\n"
+       "@phases it lives in every phase. e.g. traj=rows*epochs*50*263*196:fp32"},
+      {"--gpus", &knobs.gpus, memory_group, "Data-parallel GPUs (default 1)", whole},
+      {"--shard", &args.shard, memory_group, "none (DDP) | zero1 (optimizer) | zero2 (+gradients) | fsdp (+weights)"},
+      {"--offload", &args.offload, memory_group, "none | optimizer (state and step on the CPU) | all (fsdp: weights too)"},
+      // The engines' options, named as vLLM and SGLang name them.
+      {"--rollout", &args.rollout.rollout, engine_group,
+       "hf (default: transformers' generate) | vllm | sglang (the engine\n"
+       "reserves its memory up front on the trainer's GPU)"},
+      {"--card", &args.rollout.card, engine_group, "vllm, sglang: the GPU the engine sizes itself from (default: --fit's)"},
+      {"--gpu-memory-utilization", &engine.gpu_memory_utilization, engine_group, "vllm: share of the card's total (default 0.9)",
+       value_check::fraction},
+      {"--max-model-len", &engine.max_model_len, engine_group, "vllm: tokens per request (default: prompt + new tokens)", whole},
+      {"--max-num-seqs", &engine.max_num_seqs, engine_group, "vllm: requests run together (default 256)", whole},
+      {"--max-num-batched-tokens", &engine.max_num_batched_tokens, engine_group, "vllm: tokens of the profile run (default 8192)", whole},
+      {"--block-size", &engine.block_size, engine_group, "vllm: tokens per KV block (default 16)", whole},
+      {"--sleep-level", &engine.sleep_level, engine_group,
+       "vllm, sglang: through training the engine is 0 awake (default),\n"
+       "1 asleep with its weights in host memory, 2 asleep, all dropped"},
+      {"--mem-fraction-static", &engine.mem_fraction_static, engine_group, "sglang: share of the memory free at init (required)",
+       value_check::fraction},
+      {"--chunked-prefill-size", &engine.chunked_prefill_size, engine_group, "sglang: tokens per prefill chunk (default 8192)", whole},
+      {"--engine-graph-memory", &args.rollout.graph_memory, engine_group, "vllm, sglang: its CUDA graph pool, from its log (not estimated)"},
+  };
+}
+
+// Registers the table's options of `groups`, in the table's order.
+void add_knob_options(CLI::App* command, const std::vector<knob_option>& options, std::initializer_list<std::string_view> groups) {
+  for (const knob_option& entry : options) {
+    if (std::find(groups.begin(), groups.end(), std::string_view(entry.group)) == groups.end()) continue;
+    CLI::Option* option = std::visit(
+        [&](auto* target) -> CLI::Option* {
+          if constexpr (std::is_same_v<decltype(target), bool*>) {
+            return command->add_flag(entry.flag, *target, entry.help);
+          } else {
+            return command->add_option(entry.flag, *target, entry.help);
+          }
+        },
+        entry.target);
+    if (entry.check == value_check::whole) option->check(whole_number);
+    if (entry.check == value_check::fraction) option->check(decimal_in(0, 1));
+    if (entry.value_optional) option->expected(0, 1)->default_str("auto");
+    option->group(entry.group);
+  }
+}
 
 bool fail(const std::string& message) {
   print_error(message);
@@ -316,46 +420,69 @@ bool resolve_config_model(plan_arguments& args, const std::string& name) {
   return true;
 }
 
-bool parse_count(const mapped_setting& setting, std::uint64_t& out) {
+// One setting into the option it maps to, as if typed; false when no option of the table takes
+// it or its value is not one the option reads.
+bool apply_config_setting(plan_arguments& args, const mapped_setting& setting) {
   const std::string& text = setting.flag_value;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  for (const knob_option& entry : knob_options(args)) {
+    if (setting.flag != entry.flag) continue;
+    return std::visit(
+        [&](auto* target) {
+          using target_type = std::remove_pointer_t<decltype(target)>;
+          if constexpr (std::is_same_v<target_type, bool>) {
+            *target = text == "on";
+            return text == "on" || text == "off";
+          } else if constexpr (std::is_same_v<target_type, std::string>) {
+            if (entry.value_optional) *target = text == "on" ? "auto" : "";
+            else *target = text;
+            return true;
+          } else if constexpr (std::is_same_v<target_type, std::vector<std::string>>) {
+            return false;  // no trainer setting is a --buffer
+          } else {
+            target_type value{};
+            const auto [end, ec] = std::from_chars(first, last, value);
+            if (ec != std::errc() || end != last) return false;
+            *target = value;
+            return true;
+          }
+        },
+        entry.target);
+  }
+  return false;
 }
 
-// One setting into the option it maps to, as if typed; false when the option is unknown here.
-bool apply_config_setting(plan_arguments& args, const mapped_setting& setting) {
-  plan_knobs& knobs = args.knobs;
-  const std::string& flag = setting.flag;
-  const bool on = setting.flag_value == "on";
-  const std::array<std::pair<const char*, std::uint64_t*>, 8> counts = {{{"--micro-batch", &knobs.micro_batch},
-                                                                         {"--prompts", &knobs.prompts},
-                                                                         {"--group", &knobs.group},
-                                                                         {"--prompt-len", &knobs.prompt_len},
-                                                                         {"--new-tokens", &knobs.new_tokens},
-                                                                         {"--epochs", &knobs.epochs},
-                                                                         {"--gpus", &knobs.gpus},
-                                                                         {"--lora-r", &knobs.lora_rank}}};
-  for (const auto& [name, knob] : counts) {
-    if (flag == name) return parse_count(setting, *knob);
+// The file's rollout engine and its settings are planned only on a card the engine sizes itself
+// from (--card or --fit), and not when the command line's --rollout names another engine: then
+// they are left out, named once with the reason.
+void drop_unplanned_engine(plan_arguments& args, const CLI::App& command, trainer_config_mapping& mapping, std::vector<ignored_setting>& unread) {
+  const auto engine = std::find_if(mapping.mapped.begin(), mapping.mapped.end(), [](const mapped_setting& s) { return s.flag == "--rollout"; });
+  if (engine == mapping.mapped.end() || engine->flag_value == "hf") return;
+  const std::string name = engine->flag_value == "vllm" ? "vLLM" : "SGLang";
+  std::string reason;
+  if (command.count("--rollout") > 0 && args.rollout.rollout != engine->flag_value) {
+    reason = fmt::format("the command line's --rollout {} replaces the file's {} and its settings", args.rollout.rollout, name);
+  } else if (command.count("--card") == 0 && command.count("--fit") == 0) {
+    reason = fmt::format("{} sizes itself from the card it runs on: give --card CARD (or --fit CARD) to plan its rollout with the "
+                         "file's engine settings; the rollout planned is transformers' generate",
+                         name);
   }
-  const std::array<std::pair<const char*, std::string*>, 7> choices = {{{"--precision", &args.precision},
-                                                                        {"--optimizer", &args.optimizer},
-                                                                        {"--shard", &args.shard},
-                                                                        {"--offload", &args.offload},
-                                                                        {"--logprob-impl", &args.logprob_impl_name},
-                                                                        {"--lora-targets", &args.lora_targets},
-                                                                        {"--kv-cache", &args.kv_cache}}};
-  for (const auto& [name, choice] : choices) {
-    if (flag == name) {
-      *choice = setting.flag_value;
-      return true;
+  if (reason.empty()) return;
+  unread.push_back({engine->key, engine->value, reason});
+  std::vector<std::string> engine_flags;
+  for (const knob_option& entry : knob_options(args)) {
+    if (std::string_view(entry.group) == engine_group) engine_flags.emplace_back(entry.flag);
+  }
+  const std::string engine_key = engine->key;
+  std::erase_if(mapping.mapped, [&](const mapped_setting& setting) {
+    if (std::find(engine_flags.begin(), engine_flags.end(), setting.flag) == engine_flags.end()) return false;
+    // The file's own engine keys, named; values derived from other keys or defaults go unsaid.
+    if (!setting.from_default && setting.key != engine_key && setting.key.find(' ') == std::string::npos) {
+      unread.push_back({setting.key, setting.value, fmt::format("configures the {} rollout, not planned (above)", name)});
     }
-  }
-  if (flag == "--grad-ckpt") knobs.grad_ckpt = on;
-  else if (flag == "--old-logprobs") knobs.old_logprobs = on;
-  else if (flag == "--ref-model") args.reference = on ? "auto" : "";
-  else return false;
-  return true;
+    return true;
+  });
 }
 
 // --from FILE: reads the config and sets every option the command line does not give.
@@ -372,6 +499,7 @@ bool apply_trainer_config(plan_arguments& args, const CLI::App& command) {
     return fail(fmt::format("--from {} describes an RL step: give --phase grpo-step or leave --phase out", args.from));
   }
   std::vector<ignored_setting> unread;
+  drop_unplanned_engine(args, command, mapping, unread);
   std::erase_if(mapping.mapped, [&](mapped_setting& setting) {
     if (command.count(setting.flag) > 0) {
       setting.overridden = true;
@@ -558,6 +686,16 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     report.fit_vary = options.vary;
     report.fit_all = args.all;
   }
+  if (length_view_asked(command)) {
+    // The card the longest fitting response is found on: --fit's, else the engine's --card.
+    std::uint64_t usable = report.fit ? report.fit->usable_bytes : 0;
+    const runtime_overhead& overhead = report.plan.overhead;
+    const std::uint64_t outside = overhead.cuda_context_bytes + overhead.cublas_workspace_bytes;
+    if (!report.fit && report.knobs.engine.device_bytes > outside) {
+      usable = static_cast<std::uint64_t>(static_cast<double>(report.knobs.engine.device_bytes - outside) / (1.0 + args.margin));
+    }
+    if (!plan_length_view(args.lengths, report, usable, report.fit ? args.fit : args.rollout.card)) return exit_bad_input;
+  }
   report.width = args.width;
   if (!args.html.empty()) return write_whole_file(args.html, render_plan_html(report));
   return write_report(args.json ? render_plan_json(report) : render_plan_text(report));
@@ -578,45 +716,10 @@ std::string card_list() {
   return lines;
 }
 
-// The engines' options, named as vLLM and SGLang name them.
-void add_rollout_options(CLI::App* command, rollout_arguments& rollout, rollout_engine_knobs& engine) {
-  auto* group = "Rollout engine";
-  command->add_option("--rollout", rollout.rollout,
-                      "hf (default: transformers' generate) | vllm | sglang (the engine\n"
-                      "reserves its memory up front on the trainer's GPU)")
-      ->group(group);
-  command->add_option("--card", rollout.card, "vllm, sglang: the GPU the engine sizes itself from (default: --fit's)")->group(group);
-  command->add_option("--gpu-memory-utilization", engine.gpu_memory_utilization, "vllm: share of the card's total (default 0.9)")
-      ->check(decimal_in(0, 1))
-      ->group(group);
-  command->add_option("--max-model-len", engine.max_model_len, "vllm: tokens per request (default: prompt + new tokens)")
-      ->check(whole_number)
-      ->group(group);
-  command->add_option("--max-num-seqs", engine.max_num_seqs, "vllm: requests run together (default 256)")->check(whole_number)->group(group);
-  command->add_option("--max-num-batched-tokens", engine.max_num_batched_tokens, "vllm: tokens of the profile run (default 8192)")
-      ->check(whole_number)
-      ->group(group);
-  command->add_option("--block-size", engine.block_size, "vllm: tokens per KV block (default 16)")->check(whole_number)->group(group);
-  command->add_option("--sleep-level", engine.sleep_level,
-                      "vllm, sglang: through training the engine is 0 awake (default),\n"
-                      "1 asleep with its weights in host memory, 2 asleep, all dropped")
-      ->group(group);
-  command->add_option("--mem-fraction-static", engine.mem_fraction_static, "sglang: share of the memory free at init (required)")
-      ->check(decimal_in(0, 1))
-      ->group(group);
-  command->add_option("--chunked-prefill-size", engine.chunked_prefill_size, "sglang: tokens per prefill chunk (default 8192)")
-      ->check(whole_number)
-      ->group(group);
-  command->add_option("--engine-graph-memory", rollout.graph_memory,
-                      "vllm, sglang: its CUDA graph pool, from its log (not estimated)")
-      ->group(group);
-}
-
 }  // namespace
 
 void add_plan_command(CLI::App& app, command_body& run) {
   auto args = std::make_shared<plan_arguments>();
-  plan_knobs& knobs = args->knobs;
   CLI::App* command = app.add_subcommand("plan", "Peak GPU memory of each phase of an RL step, from the architecture and the knobs");
   command->add_option("--model", args->model, "A preset (--list-models), a config.json or nanochat's model config");
   command->add_option("--params", args->params, "Without --model: the policy's parameter count; its tensors as --buffer")
@@ -626,58 +729,8 @@ void add_plan_command(CLI::App& app, command_body& run) {
                       "A trainer's config: TRL's GRPOConfig (JSON or YAML recipe) or a verl\n"
                       "config (YAML); its settings give the knobs the command line leaves out");
   command->add_option("--phase", args->phase, "generate | train | grpo-step");
-  auto* shape = "Shape";
-  command->add_option("--batch", knobs.batch, "generate: rows generated together")->check(whole_number)->group(shape);
-  command->add_option("--gen-batch", knobs.batch, "grpo-step: rollout rows generated together (default all of a GPU's)")
-      ->check(whole_number)
-      ->group(shape);
-  command->add_option("--prompt-len", knobs.prompt_len, "Prompt tokens per row")->check(whole_number)->group(shape);
-  command->add_option("--new-tokens", knobs.new_tokens, "Tokens generated per row")->check(whole_number)->group(shape);
-  command->add_option("--micro-batch", knobs.micro_batch, "Rows per forward/backward")->check(whole_number)->group(shape);
-  command->add_option("--seq-len", knobs.seq_len, "train: tokens per row")->check(whole_number)->group(shape);
-  command->add_option("--logprob-tokens", knobs.logprob_tokens, "train: response tokens per row scored (default: half of --seq-len)")->check(whole_number)->group(shape);
-  command->add_option("--grad-accum", knobs.grad_accum, "train: micro-batches per optimizer step (default 1)")->check(whole_number)->group(shape);
-  command->add_option("--prompts", knobs.prompts, "grpo-step: prompts per step (all GPUs)")->check(whole_number)->group(shape);
-  command->add_option("--group", knobs.group, "grpo-step: samples per prompt")->check(whole_number)->group(shape);
-  command->add_option("--epochs", knobs.epochs, "grpo-step: update passes over the rollout (PPO; default 1)")->check(whole_number)->group(shape);
-  auto* training = "Training";
-  command->add_option("--ref-model", args->reference,
-                      "grpo-step: copy | adapter-disabled (LoRA; bare: it with --lora-r)")
-      ->expected(0, 1)
-      ->default_str("auto")
-      ->group(training);
-  command->add_flag("--old-logprobs", knobs.old_logprobs,
-                    "grpo-step: a no-grad pass of the policy before the update (PPO)")
-      ->group(training);
-  command->add_flag("--grad-ckpt", knobs.grad_ckpt, "Gradient checkpointing (transformers' gradient_checkpointing_enable)")->group(training);
-  command->add_option("--optimizer", args->optimizer, "adamw (default) | sgd | muon (matrices; AdamW for the rest)")->group(training);
-  command->add_option("--precision", args->precision,
-                      "bf16 (default: weights, gradients, AdamW state) | fp32-master |\n"
-                      "nanochat (fp32, bf16 embedding, autocast; nanochat's default)")
-      ->group(training);
-  command->add_option("--lora-r", knobs.lora_rank, "LoRA rank (peft; frozen base, fp32 adapters); 0: full fine-tuning")
-      ->check(whole_number)
-      ->group(training);
-  command->add_option("--lora-targets", args->lora_targets, "Comma list of q_proj ... down_proj (default: all seven)")
-      ->group(training);
-  command->add_option("--logprob-impl", args->logprob_impl_name,
-                      "full (default: fp32 response logits) | chunked (verl) | fused (Liger)\n"
-                      "| softcap (nanochat's default: all positions' softcapped logits)\n"
-                      "| softcap-fp32 (nanochat's gpt.py since 2025-11-23: fp32 first)")
-      ->group(training);
-  command->add_option("--logprob-chunk", knobs.logprob_chunk, "Rows per chunk for chunked and fused (default 1024)")->check(whole_number)->group(training);
-  auto* memory = "Memory";
-  command->add_option("--kv-cache", args->kv_cache, "grow (default: DynamicCache) | prealloc (one buffer, nanochat)")->group(memory);
-  command->add_option("--kv-rows", args->kv_rows, "prealloc: rows the cache holds: N, gen-batch (default) or group")->group(memory);
-  command->add_option("--kv-len", knobs.kv_len, "prealloc: positions per row (default: prompt + new tokens)")->check(whole_number)->group(memory);
-  command->add_option("--buffer", args->buffers,
-                      "A resident tensor NAME=DIMS:DTYPE[@phases] (repeatable); a dim is a\n"
-                      "number, rows (a GPU's rows) or epochs, joined by x or *; without\n"
-                      "@phases it lives in every phase. e.g. traj=rows*epochs*50*263*196:fp32")
-      ->group(memory);
-  command->add_option("--gpus", knobs.gpus, "Data-parallel GPUs (default 1)")->check(whole_number)->group(memory);
-  command->add_option("--shard", args->shard, "none (DDP) | zero1 (optimizer) | zero2 (+gradients) | fsdp (+weights)")->group(memory);
-  command->add_option("--offload", args->offload, "none | optimizer (state and step on the CPU) | all (fsdp: weights too)")->group(memory);
+  const std::vector<knob_option> options = knob_options(*args);
+  add_knob_options(command, options, {shape_group, training_group, memory_group});
   auto* search = "Fit";
   command->add_option("--fit", args->fit, "Your config against a card (below) or a size (32GB, 80GiB)")
       ->group(search);
@@ -694,8 +747,9 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--margin", args->margin, "--fit: fragmentation margin on top of the peak (default 0.10)")
       ->check(decimal_in(0, 1))
       ->group(search);
-  add_rollout_options(command, args->rollout, knobs.engine);
+  add_knob_options(command, options, {engine_group});
   add_handoff_options(command, args->handoff);
+  add_length_options(command, args->lengths);
   command->add_option("--width", args->width, "Columns of the text report")
       ->capture_default_str()
       ->check(whole_number_in(min_width, max_width));

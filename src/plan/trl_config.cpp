@@ -205,19 +205,62 @@ bool map_sharding(settings_reader& read) {
   return true;
 }
 
-// vLLM's engine (use_vllm) and the other settings plan does not model, named with the reason.
-void ignore_unmodelled(settings_reader& read, bool vllm) {
-  if (vllm) {
-    const setting mode = read.get("vllm_mode", "colocate");
-    read.ignore(read.get("use_vllm"),
-                mode.value == "server"
-                    ? "vLLM generates on the server's GPUs (vllm_mode server); the plan counts transformers' generate on the "
-                      "training GPU instead (an over-estimate here)"
-                    : "--from does not map the vLLM rollout yet (give --rollout vllm and its knobs): the rollout planned is transformers' generate");
+// use_vllm: in colocate mode (f2cd577's default) GRPOTrainer starts vLLM on each training GPU
+// (trl/generation/vllm_generation.py: LLM(gpu_memory_utilization=vllm_gpu_memory_utilization,
+// max_model_len=vllm_max_model_length, max_num_seqs=per_device_train_batch_size x
+// vllm_tensor_parallel_size x steps_per_generation, max_num_batched_tokens=4096,
+// enable_sleep_mode=vllm_enable_sleep_mode), then llm.sleep(level=2) between generations with
+// sleep mode. In server mode the engine is on other GPUs.
+bool map_vllm(settings_reader& read, std::uint64_t micro_batch, std::uint64_t steps_per_generation) {
+  const setting use_vllm = read.get("use_vllm");
+  const setting mode = read.get("vllm_mode", "colocate");
+  const auto mode_name = read.text(mode);
+  if (!mode_name) return false;
+  if (*mode_name == "server") {
+    read.ignore(use_vllm, "vLLM generates on the server's GPUs (vllm_mode server); the plan counts transformers' generate on the "
+                          "training GPU instead (an over-estimate here)");
     for (const char* key : {"vllm_gpu_memory_utilization", "vllm_max_model_length", "vllm_enable_sleep_mode", "vllm_tensor_parallel_size"}) {
-      if (const setting engine = read.get(key); engine.in_file) read.ignore(engine, "--from does not map the vLLM rollout yet (give --rollout vllm and its knobs)");
+      if (const setting engine = read.get(key); engine.in_file) read.ignore(engine, "configures a colocated engine; vllm_mode is server");
     }
+    return true;
   }
+  if (*mode_name != "colocate") return read.fail(fmt::format("vllm_mode must be server or colocate, not {}", mode_name->substr(0, 40)));
+  const setting utilization = read.get("vllm_gpu_memory_utilization", 0.3);
+  const setting sleep = read.get("vllm_enable_sleep_mode", false);
+  const setting parallel = read.get("vllm_tensor_parallel_size", 1);
+  const auto fraction = read.number(utilization);
+  const auto sleeps = read.flag(sleep);
+  const auto tensor_parallel = read.count(parallel, max_config_gpus);
+  if (read.failed()) return false;
+  if (!(*fraction > 0 && *fraction <= 1)) return read.fail(fmt::format("vllm_gpu_memory_utilization = {} must be in (0, 1]", *fraction));
+  read.map(use_vllm, "--rollout", "vllm", "vllm_mode colocate: vLLM on each training GPU");
+  read.map(utilization, "--gpu-memory-utilization", value_text(utilization.value));
+  if (const setting length = read.get("vllm_max_model_length"); length.set()) {
+    const auto tokens = read.count(length, max_config_length);
+    if (!tokens) return false;
+    read.map(length, "--max-model-len", number_text(*tokens));
+  }
+  setting sequences;
+  sequences.key = "per_device_train_batch_size x vllm_tensor_parallel_size x steps_per_generation";
+  sequences.value = fmt::format("{} x {} x {}", micro_batch, *tensor_parallel, steps_per_generation);
+  sequences.in_file = true;
+  read.map(sequences, "--max-num-seqs", number_text(micro_batch * *tensor_parallel * steps_per_generation), "GRPOTrainer's max_num_seqs");
+  setting batched;
+  batched.key = "use_vllm";
+  batched.value = "true";
+  batched.in_file = true;
+  read.map(batched, "--max-num-batched-tokens", "4096", "TRL starts vLLM with max_num_batched_tokens=4096");
+  read.map(sleep, "--sleep-level", *sleeps ? "2" : "0",
+           *sleeps ? "TRL puts the engine to sleep at level 2 (weights and KV dropped) between generations" : "the engine stays awake");
+  if (*tensor_parallel > 1) {
+    read.ignore(parallel, "an engine split over GPUs is not modelled: planned as one engine per GPU (its reservation per GPU is the "
+                          "same; its weights and KV tokens per GPU differ)");
+  }
+  return true;
+}
+
+// The settings plan does not model, named with the reason.
+void ignore_unmodelled(settings_reader& read) {
   if (const setting steps = read.get("torch_empty_cache_steps"); steps.set()) {
     read.ignore(steps, "empty_cache every N steps lowers what is reserved, not the allocated peak plan reports");
   }
@@ -307,7 +350,8 @@ bool map_trl_config(settings_reader& read, const trainer_config_context& context
   }
   if (*fused) read.map(liger, "--logprob-impl", "fused", "Liger's fused linear GRPO loss: no full logits");
   if (!map_precision(read) || !map_peft(read) || !map_optimizer(read) || !map_sharding(read)) return false;
-  ignore_unmodelled(read, *use_vllm);
+  if (*use_vllm && !map_vllm(read, micro_batch, steps_per_generation)) return false;
+  ignore_unmodelled(read);
   return !read.failed();
 }
 

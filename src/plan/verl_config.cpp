@@ -19,22 +19,78 @@ constexpr const char* model = "actor_rollout_ref.model.";
 
 std::string key(const char* prefix, const char* name) { return std::string(prefix) + name; }
 
-// verl's engines (vLLM, SGLang) and what configures them.
-void map_rollout(settings_reader& read) {
+// verl's engines (vLLM, SGLang) and what configures them, as verl passes them at b178a3c:
+// vllm_rollout/vllm_async_server.py (LLM args gpu_memory_utilization, max_num_seqs,
+// max_num_batched_tokens, max_model_len, enforce_eager; the hybrid engine's sleep is
+// collective_rpc("sleep", level=2) when free_cache_engine) and sglang_rollout/async_sglang_server.py
+// (mem_fraction_static = gpu_memory_utilization, disable_cuda_graph = enforce_eager,
+// max_running_requests = max_num_seqs; asleep it releases both the KV cache and the weights).
+// vllm_rollout.py picks vLLM's sleep level.
+bool map_rollout(settings_reader& read) {
   const setting name = read.get(key(rollout, "name"), "???");
   if (name.value == "hf") {
     read.map(name, "--kv-cache", "grow", "transformers' generate");
-    return;
+    return true;
   }
-  read.ignore(name, name.value == "???" ? "verl requires it (vllm or sglang); the rollout planned is transformers' generate"
-                                        : "--from does not map the vLLM and SGLang rollouts yet (give --rollout and its knobs): the rollout planned is "
-                                          "transformers' generate");
-  for (const char* engine_key : {"gpu_memory_utilization", "tensor_model_parallel_size", "max_num_seqs", "max_num_batched_tokens",
-                                 "max_model_len", "free_cache_engine", "enforce_eager"}) {
-    if (const setting engine = read.get(key(rollout, engine_key)); engine.in_file) {
-      read.ignore(engine, "--from does not map the vLLM and SGLang rollouts yet (give --rollout and its knobs)");
+  if (name.value != "vllm" && name.value != "sglang") {
+    read.ignore(name, name.value == "???" ? "verl requires it (vllm or sglang); the rollout planned is transformers' generate"
+                                          : "only vLLM and SGLang rollouts are modelled: the rollout planned is transformers' generate");
+    return true;
+  }
+  const bool vllm = name.value == "vllm";
+  const setting utilization = read.get(key(rollout, "gpu_memory_utilization"), 0.5);
+  const setting sequences = read.get(key(rollout, "max_num_seqs"), 256);
+  const setting batched = read.get(key(rollout, "max_num_batched_tokens"), 8192);
+  const setting length = read.get(key(rollout, "max_model_len"));
+  const setting free_cache = read.get(key(rollout, "free_cache_engine"), true);
+  const setting eager = read.get(key(rollout, "enforce_eager"), false);
+  const setting parallel = read.get(key(rollout, "tensor_model_parallel_size"), 2);
+  for (const setting* value : {&utilization, &sequences, &batched, &length, &free_cache, &eager, &parallel}) {
+    if (value->interpolated) return read.fail(fmt::format("{} is an OmegaConf interpolation ({}); give its value", value->key, value_text(value->value)));
+  }
+  const auto fraction = read.number(utilization);
+  const auto sleeps = read.flag(free_cache);
+  const auto no_graphs = read.flag(eager);
+  const auto tensor_parallel = read.count(parallel, max_config_gpus);
+  if (read.failed()) return false;
+  if (!(*fraction > 0 && *fraction <= 1)) return read.fail(fmt::format("{} = {} must be in (0, 1]", utilization.key, *fraction));
+  read.map(name, "--rollout", vllm ? "vllm" : "sglang", "verl's hybrid engine: on the actor's GPUs");
+  if (vllm) {
+    read.map(utilization, "--gpu-memory-utilization", value_text(utilization.value));
+    const auto seqs = read.count(sequences, max_config_rows);
+    const auto tokens = read.count(batched, max_config_rows * max_config_length);
+    if (!seqs || !tokens) return false;
+    read.map(sequences, "--max-num-seqs", std::to_string(*seqs));
+    read.map(batched, "--max-num-batched-tokens", std::to_string(*tokens));
+    if (length.set()) {
+      const auto model_len = read.count(length, max_config_length);
+      if (!model_len) return false;
+      read.map(length, "--max-model-len", std::to_string(*model_len));
     }
+  } else {
+    read.map(utilization, "--mem-fraction-static", value_text(utilization.value), "verl passes it as SGLang's mem_fraction_static");
+    if (sequences.in_file) read.ignore(sequences, "SGLang's max_running_requests does not size its pool: the fraction does");
+    if (batched.in_file) read.ignore(batched, "verl does not pass it to SGLang");
+    if (length.set()) read.ignore(length, "SGLang's context length does not size its pool: the fraction does");
   }
+  // vllm_rollout.py: the hybrid engine sleeps at level 2 (vLLM >= 0.8.5), at level 1 (weights
+  // backed up in host memory) with layered_summon.
+  const setting layered = read.get(key(rollout, "layered_summon"), false);
+  const auto layers_summoned = read.flag(layered);
+  if (!layers_summoned) return false;
+  if (*sleeps && vllm && *layers_summoned) {
+    read.map(layered, "--sleep-level", "1", "free_cache_engine with layered_summon: verl sleeps vLLM at level 1, weights kept in host memory");
+  } else {
+    read.map(free_cache, "--sleep-level", *sleeps ? "2" : "0",
+             *sleeps ? "the hybrid engine drops its weights and KV between rollouts (level 2)" : "the engine stays awake");
+  }
+  // With enforce_eager there are no CUDA graphs: the plan's graph pool (0 unless given) is exact.
+  if (!*no_graphs) read.ignore(eager, "the engine captures CUDA graphs, whose pool is not estimated: give --engine-graph-memory from its log");
+  if (*tensor_parallel > 1) {
+    read.ignore(parallel, "an engine split over GPUs is not modelled: planned as one engine per GPU (its reservation per GPU is the "
+                          "same; its weights and KV tokens per GPU differ)");
+  }
+  return true;
 }
 
 // FSDP (fsdp, fsdp2) shards the actor over every GPU; on one GPU it divides nothing unless it
@@ -203,7 +259,7 @@ bool map_verl_config(settings_reader& read, const trainer_config_context& contex
   if (critic.value == true || (estimator.value == "gae" && critic.value != false)) {
     read.ignore(estimator, "the PPO critic (its weights, gradients and optimizer state) is not modelled: the plan is the actor's");
   }
-  map_rollout(read);
+  if (!map_rollout(read)) return false;
   return !read.failed();
 }
 

@@ -3,6 +3,7 @@
 
 #include "plan_handoff.hpp"
 #include "plan_json.hpp"
+#include "plan_lengths.hpp"
 #include "plan_source.hpp"
 #include "prose.hpp"
 
@@ -584,6 +585,7 @@ std::string render_plan_text(const plan_report& report) {
   append_overhead(out, plan, width);
   detail::append_host_memory(out, report, width);
   if (report.fit) append_fit(out, report);
+  detail::append_length_view(out, report);
   return out;
 }
 
@@ -660,6 +662,7 @@ json detail::plan_json(const plan_report& report, std::size_t every_fitting_kept
   for (const auto& [key, value] : estimate.items()) out[key] = value;
   if (report.plan.host.gpus_per_node != 0) out["host"] = detail::host_json(report.plan.host, report.host_memory_bytes);
   if (report.fit) out["fit"] = fit_json(report, every_fitting_kept);
+  if (report.response_lengths) out["response_lengths"] = detail::length_view_json(report);
   return out;
 }
 

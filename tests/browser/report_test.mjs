@@ -284,7 +284,8 @@ function makeReplayPage(snapshotPath) {
 function makePlanPage() {
   const out = join(workdir, 'plan.html');
   const run = spawnSync(rlmem, ['plan', '--model', 'qwen2.5-0.5b', '--phase', 'grpo-step', '--prompts', '8', '--group', '8',
-    '--prompt-len', '512', '--new-tokens', '512', '--micro-batch', '16', '--ref-model', '--fit', 'h100-80g', '--html', out],
+    '--prompt-len', '512', '--new-tokens', '512', '--micro-batch', '16', '--ref-model', '--fit', 'h100-80g',
+    '--response-len-percentiles', 'p50=200,p90=400', '--html', out],
   { encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`rlmem plan --html exited ${run.status}: ${run.stderr}`);
   return out;
@@ -302,7 +303,8 @@ const comparisons = [
   [makeReplayPage(join(testdata, 'snapshots/frag_default_oom.pickle.zst')), 'replay',
     [['table.settings-table .setting-bar', 'settings bars'], ['#comparison-body dd', 'replay figures']]],
   [makePlanPage(), 'plan', [['table.plan-table .part-bar', 'phase parts'], ['table.what-if-table td', 'what-ifs'],
-    ['table.combinations-table td', 'combinations'], ['pre.best-command', 'the best command line'], ['details.every-fitting', 'every fitting configuration']]],
+    ['table.combinations-table td', 'combinations'], ['pre.best-command', 'the best command line'], ['details.every-fitting', 'every fitting configuration'],
+    ['table.lengths-table td', 'response lengths'], ['p.lengths-verdict', 'the longest response that fits']]],
 ];
 
 const hostilePickle = join(workdir, 'hostile.pickle');

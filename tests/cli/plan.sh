@@ -361,8 +361,20 @@ expect_bad "more GPUs per node than the job has" "--gpus-per-node 8 is more than
 configs="$testdata/trainer_configs"
 recipe="$configs/trl_open_r1_qwen2.5-1.5b_grpo.yaml"
 expect_output "--from a TRL recipe maps its batch" "per_device_train_batch_size 16 -> --micro-batch 16" --from "$recipe"
-expect_output "--from a TRL recipe names the vLLM rollout it ignores" "use_vllm true: --from does not map the vLLM rollout yet (give --rollout vllm and its knobs)" \
-  --from "$recipe"
+expect_output "--from a TRL recipe without a card names the vLLM rollout it cannot plan" \
+  "use_vllm true: vLLM sizes itself from the card it runs on: give --card CARD (or --fit CARD)" --from "$recipe"
+expect_output "--from a TRL recipe on a card plans its colocated vLLM" \
+  "Budget 23.9 GiB = gpu_memory_utilization 0.3 x the card's 79.6 GiB" --from "$recipe" --card h100-80g --width 1000
+expect_output "--from TRL's vLLM settings are listed with the knobs they set" \
+  "per_device_train_batch_size x vllm_tensor_parallel_size x steps_per_generation 16 x 1 x 4 -> --max-num-seqs 64" \
+  --from "$recipe" --card h100-80g --width 1000
+expect_output "--from a verl config with its vLLM rollout on a card" "actor_rollout_ref.rollout.gpu_memory_utilization 0.6 -> --gpu-memory-utilization 0.6" \
+  --from "$configs/verl_grpo_qwen2.5-3b_lora.yaml" --fit h100-80g --width 1000
+expect_output "--from a verl config without a card names its engine settings left out" \
+  "actor_rollout_ref.rollout.gpu_memory_utilization 0.6: configures the vLLM rollout, not planned (above)" \
+  --from "$configs/verl_grpo_qwen2.5-3b_lora.yaml" --width 1000
+expect_output "the command line's --rollout replaces the file's engine" "the command line's --rollout sglang replaces the file's vLLM" \
+  --from "$recipe" --rollout sglang --mem-fraction-static 0.5 --card h100-80g --width 1000
 expect_output "the command line overrides --from" "max_completion_length 1024 -> --new-tokens 1024; the command line's --new-tokens wins" \
   --from "$recipe" --new-tokens 512
 expect_output "the overriding value is planned" "4 prompts x 16 samples, prompt 512 + 512 new tokens, micro-batch 8" \
@@ -410,6 +422,45 @@ expect_bad "--from a model it cannot read" "its model '~/models/deepseek-llm-7b-
   --from "$configs/verl_ppo_trainer_defaults.yaml"
 expect_bad "--from without a micro-batch" "needs --micro-batch" --from "$configs/verl_ppo_trainer_defaults.yaml" --model qwen2.5-7b
 expect_bad "--from a file naming no model" "names no model" --from "$configs/trl_grpo_training_args.json"
+
+# Response lengths as a distribution (issue 30, item 6): the step at each percentile's length, the
+# longest response that fits the card, and the chance per step of drawing a longer one.
+lengths=(--model qwen2.5-1.5b --phase grpo-step --prompts 8 --group 8 --prompt-len 512 --new-tokens 4096 --micro-batch 16 --grad-ckpt)
+expect_output "the longest response that fits, by bisection" "The step fits up to 2,077 tokens of response: at 2,078 it needs 71.8 GiB" \
+  "${lengths[@]}" --fit h100-80g --response-len-percentiles p50=600,p90=1200,p99=1800,p99.9=2400 --width 1000
+expect_output "the chance per step from the percentiles" "P(a step draws one) = 1 - F(2,077)^64 = 31.3%" \
+  "${lengths[@]}" --fit h100-80g --response-len-percentiles p50=600,p90=1200,p99=1800,p99.9=2400 --width 1000
+expect_output "a percentile's peak" "p99            1,800   63.8 GiB  update        yes   47.4%" \
+  "${lengths[@]}" --fit h100-80g --response-len-percentiles p50=600,p90=1200,p99=1800,p99.9=2400
+expect_output "every length fits" "Every response up to the longest the data allows (1,024 tokens) fits" \
+  "${lengths[@]}" --fit h100-80g --response-len-max 1024
+expect_output "without a card the view says how to get the length" "Give --fit CARD (or --card with an engine)" \
+  "${lengths[@]}" --response-len-max 3000
+seq 1 1000 | awk '{ print int(($1 * 7919) % 1000) + 1 }' >"$work/lengths.txt"
+expect_output "a file of observed lengths gives p50, p90, p99 and p99.9" "p99.9            999" "${lengths[@]}" --response-lens "$work/lengths.txt"
+"$rlmem" plan "${lengths[@]}" --fit h100-80g --response-len-percentiles p50=600,p90=1200 --json >"$work/lengths.json"
+if ! python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))["response_lengths"]
+assert v["fitting_length"] == 2077 and v["fits_at_max"] is False and v["search_granularity_tokens"] == 1, v
+assert [p["label"] for p in v["points"]] == ["p50", "p90", "max"], v["points"]
+assert v["samples_per_step"] == 64 and v["max_length"] == 4096, v' "$work/lengths.json"; then
+  echo "FAIL response lengths in the JSON: expected fitting_length 2077, points p50 p90 max"; failures=$((failures + 1))
+else
+  echo "ok   response lengths in the JSON"
+fi
+printf '12\nmany\n' >"$work/bad_lengths.txt"
+expect_bad "--response-lens with a line that is no length" "line 2 is 'many', not a length in tokens" "${lengths[@]}" --response-lens "$work/bad_lengths.txt"
+head -50 "$work/lengths.txt" >"$work/few_lengths.txt"
+expect_bad "--response-lens with too few lengths" "50 lengths; a p99 needs at least 100" "${lengths[@]}" --response-lens "$work/few_lengths.txt"
+expect_bad "--response-len-max beyond the cap" "--response-len-max 5000 is beyond --new-tokens 4096, the generation's cap" \
+  "${lengths[@]}" --response-len-max 5000
+expect_bad "a percentile beyond the max" "--response-len-percentiles p99=3500 is beyond the longest response, 3000" \
+  "${lengths[@]}" --response-len-max 3000 --response-len-percentiles p50=500,p99=3500
+expect_bad "percentiles out of order" "give the percentiles in increasing order" "${lengths[@]}" --response-len-percentiles p90=800,p50=300
+expect_bad "a malformed percentile" "--response-len-percentiles 'median=300': expected pNN=TOKENS" "${lengths[@]}" \
+  --response-len-percentiles median=300
+expect_bad "both distributions" "give one" "${lengths[@]}" --response-len-percentiles p50=3 --response-lens "$work/lengths.txt"
+expect_bad "lengths for train" "--response-len-* apply to --phase generate and grpo-step" --model qwen2.5-0.5b "${train[@]}" --response-len-max 100
 
 [ $failures -eq 0 ] && echo "all plan CLI checks passed"
 exit $failures

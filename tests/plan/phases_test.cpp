@@ -14,18 +14,8 @@ namespace {
 
 const model_architecture& model(const char* name) { return *find_preset(name); }
 
-const phase_estimate& phase_named(const plan_result& plan, const std::string& name) {
-  auto it = std::find_if(plan.phases.begin(), plan.phases.end(), [&](const phase_estimate& p) { return p.name == name; });
-  EXPECT_NE(it, plan.phases.end()) << "expected a phase named " << name;
-  return *it;
-}
-
-std::uint64_t component(const phase_estimate& phase, const std::string& name) {
-  for (const memory_component& part : phase.components) {
-    if (part.name == name) return part.bytes;
-  }
-  return 0;
-}
+using testing::component;
+using testing::phase_named;
 
 constexpr auto grpo = testing::grpo_knobs;
 constexpr auto train = testing::train_knobs;

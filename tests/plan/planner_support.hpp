@@ -5,6 +5,9 @@
 
 #include <rlmem/plan.hpp>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -50,6 +53,21 @@ inline plan_knobs generate_knobs(std::uint64_t batch, std::uint64_t prompt, std:
   knobs.prompt_len = prompt;
   knobs.new_tokens = new_tokens;
   return knobs;
+}
+
+/// The phase of `plan` named `name` (a failed expectation when there is none).
+inline const phase_estimate& phase_named(const plan_result& plan, const std::string& name) {
+  auto it = std::find_if(plan.phases.begin(), plan.phases.end(), [&](const phase_estimate& p) { return p.name == name; });
+  EXPECT_NE(it, plan.phases.end()) << "expected a phase named " << name;
+  return *it;
+}
+
+/// The bytes of the part of `phase` named `name`; 0 when it has none.
+inline std::uint64_t component(const phase_estimate& phase, const std::string& name) {
+  for (const memory_component& part : phase.components) {
+    if (part.name == name) return part.bytes;
+  }
+  return 0;
 }
 
 }  // namespace rlmem::testing

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 
 namespace rlmem {
@@ -23,18 +22,8 @@ std::uint64_t gib_bytes(double value) { return static_cast<std::uint64_t>(std::l
 
 std::string two_decimals(double value) { return fmt::format("{:.2f}", value); }
 
-const phase_estimate& phase_named(const plan_result& plan, const std::string& name) {
-  auto it = std::find_if(plan.phases.begin(), plan.phases.end(), [&](const phase_estimate& p) { return p.name == name; });
-  EXPECT_NE(it, plan.phases.end()) << "expected a phase named " << name;
-  return *it;
-}
-
-std::uint64_t component(const phase_estimate& phase, const std::string& name) {
-  for (const memory_component& part : phase.components) {
-    if (part.name == name) return part.bytes;
-  }
-  return 0;
-}
+using testing::component;
+using testing::phase_named;
 
 plan_knobs with_vllm(plan_knobs knobs, std::uint64_t device_bytes, double utilization) {
   knobs.engine.rollout = rollout_kind::vllm;

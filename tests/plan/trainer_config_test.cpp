@@ -72,9 +72,98 @@ TEST(TrainerConfigTest, OpenR1GrpoRecipeAsPublished) {
       // use_vllm with TRL's default importance-sampling correction scores the samples again
       "vllm_importance_sampling_correction true (default) -> --old-logprobs on",
       "torch_dtype bfloat16 -> --precision bf16",
+      // use_vllm in colocate mode (f2cd577's default): vLLM on each training GPU, started by
+      // trl/generation/vllm_generation.py with these knobs
+      "use_vllm true -> --rollout vllm",
+      "vllm_gpu_memory_utilization 0.3 (default) -> --gpu-memory-utilization 0.3",
+      "per_device_train_batch_size x vllm_tensor_parallel_size x steps_per_generation 16 x 1 x 4 -> --max-num-seqs 64",
+      "use_vllm true -> --max-num-batched-tokens 4096",
+      "vllm_enable_sleep_mode false (default) -> --sleep-level 0",
   };
   EXPECT_EQ(mapped_lines(mapping), expected);
-  EXPECT_EQ(ignored_keys(mapping), std::vector<std::string>{"use_vllm true"});
+  EXPECT_EQ(ignored_keys(mapping), std::vector<std::string>{});
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << "expected '" << from << "' in the published config";
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+std::vector<std::string> engine_lines(const trainer_config_mapping& mapping) {
+  std::vector<std::string> lines;
+  for (const std::string& line : mapped_lines(mapping)) {
+    for (const char* flag : {"--rollout", "--gpu-memory-utilization", "--max-model-len", "--max-num-seqs", "--max-num-batched-tokens",
+                             "--sleep-level", "--mem-fraction-static"}) {
+      if (line.find(std::string("-> ") + flag + " ") != std::string::npos) lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+TEST(TrainerConfigTest, OpenR1RecipeWithTrlsVllmKnobs) {
+  const std::string recipe = read_testdata("trl_open_r1_qwen2.5-1.5b_grpo.yaml");
+  // Sleep mode (TRL sleeps the engine at level 2), a context and a utilization, 2-way tensor parallelism.
+  const trainer_config_mapping colocated = read_ok(replaced(recipe, "use_vllm: true\n",
+                                                             "use_vllm: true\nvllm_mode: colocate\nvllm_gpu_memory_utilization: 0.45\n"
+                                                             "vllm_max_model_length: 2048\nvllm_enable_sleep_mode: true\n"
+                                                             "vllm_tensor_parallel_size: 2\n"));
+  const std::vector<std::string> expected = {
+      "use_vllm true -> --rollout vllm",
+      "vllm_gpu_memory_utilization 0.45 -> --gpu-memory-utilization 0.45",
+      "vllm_max_model_length 2048 -> --max-model-len 2048",
+      "per_device_train_batch_size x vllm_tensor_parallel_size x steps_per_generation 16 x 2 x 4 -> --max-num-seqs 128",
+      "use_vllm true -> --max-num-batched-tokens 4096",
+      "vllm_enable_sleep_mode true -> --sleep-level 2",
+  };
+  EXPECT_EQ(engine_lines(colocated), expected);
+  EXPECT_EQ(ignored_keys(colocated), std::vector<std::string>{"vllm_tensor_parallel_size 2"});
+  // Server mode: the engine is on other GPUs; its colocate knobs are named, not planned.
+  const trainer_config_mapping server =
+      read_ok(replaced(recipe, "use_vllm: true\n", "use_vllm: true\nvllm_mode: server\nvllm_gpu_memory_utilization: 0.45\n"));
+  EXPECT_EQ(engine_lines(server), std::vector<std::string>{});
+  EXPECT_EQ(ignored_keys(server), (std::vector<std::string>{"use_vllm true", "vllm_gpu_memory_utilization 0.45"}));
+  EXPECT_EQ(read_error(replaced(recipe, "use_vllm: true\n", "use_vllm: true\nvllm_mode: remote\n")),
+            "vllm_mode must be server or colocate, not remote");
+  EXPECT_EQ(read_error(replaced(recipe, "use_vllm: true\n", "use_vllm: true\nvllm_gpu_memory_utilization: 1.5\n")),
+            "vllm_gpu_memory_utilization = 1.5 must be in (0, 1]");
+}
+
+TEST(TrainerConfigTest, VerlRolloutEnginesAsVerlStartsThem) {
+  const std::string example = read_testdata("verl_grpo_qwen2.5-3b_lora.yaml");
+  // SGLang: verl passes gpu_memory_utilization as mem_fraction_static; without CUDA graphs
+  // (enforce_eager) nothing is said of them; free_cache_engine false keeps the engine awake.
+  const trainer_config_mapping sglang = read_ok(replaced(
+      replaced(example, "    name: vllm\n", "    name: sglang\n    enforce_eager: true\n    free_cache_engine: false\n    max_num_seqs: 64\n"),
+      "    tensor_model_parallel_size: 2\n", "    tensor_model_parallel_size: 1\n"));
+  const std::vector<std::string> expected = {
+      "actor_rollout_ref.rollout.name sglang -> --rollout sglang",
+      "actor_rollout_ref.rollout.gpu_memory_utilization 0.6 -> --mem-fraction-static 0.6",
+      "actor_rollout_ref.rollout.free_cache_engine false -> --sleep-level 0",
+  };
+  EXPECT_EQ(engine_lines(sglang), expected);
+  const std::vector<std::string> sglang_ignored = {"actor_rollout_ref.model.use_remove_padding true",
+                                                   "actor_rollout_ref.actor.ppo_mini_batch_size 16",
+                                                   "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu 40",
+                                                   "actor_rollout_ref.ref.fsdp_config.param_offload true",
+                                                   "actor_rollout_ref.rollout.max_num_seqs 64"};
+  EXPECT_EQ(ignored_keys(sglang), sglang_ignored);
+  // vLLM without layered_summon sleeps at level 2; max_model_len is passed when set.
+  const trainer_config_mapping vllm =
+      read_ok(replaced(replaced(example, "    layered_summon: true\n", ""), "    name: vllm\n", "    name: vllm\n    max_model_len: 1536\n"));
+  const std::vector<std::string> vllm_expected = {
+      "actor_rollout_ref.rollout.name vllm -> --rollout vllm",
+      "actor_rollout_ref.rollout.gpu_memory_utilization 0.6 -> --gpu-memory-utilization 0.6",
+      "actor_rollout_ref.rollout.max_num_seqs 256 (default) -> --max-num-seqs 256",
+      "actor_rollout_ref.rollout.max_num_batched_tokens 8192 (default) -> --max-num-batched-tokens 8192",
+      "actor_rollout_ref.rollout.max_model_len 1536 -> --max-model-len 1536",
+      "actor_rollout_ref.rollout.free_cache_engine true (default) -> --sleep-level 2",
+  };
+  EXPECT_EQ(engine_lines(vllm), vllm_expected);
+  // An engine verl has that plan does not model, and verl's required name left unset.
+  EXPECT_EQ(engine_lines(read_ok(replaced(example, "    name: vllm\n", "    name: trtllm\n"))), std::vector<std::string>{});
+  const trainer_config_mapping defaults = read_ok(read_testdata("verl_ppo_trainer_defaults.yaml"));
+  EXPECT_EQ(engine_lines(defaults), std::vector<std::string>{});
 }
 
 TEST(TrainerConfigTest, TrainingArgumentsJsonWithDeepSpeed) {
@@ -127,6 +216,13 @@ TEST(TrainerConfigTest, VerlGrpoLoraExampleOverVerlDefaults) {
       "algorithm.rollout_correction.bypass_mode false (default) -> --old-logprobs on",
       "actor_rollout_ref.actor.use_kl_loss true -> --ref-model on",
       "actor_rollout_ref.actor.optim.optimizer AdamW (default) -> --optimizer adamw",
+      // verl's vLLM on the actor's GPUs, with the knobs vllm_async_server.py passes it
+      "actor_rollout_ref.rollout.name vllm -> --rollout vllm",
+      "actor_rollout_ref.rollout.gpu_memory_utilization 0.6 -> --gpu-memory-utilization 0.6",
+      "actor_rollout_ref.rollout.max_num_seqs 256 (default) -> --max-num-seqs 256",
+      "actor_rollout_ref.rollout.max_num_batched_tokens 8192 (default) -> --max-num-batched-tokens 8192",
+      // layered_summon: vllm_rollout.py sleeps at level 1
+      "actor_rollout_ref.rollout.layered_summon true -> --sleep-level 1",
   };
   EXPECT_EQ(mapped_lines(mapping), expected);
   const std::vector<std::string> ignored = {
@@ -134,8 +230,7 @@ TEST(TrainerConfigTest, VerlGrpoLoraExampleOverVerlDefaults) {
       "actor_rollout_ref.actor.ppo_mini_batch_size 16",
       "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu 40",
       "actor_rollout_ref.ref.fsdp_config.param_offload true",
-      "actor_rollout_ref.rollout.name vllm",
-      "actor_rollout_ref.rollout.gpu_memory_utilization 0.6",
+      "actor_rollout_ref.rollout.enforce_eager false",
       "actor_rollout_ref.rollout.tensor_model_parallel_size 2",
   };
   EXPECT_EQ(ignored_keys(mapping), ignored);

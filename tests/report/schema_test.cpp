@@ -87,6 +87,25 @@ TEST(schema, plan_output_with_a_trainer_config_follows_the_documented_schema) {
   EXPECT_EQ(source["ignored"][0]["key"], "use_vllm");
 }
 
+TEST(schema, plan_with_response_lengths_follows_the_documented_schema) {
+  plan_report report = testing::grpo_plan_fitted_to_h100("qwen2.5-1.5b", {});
+  length_view_options options;
+  options.max_length = report.knobs.new_tokens;
+  std::string message;
+  ASSERT_TRUE(parse_length_quantiles("p50=100,p90=300", options.quantiles, message)) << message;
+  // Without a card, then on the card --fit used.
+  for (const std::uint64_t usable : {std::uint64_t{0}, report.fit->usable_bytes}) {
+    options.usable_bytes = usable;
+    report.response_lengths = plan_response_lengths(report.model, report.knobs, options);
+    report.response_lengths_card = "h100-80g";
+    const std::string output = render_plan_json(report);
+    expect_valid(output, "plan.schema.json");
+    const json lengths = json::parse(output)["response_lengths"];
+    EXPECT_EQ(lengths["points"].size(), 3u);
+    EXPECT_EQ(lengths.contains("fitting_length"), usable != 0);
+  }
+}
+
 TEST(schema, plan_output_follows_the_documented_schema) {
   resident_buffer latents;
   std::string message;
