@@ -156,8 +156,8 @@ void add_report_command(CLI::App& app, command_body& run) {
       ->expected(1, 2);
   command->add_option("-o,--output", args->output, "Where to write the page ('-': standard output)\n(default: FILE's name with .html, A-vs-B.html for two, in the current folder)");
   command->add_option("--device", args->device, "CUDA device to report (default: the one with the longest trace)")
-      ->check(whole_number_in(0, max_device_index));
-  command->add_option("--top", args->top, "Allocation sites listed at the peak")->capture_default_str()->check(whole_number_in(1, max_top));
+      ->check(whole_number_in(device_option));
+  command->add_option("--top", args->top, "Allocation sites listed at the peak")->capture_default_str()->check(whole_number_in(top_option));
   command->add_option("--bands", args->bands, "Largest allocations drawn in the active-memory view")
       ->capture_default_str()
       ->check(whole_number_in(1, 100'000));
