@@ -402,8 +402,9 @@ std::vector<column_peak> timeline_columns(const timeline& line, std::size_t colu
 inspection inspect(const snapshot& snap, const inspect_options& options = {});
 
 /// inspect() as `rlmem inspect` and librlmem run it on what a person or a caller passed: fails,
-/// with one line in `problem`, when an option is out of range (check_inspect_options), the step marker is not a valid regular expression,
-/// `options.device` is not a device of the snapshot ("has no device 3 (devices: 0, 1)"), or
+/// with one line in `problem`, when an option is out of range (check_inspect_options), the step
+/// marker is not a valid regular expression, `options.device` is not a device of the snapshot
+/// ("has no device 3 (devices: 0, 1)"), or
 /// `options.limit_bytes` contradicts the recording: below what it reserved, or above the bound
 /// an OOM of the trace sets (its request would have fit, so that limit did not stop it).
 bool inspect_checked(const snapshot& snap, const inspect_options& options, inspection& out, std::string& problem);

@@ -224,7 +224,8 @@ int rlmem_check_inspect_option(const char* option, const char* value, char** err
       if (known->flag == name) found = known;
     }
     if (found == nullptr) {
-      set_error(error_out, "'" + rlmem::printable_text(name.substr(0, 40)) + "' is not an option of rlmem_inspect_options (--device, --top, --limit)");
+      set_error(error_out, "'" + rlmem::printable_text(name.substr(0, 40)) +
+                               "' is not an option of rlmem_inspect_options (--device, --top, --limit)");
       return RLMEM_E_INVALID_ARGUMENT;
     }
     std::string refusal = rlmem::check_option(*found, value);

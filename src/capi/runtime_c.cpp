@@ -525,8 +525,12 @@ int rlmem_runtime_snapshot_json(int ordinal, char** json_out, char** error_out) 
     }
     nlohmann::json trace = nlohmann::json::array();
     for (const rlmem::history_event& event : taken.events) {
-      nlohmann::json entry = {{"action", rlmem::trace_action_name(trace_action_of(event.action))}, {"addr", event.address}, {"size", event.size},
-                              {"stream", event.stream}, {"time_us", event.time_us}, {"frames", nlohmann::json::array()}};
+      nlohmann::json entry = {{"action", rlmem::trace_action_name(trace_action_of(event.action))},
+                              {"addr", event.address},
+                              {"size", event.size},
+                              {"stream", event.stream},
+                              {"time_us", event.time_us},
+                              {"frames", nlohmann::json::array()}};
       if (event.action == rlmem::history_event::kind::oom) entry["device_free"] = event.device_free;
       trace.push_back(std::move(entry));
     }

@@ -45,8 +45,12 @@ json verdict_by_limit(const oom_report& oom) {
   if (oom.verdict != oom_verdict::depends_on_limit) {
     return json::array({{{"from_bytes", oom.limit_low_bytes}, {"to_bytes", oom.limit_high_bytes}, {"verdict", oom_verdict_name(oom.verdict)}}});
   }
-  return json::array({{{"from_bytes", oom.limit_low_bytes}, {"to_bytes", oom.fragmentation_from_bytes - 1}, {"verdict", oom_verdict_name(oom_verdict::capacity)}},
-                      {{"from_bytes", oom.fragmentation_from_bytes}, {"to_bytes", oom.limit_high_bytes}, {"verdict", oom_verdict_name(oom_verdict::fragmentation)}}});
+  return json::array({{{"from_bytes", oom.limit_low_bytes},
+                        {"to_bytes", oom.fragmentation_from_bytes - 1},
+                        {"verdict", oom_verdict_name(oom_verdict::capacity)}},
+                       {{"from_bytes", oom.fragmentation_from_bytes},
+                        {"to_bytes", oom.limit_high_bytes},
+                        {"verdict", oom_verdict_name(oom_verdict::fragmentation)}}});
 }
 
 }  // namespace
