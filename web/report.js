@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: MIT
-// The page script of `rlmem report`: reads the JSON block the C++ side wrote and draws each
-// view with uPlot. Every string from the snapshot reaches the page through textContent (or as
-// chart data), never as markup.
+// The page script of `rlmem report`: reads the JSON blocks the C++ side wrote and draws each
+// view with uPlot. An inspection's page carries `rlmem inspect --json`'s document as that command
+// prints it (rlmem-document), and beside it only what the views draw that the document does not
+// hold (rlmem-data: the timeline per pixel column, the largest allocations, the tree and segment
+// maps, and the sites, stacks and frames they refer to). Every string from the snapshot reaches
+// the page through textContent (or as chart data), never as markup.
 'use strict';
 (function () {
   const data = JSON.parse(document.getElementById('rlmem-data').textContent);
+  const inspected = JSON.parse(document.getElementById('rlmem-document').textContent);
+  const { formatBytes } = rlmemFormat;
   // By category index, as memory_category orders them; the last is before_recording.
   const CATEGORY_COLORS = ['#4c78a8', '#f58518', '#e45756', '#72b7b2', '#54a24b', '#eeca3b', '#b279a2', '#9d9da0', '#5a6475'];
   const charts = [];       // uPlot charts whose x axis is the event index: zoomed together
@@ -18,34 +23,29 @@
     return node;
   }
 
-  function formatBytes(value) {
-    if (value === null || value === undefined) return '';
-    const sign = value < 0 ? '-' : '';
-    let magnitude = Math.abs(value);
-    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
-    let unit = 0;
-    while (magnitude >= 1024 && unit < units.length - 1) { magnitude /= 1024; unit++; }
-    return sign + (unit === 0 ? String(magnitude) : magnitude.toFixed(2)) + ' ' + units[unit];
-  }
   const formatCount = (value) => Math.round(value).toLocaleString('en-US');
-  function formatEvent(event) { return event < 0 ? 'before the trace' : 'event ' + formatCount(event); }
+  // The document writes null, the views -1, for the state before the trace's first event.
+  function formatEvent(event) { return event === null || event < 0 ? 'before the trace' : 'event ' + formatCount(event); }
   // The verdict as the text report words it: one over the limit's range may have two parts.
   function verdictWords(oom) {
     if (oom.verdict !== 'depends_on_limit') return oom.verdict;
     return 'fragmentation if the limit was at least ' + formatBytes(oom.fragmentation_from_bytes) + ', capacity below';
   }
   function formatTime(timeUs) {
-    if (!data.summary.times_known) return '';
-    return ((timeUs - data.summary.first_time_us) / 1e6).toFixed(3) + ' s';
+    if (!inspected.summary.times_known) return '';
+    return ((timeUs - inspected.summary.first_time_us) / 1e6).toFixed(3) + ' s';
   }
+  // The memory categories, in memory_category order: the columns of the document's category timeline.
+  const CATEGORY_NAMES = inspected ? inspected.categories.timeline.columns.slice(1) : [];
 
+  // A stack of the views' tables as its lines (the document's stacks are lines already).
   function stackLines(stackIndex) {
     const frames = data.stacks[stackIndex] || [];
     return frames.map((frame) => data.frames[frame]);
   }
 
-  // Figures, then the stack, into `container`: all as text.
-  function fillDetails(container, title, rows, stackIndex) {
+  // Figures, then the stack's lines (if any), into `container`: all as text.
+  function fillDetails(container, title, rows, stack) {
     container.replaceChildren();
     container.appendChild(el('strong', null, title));
     const list = el('dl');
@@ -54,15 +54,14 @@
       list.appendChild(el('dd', null, value));
     }
     container.appendChild(list);
-    if (stackIndex !== undefined && stackIndex !== null) {
-      const lines = stackLines(stackIndex);
-      container.appendChild(el('pre', 'stack', lines.length ? lines.join('\n') : '(no frames recorded)'));
+    if (stack !== undefined && stack !== null) {
+      container.appendChild(el('pre', 'stack', stack.length ? stack.join('\n') : '(no frames recorded)'));
     }
   }
 
   const tooltip = byId('tooltip');
-  function showTooltip(x, y, title, rows, stackIndex) {
-    fillDetails(tooltip, title, rows, stackIndex);
+  function showTooltip(x, y, title, rows, stack) {
+    fillDetails(tooltip, title, rows, stack);
     tooltip.hidden = false;
     const width = tooltip.offsetWidth, height = tooltip.offsetHeight;
     tooltip.style.left = Math.max(4, Math.min(x + 14, window.innerWidth - width - 8)) + 'px';
@@ -71,8 +70,8 @@
   const hideTooltip = () => { tooltip.hidden = true; };
 
   const details = byId('details');
-  function pinDetails(title, rows, stackIndex) {
-    fillDetails(byId('details-body'), title, rows, stackIndex);
+  function pinDetails(title, rows, stack) {
+    fillDetails(byId('details-body'), title, rows, stack);
     details.hidden = false;
   }
   byId('details-close').addEventListener('click', () => { details.hidden = true; });
@@ -110,7 +109,7 @@
   function updateRange(u) {
     const min = Math.max(0, Math.round(u.scales.x.min));
     const max = Math.round(u.scales.x.max);
-    const text = 'events ' + formatCount(min) + ' to ' + formatCount(max) + ' of ' + formatCount(data.summary.events);
+    const text = 'events ' + formatCount(min) + ' to ' + formatCount(max) + ' of ' + formatCount(inspected.summary.events);
     byId('range').textContent = text;
     document.body.dataset.rangeMin = String(min);
     document.body.dataset.rangeMax = String(max);
@@ -154,7 +153,7 @@
   }
 
   function drawDot(u, event, value, color) {
-    if (event < u.scales.x.min || event > u.scales.x.max) return;
+    if (event === null || event < u.scales.x.min || event > u.scales.x.max) return;
     const ctx = u.ctx;
     ctx.save();
     ctx.fillStyle = color;
@@ -165,18 +164,18 @@
   }
 
   function summaryView() {
-    const s = data.summary;
-    byId('source').textContent = data.file + ' · device ' + data.device;
-    document.title = 'rlmem report: ' + data.file;
+    const s = inspected.summary;
+    byId('source').textContent = inspected.file + ' · device ' + inspected.device;
+    document.title = 'rlmem report: ' + inspected.file;
     const rows = [
       ['events', formatCount(s.events)],
       ['peak allocated', formatBytes(s.peak_allocated_bytes) + ' at ' + formatEvent(s.peak_allocated_event)],
       ['peak reserved', formatBytes(s.peak_reserved_bytes) + ' at ' + formatEvent(s.peak_reserved_event)],
       ['at trace start', formatBytes(s.allocated_at_trace_start_bytes) + ' allocated, ' + formatBytes(s.reserved_at_trace_start_bytes) + ' reserved'],
       ['at dump', formatBytes(s.final_allocated_bytes) + ' allocated, ' + formatBytes(s.final_reserved_bytes) + ' reserved in ' + formatCount(s.segments) + ' segments'],
-      ['steps', data.steps.event.length ? formatCount(data.steps.event.length) + ' (' + s.step_method + ')' : 'none found'],
-      ['leaks', formatCount(data.leaks.length)],
-      ['OOM events', formatCount(data.ooms.length)],
+      ['steps', inspected.steps.count ? formatCount(inspected.steps.count) + ' (' + inspected.steps.method + ')' : 'none found'],
+      ['leaks', formatCount(inspected.leaks.length)],
+      ['OOM events', formatCount(inspected.oom.length)],
     ];
     if (s.times_known) rows.splice(1, 0, ['duration', ((s.last_time_us - s.first_time_us) / 1e6).toFixed(3) + ' s']);
     const list = byId('summary-figures');
@@ -184,7 +183,7 @@
       list.appendChild(el('dt', null, name));
       list.appendChild(el('dd', null, value));
     }
-    for (const note of data.notes) byId('notes').appendChild(el('li', null, note));
+    for (const note of inspected.notes) byId('notes').appendChild(el('li', null, note));
   }
 
   function columnDetails(index) {
@@ -194,8 +193,8 @@
       ['allocated', formatBytes(t.allocated_min[index]) + ' to ' + formatBytes(t.allocated_max[index])],
       ['reserved', formatBytes(t.reserved_min[index]) + ' to ' + formatBytes(t.reserved_max[index])],
     ];
-    if (data.summary.times_known) rows.push(['time', formatTime(t.first_time_us[index])]);
-    data.ooms.forEach((oom, k) => {
+    if (inspected.summary.times_known) rows.push(['time', formatTime(t.first_time_us[index])]);
+    inspected.oom.forEach((oom, k) => {
       if (oom.event_index >= t.first_event[index] && oom.event_index <= t.last_event[index]) {
         rows.push(['OOM ' + (k + 1), formatEvent(oom.event_index) + ': ' + verdictWords(oom) + ' (see OOM below)']);
       }
@@ -204,7 +203,7 @@
     const site = data.sites[t.largest_alloc_site[index]];
     rows.push(['largest allocation', formatBytes(t.largest_alloc_bytes[index]) + ' at ' + formatEvent(t.largest_alloc_event[index])]);
     if (site.user_frame) rows.push(['your code', site.user_frame]);
-    return { title: site.label, rows, stack: site.stack };
+    return { title: site.label, rows, stack: stackLines(site.stack) };
   }
 
   function timelineView() {
@@ -224,10 +223,10 @@
       axes: [eventAxis, bytesAxis],
       hooks: {
         draw: [(u) => {
-          drawEventLines(u, data.steps.event, 'rgba(90,100,117,0.45)', 1);
-          drawEventLines(u, data.ooms.map((o) => o.event_index), '#d62728', 2);
-          drawDot(u, data.summary.peak_allocated_event, data.summary.peak_allocated_bytes, '#1f5fbf');
-          drawDot(u, data.summary.peak_reserved_event, data.summary.peak_reserved_bytes, '#9d6b00');
+          drawEventLines(u, inspected.steps.ends.map((end) => end.event), 'rgba(90,100,117,0.45)', 1);
+          drawEventLines(u, inspected.oom.map((o) => o.event_index), '#d62728', 2);
+          drawDot(u, inspected.summary.peak_allocated_event, inspected.summary.peak_allocated_bytes, '#1f5fbf');
+          drawDot(u, inspected.summary.peak_reserved_event, inspected.summary.peak_reserved_bytes, '#9d6b00');
         }],
         setCursor: [(u) => {
           const index = u.cursor.idx;
@@ -248,7 +247,9 @@
   }
 
   function categoriesView() {
-    const c = data.categories;
+    // The document's timeline of categories: rows of [event, bytes of each category].
+    const points = inspected.categories.timeline.points;
+    const c = { names: CATEGORY_NAMES, events: points.map((row) => row[0]), bytes: CATEGORY_NAMES.map((_, k) => points.map((row) => row[k + 1])) };
     const container = byId('categories-chart');
     if (!c.events.length) return;
     // A stacked area: series k is the sum of categories 0..k, drawn from the top down so each
@@ -288,12 +289,12 @@
     const site = data.sites[b.site[i]];
     const rows = [
       ['size', formatBytes(b.bytes[i])],
-      ['category', data.categories.names[b.category[i]]],
+      ['category', CATEGORY_NAMES[b.category[i]]],
       ['allocated', formatEvent(b.alloc_event[i])],
       ['freed', b.free_event[i] < 0 ? 'still live at the end' : formatEvent(b.free_event[i])],
     ];
     if (site.user_frame) rows.push(['your code', site.user_frame]);
-    return { title: site.label, rows, stack: site.stack };
+    return { title: site.label, rows, stack: stackLines(site.stack) };
   }
 
   function activeView() {
@@ -323,7 +324,7 @@
           ctx.beginPath();
           ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
           ctx.clip();
-          const lastEvent = data.summary.events;
+          const lastEvent = inspected.summary.events;
           for (let i = 0; i < b.bytes.length; i++) {
             const start = b.alloc_event[i] < 0 ? u.scales.x.min : b.alloc_event[i];
             const end = b.free_event[i] < 0 ? lastEvent : b.free_event[i];
@@ -365,7 +366,7 @@
   function peakView() {
     const tree = data.peak_tree;
     const count = tree.parent.length;
-    byId('peak-help').textContent = 'What was live after ' + formatEvent(tree.event) + ' (' + formatBytes(data.summary.peak_allocated_bytes) +
+    byId('peak-help').textContent = 'What was live after ' + formatEvent(tree.event) + ' (' + formatBytes(inspected.summary.peak_allocated_bytes) +
       '), by stack: your own frames first, outermost down, leaving out the torch and library wrappers between them; ' +
       'the row under your nearest frame, in italics after \u2026, folds every torch and library frame inside it and names the one ' +
       'that allocated. ' +
@@ -388,7 +389,7 @@
         title: treeLabel(tree.frame[node], tree.inside[node]),
         rows: [['bytes', formatBytes(tree.bytes[node])], ['blocks', formatCount(tree.count[node])],
                ['share of the peak', (100 * tree.bytes[node] / Math.max(1, tree.bytes[0])).toFixed(1) + '%'],
-               ['category (most bytes)', data.categories.names[tree.category[node]]]].concat(tree.inside[node]
+               ['category (most bytes)', CATEGORY_NAMES[tree.category[node]]]].concat(tree.inside[node]
           ? [['folds', 'every torch and library frame inside your code, named by the one that allocated']] : []),
       };
     }
@@ -436,13 +437,13 @@
     const head = el('tr');
     for (const name of ['site', 'bytes', 'blocks', 'your code']) head.appendChild(el('th', name === 'bytes' || name === 'blocks' ? 'num' : null, name));
     table.appendChild(head);
-    for (const usage of data.peak_by_site) {
+    for (const usage of inspected.peak.by_site) {
       const row = el('tr');
-      row.appendChild(el('td', null, usage.site.label));
+      row.appendChild(el('td', null, usage.site));
       row.appendChild(el('td', 'num', formatBytes(usage.bytes)));
       row.appendChild(el('td', 'num', formatCount(usage.count)));
-      row.appendChild(el('td', null, usage.site.user_frame));
-      row.addEventListener('click', () => pinDetails(usage.site.label, [['bytes at the peak', formatBytes(usage.bytes)]], usage.site.stack));
+      row.appendChild(el('td', null, usage.user_frame));
+      row.addEventListener('click', () => pinDetails(usage.site, [['bytes at the peak', formatBytes(usage.bytes)]], usage.stack));
       table.appendChild(row);
     }
   }
@@ -460,7 +461,7 @@
   }
 
   function leaksView() {
-    const summary = data.leak_summary;
+    const summary = inspected.leak_summary;
     const text = summary === null
       ? 'Fewer than 3 step ends were found, so growth per step is not measured.'
       : 'From step ' + summary.from_step + ' to step ' + summary.to_step + ', allocated memory at step ends grew ' +
@@ -469,19 +470,19 @@
         (summary.explained_fraction === null ? '.' : ' (' + (100 * summary.explained_fraction).toFixed(1) + '%).') +
         (summary.growth_without_named_leak ? ' Memory grew without a named leak.' : '');
     byId('leak-summary').textContent = text;
-    const steps = data.steps;
-    if (steps.event.length) {
-      smallChart(byId('step-chart'), 'At each step end', steps.event.map((_, i) => i + 1), [
-        { label: 'allocated', color: '#1f5fbf', values: steps.allocated_bytes },
-        { label: 'reserved', color: '#9d6b00', values: steps.reserved_bytes },
+    const ends = inspected.steps.ends;
+    if (ends.length) {
+      smallChart(byId('step-chart'), 'At each step end', ends.map((end) => end.step), [
+        { label: 'allocated', color: '#1f5fbf', values: ends.map((end) => end.allocated_bytes) },
+        { label: 'reserved', color: '#9d6b00', values: ends.map((end) => end.reserved_bytes) },
       ]);
     }
     const list = byId('leak-list');
-    if (!data.leaks.length) list.appendChild(el('p', 'empty', 'No leaks found.'));
-    data.leaks.forEach((found, index) => {
+    if (!inspected.leaks.length) list.appendChild(el('p', 'empty', 'No leaks found.'));
+    inspected.leaks.forEach((found, index) => {
       const card = el('div', 'card leak');
       card.id = 'leak-' + (index + 1);
-      card.appendChild(el('div', 'verdict', 'LEAK ' + (index + 1) + ': ' + found.site.label));
+      card.appendChild(el('div', 'verdict', 'LEAK ' + (index + 1) + ': ' + found.site));
       const share = summary && summary.growth_per_step_bytes > 0
         ? (100 * found.bytes_per_step / summary.growth_per_step_bytes).toFixed(1) + '% of the step-end growth' : 'not measured';
       const figures = el('dl');
@@ -489,7 +490,7 @@
         ['growth', formatBytes(found.bytes_per_step) + ' per step over ' + found.steps + ' steps, from step ' + found.first_step],
         ['share', share],
         ['live at the end', formatBytes(found.live_bytes_at_end) + ' in ' + formatCount(found.live_count_at_end) + ' blocks'],
-        ['your code', found.site.user_frame || '(none)'],
+        ['your code', found.user_frame || '(none)'],
       ]) { figures.appendChild(el('dt', null, name)); figures.appendChild(el('dd', null, value)); }
       card.appendChild(figures);
       const chartBox = el('div');
@@ -507,7 +508,7 @@
         lines.appendChild(row);
       }
       card.appendChild(lines);
-      card.appendChild(el('pre', 'stack', stackLines(found.site.stack).join('\n')));
+      card.appendChild(el('pre', 'stack', found.stack.join('\n')));
       list.appendChild(card);
       smallChart(chartBox, 'Live bytes of this leak at each step end (0: trace start)',
         found.bytes_at_step_end.map((_, i) => i), [{ label: 'live', color: '#e45756', values: found.bytes_at_step_end }]);
@@ -516,10 +517,10 @@
 
   function fragmentationView() {
     const t = data.timeline;
-    const f = data.fragmentation;
+    const f = inspected.fragmentation;
     const container = byId('fragmentation-chart');
     if (t.first_event.length) {
-      const samples = f.free_blocks;
+      const samples = data.free_blocks;
       const table = uPlot.join([
         [t.first_event, t.unallocated_max],
         [samples.event.map((e) => Math.max(0, e)), samples.largest_free_bytes],
@@ -542,7 +543,7 @@
       ['mostly empty segments at dump', formatCount(f.mostly_empty_segments) + ' (' + formatBytes(f.mostly_empty_segment_bytes) + ')'],
     ]) { figures.appendChild(el('dt', null, name)); figures.appendChild(el('dd', null, value)); }
     byId('peak-segments-title').textContent = 'Segments at the peak of reserved (' + formatEvent(data.peak_segments.event) + ', ' +
-      formatBytes(data.summary.peak_reserved_bytes) + ', ' + formatCount(data.peak_segments.segments.length +
+      formatBytes(inspected.summary.peak_reserved_bytes) + ', ' + formatCount(data.peak_segments.segments.length +
       data.peak_segments.segments_left_out) + ' segments): open to draw each one';
     // Folded, and drawn when first opened: a map holds up to thousands of pieces, and the
     // verdict, not the map, is what a reader comes for.
@@ -557,7 +558,7 @@
   function verdictView() {
     const cards = byId('verdict-cards');
     const most = 3;
-    data.ooms.slice(0, most).forEach((oom, index) => {
+    inspected.oom.slice(0, most).forEach((oom, index) => {
       const card = el('div', 'card verdict-card oom');
       card.appendChild(el('div', 'verdict ' + oom.verdict, 'OOM ' + (index + 1) + ' at ' + formatEvent(oom.event_index) + ': ' +
         verdictWords(oom) + (oom.proven ? ', proven by simulation' : ', not proven by simulation')));
@@ -568,30 +569,30 @@
       card.appendChild(link);
       cards.appendChild(card);
     });
-    if (data.ooms.length > most) cards.appendChild(el('p', 'help', formatCount(data.ooms.length - most) + ' more OOMs below.'));
-    const summary = data.leak_summary;
-    data.leaks.slice(0, most).forEach((found, index) => {
+    if (inspected.oom.length > most) cards.appendChild(el('p', 'help', formatCount(inspected.oom.length - most) + ' more OOMs below.'));
+    const summary = inspected.leak_summary;
+    inspected.leaks.slice(0, most).forEach((found, index) => {
       const card = el('div', 'card verdict-card leak');
-      card.appendChild(el('div', 'verdict leak', 'LEAK ' + (index + 1) + ': ' + found.site.label + ' grows ' +
+      card.appendChild(el('div', 'verdict leak', 'LEAK ' + (index + 1) + ': ' + found.site + ' grows ' +
         formatBytes(found.bytes_per_step) + ' per step over ' + found.steps + ' steps' +
         (summary && summary.growth_per_step_bytes > 0
           ? ' (' + (100 * found.bytes_per_step / summary.growth_per_step_bytes).toFixed(0) + '% of the step-end growth)' : '')));
-      if (found.site.user_frame) card.appendChild(el('p', null, 'Your code: ' + found.site.user_frame));
+      if (found.user_frame) card.appendChild(el('p', null, 'Your code: ' + found.user_frame));
       const link = el('a', null, 'the leak, its lines and its stack');
       link.href = '#leak-' + (index + 1);
       card.appendChild(link);
       cards.appendChild(card);
     });
-    if (data.leaks.length > most) cards.appendChild(el('p', 'help', formatCount(data.leaks.length - most) + ' more leaks below.'));
-    if (!data.leaks.length && summary && summary.growth_without_named_leak) {
+    if (inspected.leaks.length > most) cards.appendChild(el('p', 'help', formatCount(inspected.leaks.length - most) + ' more leaks below.'));
+    if (!inspected.leaks.length && summary && summary.growth_without_named_leak) {
       cards.appendChild(el('div', 'card verdict-card growth', 'Allocated memory at step ends grew ' + formatBytes(summary.growth_per_step_bytes) +
         ' per step without a site that grew at every step end: check the step boundaries (--step-marker).'));
     }
-    if (!data.ooms.length && !data.leaks.length && !(summary && summary.growth_without_named_leak)) {
+    if (!inspected.oom.length && !inspected.leaks.length && !(summary && summary.growth_without_named_leak)) {
       const card = el('div', 'card verdict-card clean');
       card.appendChild(el('div', 'verdict', 'No OOM and no leak' + (summary === null ? ' (fewer than 3 step ends: growth per step not measured)' : '')));
-      card.appendChild(el('p', null, 'Peak allocated ' + formatBytes(data.summary.peak_allocated_bytes) + ', peak reserved ' +
-        formatBytes(data.summary.peak_reserved_bytes) + '; ' + formatBytes(data.fragmentation.max_unallocated_bytes) +
+      card.appendChild(el('p', null, 'Peak allocated ' + formatBytes(inspected.summary.peak_allocated_bytes) + ', peak reserved ' +
+        formatBytes(inspected.summary.peak_reserved_bytes) + '; ' + formatBytes(inspected.fragmentation.max_unallocated_bytes) +
         ' at most reserved but unallocated.'));
       cards.appendChild(card);
     }
@@ -599,7 +600,7 @@
 
   function zoomTo(event) {
     if (!charts.length) return;
-    const half = Math.max(50, Math.round(data.summary.events / 200));
+    const half = Math.max(50, Math.round(inspected.summary.events / 200));
     charts[0].setScale('x', { min: Math.max(0, event - half), max: event + half });
     byId('timeline').scrollIntoView();
   }
@@ -637,7 +638,7 @@
 
   function categoryLegend() {
     const legend = el('p', 'legend');
-    data.categories.names.forEach((name, k) => {
+    CATEGORY_NAMES.forEach((name, k) => {
       const swatch = el('span', 'legend-swatch');
       swatch.style.background = CATEGORY_COLORS[k];
       legend.appendChild(swatch);
@@ -682,8 +683,8 @@
           if (kind !== 2) {
             const site = data.sites[p.site[i]];
             title = site.label;
-            stack = site.stack;
-            rows.push(['category', data.categories.names[p.category[i]]]);
+            stack = stackLines(site.stack);
+            rows.push(['category', CATEGORY_NAMES[p.category[i]]]);
             if (kind === 1) rows.push(['state', 'freed, waiting on another stream']);
           }
           showTooltip(e.clientX, e.clientY, title, rows, stack);
@@ -701,22 +702,22 @@
   function oomView() {
     const list = byId('oom-list');
     const links = byId('oom-links');
-    if (!data.ooms.length) { list.appendChild(el('p', 'empty', 'No OOM events in the trace.')); return; }
-    const limit = data.oom_limit;
+    if (!inspected.oom.length) { list.appendChild(el('p', 'empty', 'No OOM events in the trace.')); return; }
+    const limit = inspected.oom_limit;
     byId('oom-help').textContent = (limit.given ? 'Judged under the given limit of ' + formatBytes(limit.judged_bytes) + '. '
       : 'The trace proves the memory limit was between ' + formatBytes(limit.proven_low_bytes) + ' (the most it reserved) and ' +
         formatBytes(limit.proven_high_bytes) + ' (set by the OOM at ' + formatEvent(limit.proven_high_event) + '); verdicts are judged at ' +
         formatBytes(limit.judged_bytes) + '. ') +
       'Each verdict is proven by replaying the whole trace under that limit with each remedy: a remedy that serves the request makes it fragmentation.';
     links.appendChild(el('span', null, 'OOMs: '));
-    data.ooms.forEach((oom, index) => {
+    inspected.oom.forEach((oom, index) => {
       const anchor = 'oom-' + (index + 1);
       const link = el('a', 'oom-link ' + oom.verdict, formatEvent(oom.event_index) + ' (' + verdictWords(oom) + ')');
       link.href = '#' + anchor;
       links.appendChild(link);
       const card = el('div', 'card oom');
       card.id = anchor;
-      const when = data.summary.times_known && oom.time_us !== null ? ', ' + formatTime(oom.time_us) : '';
+      const when = inspected.summary.times_known && oom.time_us !== null ? ', ' + formatTime(oom.time_us) : '';
       card.appendChild(el('div', 'verdict ' + oom.verdict, 'OOM ' + (index + 1) + ' at ' + formatEvent(oom.event_index) + when + ': ' +
         verdictWords(oom) + (oom.request_larger_than_any_gpu ? ' (a request larger than any GPU)' : '') +
         (oom.proven ? ', proven by simulation' : ', not proven by simulation')));
@@ -772,7 +773,7 @@
       button.addEventListener('click', () => zoomTo(oom.event_index));
       card.appendChild(button);
       card.appendChild(el('h3', null, 'Stack of the request'));
-      const requestStack = stackLines(oom.request_stack);
+      const requestStack = stackLines(data.oom_request_stacks[index]);
       card.appendChild(el('pre', 'stack', requestStack.length ? requestStack.join('\n') : '(no frames recorded)'));
       if (index < data.oom_segments.length) {
         const map = el('details', 'segments-at-oom');

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -93,6 +94,29 @@ struct inspect_options {
   /// Leaks (causes) reported, fastest growth first; each carries its whole step series.
   std::size_t max_leaks = 64;
 };
+
+/// A whole-number option of `rlmem inspect` and of rlmem_inspect_options, with its range: the one
+/// table that the CLI's flags, the C ABI and so the Python package check values against.
+struct whole_number_option {
+  std::string_view flag;  ///< as the CLI spells it, and as every refusal names it: "--top"
+  std::uint64_t min = 0;
+  std::uint64_t max = 0;
+};
+/// CUDA device indices are small (c10::DeviceIndex is 8 or 16 bits); -1 in inspect_options is
+/// the default, not a value of the option.
+inline constexpr whole_number_option device_option{"--device", 0, 32767};
+/// Sites listed at the peak: a table longer than this is no report.
+inline constexpr whole_number_option top_option{"--top", 1, 1'000'000};
+/// inspect_options::limit_bytes, 0 meaning derived (the CLI's --limit takes a size of 1 B or more).
+inline constexpr whole_number_option limit_option{"--limit", 0, (std::uint64_t{1} << 63) - 1};
+
+/// Empty when `text` is a value of `option`; else the line every caller prints, the option first:
+/// "--top: '2000000' is not a whole number from 1 to 1000000".
+std::string check_option(const whole_number_option& option, std::string_view text);
+
+/// The numbers of `options` (device, top, limit_bytes) checked against the options' ranges:
+/// empty, or check_option's line for the first out of range. inspect_checked() runs it first.
+std::string check_inspect_options(const inspect_options& options);
 
 /// The end of one training step, found in the trace.
 struct step_end {
@@ -378,8 +402,9 @@ std::vector<column_peak> timeline_columns(const timeline& line, std::size_t colu
 inspection inspect(const snapshot& snap, const inspect_options& options = {});
 
 /// inspect() as `rlmem inspect` and librlmem run it on what a person or a caller passed: fails,
-/// with one line in `problem`, when the step marker is not a valid regular expression,
-/// `options.device` is not a device of the snapshot ("has no device 3 (devices: 0, 1)"), or
+/// with one line in `problem`, when an option is out of range (check_inspect_options), the step
+/// marker is not a valid regular expression, `options.device` is not a device of the snapshot
+/// ("has no device 3 (devices: 0, 1)"), or
 /// `options.limit_bytes` contradicts the recording: below what it reserved, or above the bound
 /// an OOM of the trace sets (its request would have fit, so that limit did not stop it).
 bool inspect_checked(const snapshot& snap, const inspect_options& options, inspection& out, std::string& problem);

@@ -3,6 +3,8 @@
 // rlmem plan: peak GPU memory of each phase of an RL step, derived from the architecture and the
 // code path (what each step allocates and keeps), and the search for the best configuration.
 
+#include <rlmem/enum_names.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -77,14 +79,21 @@ std::vector<std::string> similar_preset_names(std::string_view name, std::size_t
 // ---------------------------------------------------------------- knobs
 
 enum class plan_phase : std::uint8_t { generate, train, grpo_step };
+/// Each enum of the knobs has one table of names: --phase, the reports and the configs read it.
+inline constexpr enum_names<plan_phase, 3> plan_phase_names{
+    {{"generate", plan_phase::generate}, {"train", plan_phase::train}, {"grpo-step", plan_phase::grpo_step}}};
 /// muon: momentum per 2-D matrix of the decoder layers (Newton-Schulz orthogonalised, one matrix
 /// at a time), fused AdamW for the rest (embeddings, head, norms, biases), as nanochat trains.
 enum class optimizer_kind : std::uint8_t { adamw, sgd, muon };
+inline constexpr enum_names<optimizer_kind, 3> optimizer_kind_names{
+    {{"adamw", optimizer_kind::adamw}, {"sgd", optimizer_kind::sgd}, {"muon", optimizer_kind::muon}}};
 /// bf16: parameters, gradients and optimizer state in bf16 (torch AdamW keeps the parameter's dtype).
 /// fp32_master: fp32 parameters, gradients and state, bf16 compute through autocast.
 /// nanochat: fp32 parameters but a bf16 embedding, bf16 autocast around the forward; the residual
 /// stream is bf16 (it starts at the embedding) and autocast's fp32 pow keeps ReLU^2's input in fp32.
 enum class precision_kind : std::uint8_t { bf16, fp32_master, nanochat };
+inline constexpr enum_names<precision_kind, 3> precision_kind_names{
+    {{"bf16", precision_kind::bf16}, {"fp32-master", precision_kind::fp32_master}, {"nanochat", precision_kind::nanochat}}};
 /// full: bf16 logits of every position, response rows upcast to fp32, log_softmax, gather
 /// (transformers; OpenRLHF). chunked: bf16 logits kept, fp32 log-softmax one chunk of rows at a time,
 /// gradient written into the logits (verl with flash-attn's cross entropy). fused: the head and
@@ -94,17 +103,36 @@ enum class precision_kind : std::uint8_t { bf16, fp32_master, nanochat };
 /// every position (gpt.py until 2025-11-23, commit 16788ee). softcap_fp32: cast to fp32 first,
 /// then softcapped in fp32 (gpt.py since that commit).
 enum class logprob_impl : std::uint8_t { full, chunked, fused, softcap, softcap_fp32 };
+inline constexpr enum_names<logprob_impl, 5> logprob_impl_names{{{"full", logprob_impl::full},
+                                                                  {"chunked", logprob_impl::chunked},
+                                                                  {"fused", logprob_impl::fused},
+                                                                  {"softcap", logprob_impl::softcap},
+                                                                  {"softcap-fp32", logprob_impl::softcap_fp32}}};
 /// grow: Hugging Face DynamicCache, one torch.cat per layer and token. prealloc: one buffer of
 /// kv_rows x kv_len positions allocated before the prompt (nanochat's engine).
 enum class kv_cache_kind : std::uint8_t { grow, prealloc };
+inline constexpr enum_names<kv_cache_kind, 2> kv_cache_kind_names{{{"grow", kv_cache_kind::grow}, {"prealloc", kv_cache_kind::prealloc}}};
 /// What is divided over the GPUs: none (replicated; DDP's gradient buckets when gpus > 1); zero1 optimizer state; zero2 + gradients;
 /// fsdp (= ZeRO-3, FULL_SHARD) + weights, with unsharded layers in flight.
 enum class shard_kind : std::uint8_t { none, zero1, zero2, fsdp };
+/// zero3 is another name of fsdp, parsed but never printed.
+inline constexpr enum_names<shard_kind, 5> shard_kind_names{{{"none", shard_kind::none},
+                                                             {"zero1", shard_kind::zero1},
+                                                             {"zero2", shard_kind::zero2},
+                                                             {"fsdp", shard_kind::fsdp},
+                                                             {"zero3", shard_kind::fsdp}}};
+/// Where the optimizer state (and, with all, the weights) live between uses: the GPU, or the
+/// CPU (plan_knobs::offload_optimizer and offload_weights).
+enum class offload_level : std::uint8_t { none, optimizer, all };
+inline constexpr enum_names<offload_level, 3> offload_level_names{
+    {{"none", offload_level::none}, {"optimizer", offload_level::optimizer}, {"all", offload_level::all}}};
 /// Where grpo-step's reference log-probs come from. none: no reference pass (a KL weight of 0).
 /// copy: a frozen bf16 copy of the base weights. adapter_disabled: the policy's own base weights
 /// with the LoRA adapter switched off (peft's disable_adapter(), as TRL and verl do with LoRA), so
 /// no second copy; needs a LoRA rank.
 enum class reference_kind : std::uint8_t { none, copy, adapter_disabled };
+inline constexpr enum_names<reference_kind, 3> reference_kind_names{
+    {{"none", reference_kind::none}, {"copy", reference_kind::copy}, {"adapter-disabled", reference_kind::adapter_disabled}}};
 
 /// Phase bits for resident buffers.
 inline constexpr unsigned phase_rollout = 1u << 0;
@@ -134,6 +162,8 @@ bool parse_buffer_spec(std::string_view spec, resident_buffer& buffer, std::stri
 /// grows token by token). vllm, sglang: an inference engine on the same GPU that reserves its
 /// memory up front (its weights, a KV pool sized from a memory fraction, activation workspace).
 enum class rollout_kind : std::uint8_t { hf, vllm, sglang };
+inline constexpr enum_names<rollout_kind, 3> rollout_kind_names{
+    {{"hf", rollout_kind::hf}, {"vllm", rollout_kind::vllm}, {"sglang", rollout_kind::sglang}}};
 
 /// The engine's own knobs, named as the engines name them. Only read when rollout != hf.
 struct rollout_engine_knobs {
@@ -163,6 +193,13 @@ enum class handoff_kind : std::uint8_t { unmodelled, keep, offload, rlmem_pause 
 /// resume_memory_occupation(tags); verl, TRL). together: weights and KV at once, then the sync
 /// (vLLM's wake_up() without tags: the old weights, the new ones and the KV at once).
 enum class wake_order_kind : std::uint8_t { staged, together };
+/// unmodelled prints only: --handoff takes the other three.
+inline constexpr enum_names<handoff_kind, 4> handoff_kind_names{{{"unmodelled", handoff_kind::unmodelled},
+                                                                 {"keep", handoff_kind::keep},
+                                                                 {"offload", handoff_kind::offload},
+                                                                 {"rlmem-pause", handoff_kind::rlmem_pause}}};
+inline constexpr enum_names<wake_order_kind, 2> wake_order_kind_names{{{"staged", wake_order_kind::staged},
+                                                                       {"together", wake_order_kind::together}}};
 
 /// How a preallocated KV cache's rows follow the knobs: a number, the generation batch (the
 /// rows generated together), or the group (nanochat's engine sizes it for num_samples).
@@ -213,6 +250,17 @@ struct plan_knobs {
   std::uint64_t sync_bucket_bytes = 0;  ///< the weight sync streams buckets of this size (0: the full weights at once)
   std::uint64_t gpus_per_node = 0;      ///< GPUs sharing a host's memory (0: not given; the host view is not reported)
 };
+
+/// The offload the knobs' two switches make.
+constexpr offload_level offload_of(const plan_knobs& knobs) noexcept {
+  if (knobs.offload_weights) return offload_level::all;
+  return knobs.offload_optimizer ? offload_level::optimizer : offload_level::none;
+}
+/// Sets the knobs' two switches to `level`.
+constexpr void set_offload(plan_knobs& knobs, offload_level level) noexcept {
+  knobs.offload_optimizer = level != offload_level::none;
+  knobs.offload_weights = level == offload_level::all;
+}
 
 /// The rows of one step on one GPU that `rows` in a --buffer stands for: grpo-step's prompts x
 /// group / gpus, train's micro-batch x accumulation, generate's batch.
@@ -497,20 +545,22 @@ struct length_view {
 /// independent: P(a step of N samples draws one longer than L) = 1 - F(L)^N.
 length_view plan_response_lengths(const model_architecture& model, const plan_knobs& knobs, const length_view_options& options);
 
-std::string_view to_string(plan_phase phase) noexcept;
-std::string_view to_string(optimizer_kind kind) noexcept;
-std::string_view to_string(logprob_impl impl) noexcept;
+/// Each knob's printed name, from its table.
+constexpr std::string_view to_string(plan_phase phase) noexcept { return name_of(plan_phase_names, phase); }
+constexpr std::string_view to_string(optimizer_kind kind) noexcept { return name_of(optimizer_kind_names, kind); }
+constexpr std::string_view to_string(logprob_impl impl) noexcept { return name_of(logprob_impl_names, impl); }
 /// Whether the log-prob path works in chunks of `logprob_chunk` rows (chunked, fused).
 bool chunked_logprobs(const plan_knobs& knobs) noexcept;
 /// Whether the loss is computed over every position's logits (nanochat's softcapped loss).
 bool scores_every_position(const plan_knobs& knobs) noexcept;
-std::string_view to_string(shard_kind kind) noexcept;
-std::string_view to_string(precision_kind kind) noexcept;
-std::string_view to_string(kv_cache_kind kind) noexcept;
-std::string_view to_string(reference_kind kind) noexcept;
-std::string_view to_string(rollout_kind kind) noexcept;
-std::string_view to_string(handoff_kind kind) noexcept;
-std::string_view to_string(wake_order_kind kind) noexcept;
+constexpr std::string_view to_string(shard_kind kind) noexcept { return name_of(shard_kind_names, kind); }
+constexpr std::string_view to_string(precision_kind kind) noexcept { return name_of(precision_kind_names, kind); }
+constexpr std::string_view to_string(kv_cache_kind kind) noexcept { return name_of(kv_cache_kind_names, kind); }
+constexpr std::string_view to_string(reference_kind kind) noexcept { return name_of(reference_kind_names, kind); }
+constexpr std::string_view to_string(rollout_kind kind) noexcept { return name_of(rollout_kind_names, kind); }
+constexpr std::string_view to_string(offload_level level) noexcept { return name_of(offload_level_names, level); }
+constexpr std::string_view to_string(handoff_kind kind) noexcept { return name_of(handoff_kind_names, kind); }
+constexpr std::string_view to_string(wake_order_kind kind) noexcept { return name_of(wake_order_kind_names, kind); }
 /// Checks the hand-off knobs against the phase and the rollout (an engine, grpo-step).
 bool validate_handoff_knobs(const plan_knobs& knobs, std::string& message);
 

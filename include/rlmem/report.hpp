@@ -37,8 +37,11 @@ std::string render_inspection_json(const snapshot& snap, const inspection& resul
 /// were missing when it was configured (render_inspection_html then has nothing to inline).
 bool html_report_available() noexcept;
 
-/// `rlmem report`: one self-contained HTML page (uPlot and the page script inlined, a
+/// `rlmem report`: one self-contained HTML page (uPlot and the page scripts inlined, a
 /// Content-Security-Policy that forbids every network request) drawing `result` and `views`.
+/// The page carries render_inspection_json(snap, result, source) as it is (the bytes
+/// `rlmem inspect --json` prints, '<' escaped as JSON allows) and beside it only the views'
+/// own data.
 /// Every string from the snapshot travels as JSON data in the page, never as markup.
 /// Precondition: html_report_available().
 std::string render_inspection_html(const snapshot& snap, const inspection& result, const memory_views& views,

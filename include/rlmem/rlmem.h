@@ -85,15 +85,26 @@ RLMEM_API void rlmem_inspect_options_init(rlmem_inspect_options* options);
 /** Fills `options` (of the caller's sizeof) with the defaults. */
 #define rlmem_inspect_options_init(options) ((void)rlmem_inspect_options_init_sized((options), sizeof *(options)))
 
+/** Checks one value of rlmem_inspect_options as `rlmem inspect` checks its flag: `option` is the
+ *  flag ("--device", "--top" or "--limit", the last in bytes with 0 meaning derived), `value` its
+ *  text in decimal digits. The functions taking the struct check its numbers the same way; this
+ *  one lets a binding refuse a value its field cannot hold (a top of 2**32 + 10) in those words.
+ *  `*error_out`, when error_out is not NULL, receives the line ("--top: '2000000' is not a whole
+ *  number from 1 to 1000000") on failure and NULL on success; free it with rlmem_string_free().
+ *  @return RLMEM_OK, RLMEM_E_INVALID_ARGUMENT (a value out of range, an unknown option, NULL), or
+ *    RLMEM_E_NO_MEMORY. */
+RLMEM_API int rlmem_check_inspect_option(const char* option, const char* value, char** error_out);
+
 /** Inspects the snapshot at `path` (pickle, gzip or zstd, as torch.cuda.memory._dump_snapshot
  *  writes it; nothing in it is executed) and returns the JSON document `rlmem inspect --json`
  *  prints (docs/schema/inspect.schema.json), NUL-terminated, in `*json_out`.
  *  `options` may be NULL (defaults). `*error_out`, when error_out is not NULL, receives a one-line
  *  message on failure (the line the CLI prints after "rlmem: ") and NULL on success.
  *  Free both with rlmem_string_free().
- *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL path or json_out, a struct_size of no layout, invalid
- *    step marker, unknown device, bad rules text), RLMEM_E_BAD_INPUT (unreadable or malformed
- *    snapshot), RLMEM_E_NO_MEMORY, RLMEM_E_INTERNAL. */
+ *  @return RLMEM_OK, or RLMEM_E_INVALID_ARGUMENT (NULL path or json_out, a struct_size of no layout,
+ *    a number out of range (rlmem_check_inspect_option's line), invalid step marker, unknown
+ *    device, bad rules text), RLMEM_E_BAD_INPUT (unreadable or malformed snapshot),
+ *    RLMEM_E_NO_MEMORY, RLMEM_E_INTERNAL. */
 RLMEM_API int rlmem_inspect_file(const char* path, const rlmem_inspect_options* options, char** json_out,
                                  char** error_out);
 

@@ -3,6 +3,7 @@
 // The in-memory model of a PyTorch memory snapshot (torch 2.4 to 2.11): segments, blocks,
 // per-device traces, settings and annotations, with strings, frames and stacks interned.
 
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <span>
@@ -42,7 +43,12 @@ enum class trace_action : std::uint8_t {
 };
 inline constexpr std::size_t trace_action_count = static_cast<std::size_t>(trace_action::count_);
 
-/// The spelling torch uses ("free_requested").
+/// The spelling torch uses, in trace_action order: what the reader parses and every report prints.
+inline constexpr std::array<std::string_view, trace_action_count> trace_action_names = {
+    "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
+    "segment_unmap", "snapshot", "oom", "annotate", "unknown"};
+
+/// trace_action_names' entry for `action` ("free_requested").
 std::string_view trace_action_name(trace_action action) noexcept;
 
 /// What trace entries share: the rare combinations of stream, compile context, user metadata
@@ -81,6 +87,10 @@ struct block {
   friend bool operator==(const block&, const block&) = default;
 };
 
+/// torch's name of a caching-allocator pool, as segment_type spells it and every report prints
+/// it: "small" (blocks of at most 1 MiB) or "large".
+constexpr std::string_view pool_name(bool small_pool) noexcept { return small_pool ? "small" : "large"; }
+
 /// One cudaMalloc'd (or expandable) segment at dump time.
 struct segment {
   std::int64_t device = 0;
@@ -90,7 +100,7 @@ struct segment {
   std::uint64_t active_size = 0;
   std::uint64_t requested_size = 0;
   std::uint64_t stream = 0;      ///< the raw cudaStream_t value; 0 is the default stream
-  string_id segment_type = 0;    ///< "large" or "small"
+  string_id segment_type = 0;    ///< "large" or "small" (pool_name)
   std::int64_t pool_id_first = 0;
   std::int64_t pool_id_second = 0;
   bool is_expandable = false;

@@ -1,8 +1,10 @@
-"""Human sizes as the rlmem command prints them (src/inspect/format.cpp): 1023 B, 1.50 KiB, 46.9 MiB."""
+"""Human sizes as the rlmem command prints them (format_bytes in include/rlmem/format.hpp, the
+reference): 1023 B, 1.50 KiB, 46.9 MiB. testdata/format/bytes_cases.json holds the cases this,
+the C++ and the page's copy print alike."""
 
 from __future__ import annotations
 
-_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
+_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
 def format_bytes(count: int) -> str:

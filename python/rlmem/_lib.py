@@ -216,6 +216,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.rlmem_string_free.restype = None
     lib.rlmem_inspect_options_init.argtypes = [ctypes.POINTER(InspectOptions)]
     lib.rlmem_inspect_options_init.restype = None
+    lib.rlmem_check_inspect_option.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.rlmem_check_inspect_option.restype = ctypes.c_int
     lib.rlmem_inspect_file.argtypes = [ctypes.c_char_p, ctypes.POINTER(InspectOptions),
                                        ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
     lib.rlmem_inspect_file.restype = ctypes.c_int

@@ -17,10 +17,6 @@ __all__ = ["inspect", "report", "version", "library_path"]
 
 PathOrBytes = Union[str, "os.PathLike[str]", "os.PathLike[bytes]", bytes, bytearray, memoryview]
 
-_INT64_MAX = _lib.INT64[1]
-# The CLI's bounds on --device and --top (max_device_index and max_top in src/cli/arguments.hpp).
-_MAX_DEVICE_INDEX = 32767
-_MAX_TOP = 1_000_000
 
 
 def version() -> str:
@@ -87,23 +83,32 @@ def _write_file(lib, output: Union[str, "os.PathLike[str]"], page: str) -> None:
         raise error_for_status(status, message or name, name)
 
 
+def _checked(lib, flag: str, value: int) -> int:
+    """``value`` once librlmem's check of ``flag`` (the CLI's and the C ABI's one range and
+    wording) accepts it: before ctypes, which would wrap a top of 2**32 + 10 to 10."""
+    error = ctypes.c_void_p()
+    status = lib.rlmem_check_inspect_option(flag.encode("ascii"), str(value).encode("ascii"), ctypes.byref(error))
+    message = _lib.take_string(lib, error)
+    if status != RLMEM_OK:
+        name = lib.rlmem_status_name(status).decode("ascii", "replace")
+        raise error_for_status(status, message or name, name)
+    return value
+
+
 def _options(lib, device, top, step_marker, limit, categories, keep_alive: list) -> _lib.InspectOptions:
     options = _lib.InspectOptions()
     lib.rlmem_inspect_options_init(ctypes.byref(options))
     if device is not None:
         if isinstance(device, bool) or not isinstance(device, int):
             raise TypeError(f"device must be an int or None, not {type(device).__name__}")
-        options.device = _lib.whole_number("device", device, (0, _MAX_DEVICE_INDEX),
-                                           f"--device: '{device}' is not a whole number from 0 to {_MAX_DEVICE_INDEX}")
+        options.device = _checked(lib, "--device", device)
     if isinstance(top, bool) or not isinstance(top, int):
         raise TypeError(f"top must be an int, not {type(top).__name__}")
-    options.top = _lib.whole_number("top", top, (1, _MAX_TOP), f"--top: '{top}' is not a whole number from 1 to {_MAX_TOP}")
+    options.top = _checked(lib, "--top", top)
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise TypeError(f"limit must be a number of bytes (int) or None, not {type(limit).__name__}")
-        if not 0 <= limit <= _INT64_MAX:
-            raise InvalidArgumentError(f"limit {limit} is not a number of bytes (0 or None: derived)")
-        options.limit_bytes = limit
+        options.limit_bytes = _checked(lib, "--limit", limit)
     marker = _encode_optional_text("step_marker", step_marker)
     if marker:
         keep_alive.append(marker)

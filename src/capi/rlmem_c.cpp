@@ -4,6 +4,7 @@
 
 #include "caller_struct.hpp"
 
+#include <rlmem/format.hpp>
 #include <rlmem/inspect.hpp>
 #include <rlmem/output_file.hpp>
 #include <rlmem/regular_file.hpp>
@@ -19,6 +20,7 @@
 #include <new>      // std::bad_alloc
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace {
 
@@ -90,23 +92,16 @@ bool read_options(const rlmem_inspect_options* caller, rlmem_inspect_options& re
   return true;
 }
 
-// Reads the options into inspect_options, or says what is wrong with them.
+// Reads the options into inspect_options, or says what is wrong with them: the numbers in the
+// CLI's words (check_inspect_options), so that a value is refused alike by the CLI and here.
 bool convert_options(const rlmem_inspect_options* given, rlmem::inspect_options& options, failure& problem) {
-  if (given->device < -1) {
-    problem = {RLMEM_E_INVALID_ARGUMENT, "device " + std::to_string(given->device) + " is not a CUDA device (-1: the default)"};
-    return false;
-  }
-  if (given->top == 0) {
-    problem = {RLMEM_E_INVALID_ARGUMENT, "top must be at least 1"};
-    return false;
-  }
-  if (given->limit_bytes < 0) {
-    problem = {RLMEM_E_INVALID_ARGUMENT, "limit_bytes " + std::to_string(given->limit_bytes) + " is negative (0: derived)"};
-    return false;
-  }
   options.device = given->device;
   options.top = given->top;
   options.limit_bytes = given->limit_bytes;
+  if (std::string refusal = rlmem::check_inspect_options(options); !refusal.empty()) {
+    problem = {RLMEM_E_INVALID_ARGUMENT, refusal};
+    return false;
+  }
   if (given->step_marker != nullptr) options.step_marker = given->step_marker;
   if (given->category_rules != nullptr) {
     std::string message;
@@ -214,6 +209,33 @@ int rlmem_inspect_options_init_sized(rlmem_inspect_options* options, size_t stru
 // Binaries built against the 0.2 release's header (and ctypes) call this one: it writes that layout.
 void(rlmem_inspect_options_init)(rlmem_inspect_options* options) {
   rlmem_inspect_options_init_sized(options, inspect_options_layouts.sizes[0]);
+}
+
+int rlmem_check_inspect_option(const char* option, const char* value, char** error_out) {
+  if (error_out != nullptr) *error_out = nullptr;
+  try {
+    if (option == nullptr || value == nullptr) {
+      set_error(error_out, "option and value must not be NULL");
+      return RLMEM_E_INVALID_ARGUMENT;
+    }
+    const std::string_view name(option);
+    const rlmem::whole_number_option* found = nullptr;
+    for (const rlmem::whole_number_option* known : {&rlmem::device_option, &rlmem::top_option, &rlmem::limit_option}) {
+      if (known->flag == name) found = known;
+    }
+    if (found == nullptr) {
+      set_error(error_out, "'" + rlmem::printable_text(name.substr(0, 40)) +
+                               "' is not an option of rlmem_inspect_options (--device, --top, --limit)");
+      return RLMEM_E_INVALID_ARGUMENT;
+    }
+    std::string refusal = rlmem::check_option(*found, value);
+    if (refusal.empty()) return RLMEM_OK;
+    set_error(error_out, refusal);
+    return RLMEM_E_INVALID_ARGUMENT;
+  } catch (const std::bad_alloc&) {
+    set_error(error_out, "out of memory");
+    return RLMEM_E_NO_MEMORY;
+  }
 }
 
 int rlmem_inspect_file(const char* path, const rlmem_inspect_options* options, char** json_out, char** error_out) {

@@ -6,6 +6,7 @@
 #include <rlmem/fake_device.hpp>
 #include <rlmem/rlmem_runtime.h>
 #include <rlmem/runtime.hpp>
+#include <rlmem/snapshot.hpp>
 
 #include "caller_struct.hpp"
 #include "torch_library_memory.hpp"
@@ -208,6 +209,20 @@ int with_runtime(int ordinal, char** error_out, Call call) noexcept {
   } catch (...) {
     return report(error_out, RLMEM_E_INTERNAL, "an unknown exception");
   }
+}
+
+// The runtime's history as torch's snapshot records it: each event is one of its trace actions.
+rlmem::trace_action trace_action_of(rlmem::history_event::kind kind) {
+  using event = rlmem::history_event::kind;
+  switch (kind) {
+    case event::alloc: return rlmem::trace_action::alloc;
+    case event::free_requested: return rlmem::trace_action::free_requested;
+    case event::free_completed: return rlmem::trace_action::free_completed;
+    case event::segment_map: return rlmem::trace_action::segment_map;
+    case event::segment_unmap: return rlmem::trace_action::segment_unmap;
+    case event::oom: return rlmem::trace_action::oom;
+  }
+  return rlmem::trace_action::unknown;
 }
 
 nlohmann::json counter_json(const rlmem::counter& value) {
@@ -506,14 +521,17 @@ int rlmem_runtime_snapshot_json(int ordinal, char** json_out, char** error_out) 
       gap(each.address + each.size);
       segments.push_back({{"device", ordinal}, {"address", each.address}, {"total_size", each.size}, {"allocated_size", allocated},
                           {"active_size", allocated}, {"requested_size", requested}, {"stream", each.stream},
-                          {"segment_type", "large"}, {"segment_pool_id", {0, 0}}, {"is_expandable", true},
+                          {"segment_type", rlmem::pool_name(false)}, {"segment_pool_id", {0, 0}}, {"is_expandable", true},
                           {"frames", nlohmann::json::array()}, {"blocks", std::move(blocks)}});
     }
-    static constexpr const char* actions[] = {"alloc", "free_requested", "free_completed", "segment_map", "segment_unmap", "oom"};
     nlohmann::json trace = nlohmann::json::array();
     for (const rlmem::history_event& event : taken.events) {
-      nlohmann::json entry = {{"action", actions[static_cast<int>(event.action)]}, {"addr", event.address}, {"size", event.size},
-                              {"stream", event.stream}, {"time_us", event.time_us}, {"frames", nlohmann::json::array()}};
+      nlohmann::json entry = {{"action", rlmem::trace_action_name(trace_action_of(event.action))},
+                              {"addr", event.address},
+                              {"size", event.size},
+                              {"stream", event.stream},
+                              {"time_us", event.time_us},
+                              {"frames", nlohmann::json::array()}};
       if (event.action == rlmem::history_event::kind::oom) entry["device_free"] = event.device_free;
       trace.push_back(std::move(entry));
     }

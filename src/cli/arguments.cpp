@@ -5,6 +5,7 @@
 
 #include <rlmem/format.hpp>
 #include <rlmem/regular_file.hpp>
+#include <rlmem/whole_number.hpp>
 
 #include <fmt/format.h>
 
@@ -22,13 +23,6 @@ std::string_view digits_prefix(std::string_view text) {
   std::size_t end = 0;
   while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) != 0) ++end;
   return text.substr(0, end);
-}
-
-// Only digits, all of them, and no overflow of uint64.
-bool parse_digits(std::string_view text, std::uint64_t& number) {
-  if (text.empty() || digits_prefix(text).size() != text.size()) return false;
-  auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), number);
-  return status == std::errc{} && end == text.data() + text.size();
 }
 
 std::string lower(std::string_view text) {
@@ -80,7 +74,7 @@ bool parse_size(std::string_view text, std::int64_t& bytes, std::string& message
     return false;
   }
   std::uint64_t whole = 0;
-  if (!whole_digits.empty() && !parse_digits(whole_digits, whole)) whole = max_size_bytes + 1;  // overflow: out of range below
+  if (!whole_digits.empty() && !parse_whole_number(whole_digits, whole)) whole = max_size_bytes + 1;  // overflow: out of range below
   std::uint64_t total = 0;
   bool overflow = __builtin_mul_overflow(whole, found->scale, &total);
   if (!fraction_digits.empty()) {
@@ -101,17 +95,12 @@ bool parse_size(std::string_view text, std::int64_t& bytes, std::string& message
 }
 
 CLI::Validator whole_number_in(std::uint64_t min, std::uint64_t max) {
-  return CLI::Validator(
-      [min, max](std::string& text) {
-        std::uint64_t number = 0;
-        if (parse_digits(text, number) && number >= min && number <= max) return std::string();
-        const auto shown = printable_text(std::string_view(text).substr(0, 40));
-        // No range when it is any count a 64-bit number holds: twenty digits teach nothing.
-        if (max == std::numeric_limits<std::uint64_t>::max()) return fmt::format("'{}' is not a whole number of {} or more", shown, min);
-        return fmt::format("'{}' is not a whole number from {} to {}", shown, min, max);
-      },
-      max == std::numeric_limits<std::uint64_t>::max() ? std::string() : fmt::format("{}-{}", min, max));
+  // CLI11 puts the option's name in front of the refusal, as check_option() does.
+  return CLI::Validator([min, max](std::string& text) { return whole_number_refusal(text, min, max); },
+                        max == std::numeric_limits<std::uint64_t>::max() ? std::string() : fmt::format("{}-{}", min, max));
 }
+
+CLI::Validator whole_number_in(const whole_number_option& option) { return whole_number_in(option.min, option.max); }
 
 CLI::Validator decimal_in(double min, double max) {
   return CLI::Validator(

@@ -13,10 +13,9 @@
 
 namespace rlmem::cli {
 
-/// Ranges of the options that more than one subcommand has. CUDA device indices are small
-/// (c10::DeviceIndex is 8 or 16 bits); a table or a stack longer than these is no report.
-inline constexpr std::uint64_t max_device_index = 32767;
-inline constexpr std::uint64_t max_top = 1'000'000;
+/// Ranges of the text report's options that more than one subcommand has: a stack longer than
+/// this is no report. --device and --top are inspect's options (device_option, top_option in
+/// rlmem/inspect.hpp), which the C ABI and Python check alike.
 inline constexpr std::uint64_t max_frames = 10'000;
 inline constexpr std::uint64_t min_width = 60;
 inline constexpr std::uint64_t max_width = 1000;
@@ -34,6 +33,8 @@ bool parse_size(std::string_view text, std::int64_t& bytes, std::string& message
 /// `min` to `max`: the check for every count, index and width option. Its message names the
 /// value and the range; CLI11 puts the option's name in front.
 CLI::Validator whole_number_in(std::uint64_t min, std::uint64_t max);
+/// whole_number_in over one of inspect's options, in the words its other callers get.
+CLI::Validator whole_number_in(const whole_number_option& option);
 
 /// A decimal number like 0.1 or 2 (no sign, exponent, hex, NaN or infinity, no trailing text)
 /// from `min` to `max`, both included: the check for seconds and ratios.

@@ -50,8 +50,8 @@ void add_diff_command(CLI::App& app, command_body& run) {
   CLI::App* command = app.add_subcommand("diff", "What grew and shrank between two snapshots, by site and category");
   command->add_option("A", args->a, "The snapshot before (or rank 0)")->required()->check(CLI::ExistingFile);
   command->add_option("B", args->b, "The snapshot after (or rank 7)")->required()->check(CLI::ExistingFile);
-  command->add_option("--device", args->device, "CUDA device to compare (default: the longest trace)")->check(whole_number_in(0, max_device_index));
-  command->add_option("--top", args->top, "Rows per table")->capture_default_str()->check(whole_number_in(1, max_top));
+  command->add_option("--device", args->device, "CUDA device to compare (default: the longest trace)")->check(whole_number_in(device_option));
+  command->add_option("--top", args->top, "Rows per table")->capture_default_str()->check(whole_number_in(top_option));
   command->add_option("--width", args->width, "Columns of the text report")->capture_default_str()->check(whole_number_in(min_width, max_width));
   command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/diff.schema.json)");
   command->footer("Compares live memory at each snapshot's peak and at its end, by allocation site and by\n"

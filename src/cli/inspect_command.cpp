@@ -101,8 +101,8 @@ void add_inspect_command(CLI::App& app, command_body& run) {
                       "per-rank snapshots (one row per rank and the imbalance across ranks)")
       ->required();
   command->add_option("--device", args->device, "CUDA device to report (default: the one with the longest trace)")
-      ->check(whole_number_in(0, max_device_index));
-  command->add_option("--top", args->top, "Allocation sites to list at the peak")->capture_default_str()->check(whole_number_in(1, max_top));
+      ->check(whole_number_in(device_option));
+  command->add_option("--top", args->top, "Allocation sites to list at the peak")->capture_default_str()->check(whole_number_in(top_option));
   command->add_option("--frames", args->frames, "Stack frames to print under each site: the user's code outwards, the frames\n"
                       "inside it (torch, libraries) folded into one line")
       ->capture_default_str()

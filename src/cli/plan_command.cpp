@@ -204,17 +204,16 @@ bool load_model(const std::string& name, model_architecture& model) {
 }
 
 template <class Enum, std::size_t N>
-bool choose(const std::string& flag, const std::string& value, const std::array<std::pair<const char*, Enum>, N>& choices, Enum& out) {
-  std::string known;
-  for (const auto& [name, choice] : choices) {
-    if (value == name) {
-      out = choice;
-      return true;
-    }
-    known += known.empty() ? name : std::string(", ") + name;
-  }
-  return fail(fmt::format("{} '{}': expected one of {}", flag, value.substr(0, 40), known));
+bool choose(const std::string& flag, const std::string& value, const enum_names<Enum, N>& choices, Enum& out) {
+  std::optional<Enum> found = value_named(choices, value);
+  if (!found) return fail(fmt::format("{} '{}': expected one of {}", flag, value.substr(0, 40), names_list(choices)));
+  out = *found;
+  return true;
 }
+
+// --ref-model's values: the reference kinds less none, which is leaving the option out.
+constexpr enum_names<reference_kind, 2> given_references{{reference_kind_names[1], reference_kind_names[2]}};
+static_assert(given_references[0].value == reference_kind::copy && given_references[1].value == reference_kind::adapter_disabled);
 
 // What each phase needs from the command line, named the way the user types it.
 // A policy given only as --params generates no tokens: its rows are what its buffers scale with.
@@ -352,10 +351,7 @@ bool parse_card(const std::string& text, std::uint64_t& budget) {
 // engine's knobs are refused with the other rollouts rather than ignored.
 bool build_rollout_knobs(const plan_arguments& args, const model_architecture& model, plan_knobs& knobs, const CLI::App& command) {
   rollout_engine_knobs& engine = knobs.engine;
-  if (!choose("--rollout", args.rollout.rollout,
-              std::array<std::pair<const char*, rollout_kind>, 3>{
-                  {{"hf", rollout_kind::hf}, {"vllm", rollout_kind::vllm}, {"sglang", rollout_kind::sglang}}},
-              engine.rollout)) {
+  if (!choose("--rollout", args.rollout.rollout, rollout_kind_names, engine.rollout)) {
     return false;
   }
   static constexpr std::array<const char*, 5> vllm_only = {"--gpu-memory-utilization", "--max-model-len", "--max-num-seqs",
@@ -524,36 +520,13 @@ bool apply_trainer_config(plan_arguments& args, const CLI::App& command) {
 
 bool build_knobs(plan_arguments& args, const model_architecture& model, const CLI::App& command) {
   plan_knobs& knobs = args.knobs;
-  using phase_choice = std::pair<const char*, plan_phase>;
   if (args.phase.empty()) return fail("--phase is required: generate, train or grpo-step");
-  if (!choose("--phase", args.phase,
-              std::array<phase_choice, 3>{{{"generate", plan_phase::generate}, {"train", plan_phase::train}, {"grpo-step", plan_phase::grpo_step}}},
-              knobs.phase) ||
-      !choose("--optimizer", args.optimizer,
-              std::array<std::pair<const char*, optimizer_kind>, 3>{
-                  {{"adamw", optimizer_kind::adamw}, {"sgd", optimizer_kind::sgd}, {"muon", optimizer_kind::muon}}},
-              knobs.optimizer) ||
-      !choose("--precision", args.precision,
-              std::array<std::pair<const char*, precision_kind>, 3>{
-                  {{"bf16", precision_kind::bf16}, {"fp32-master", precision_kind::fp32_master}, {"nanochat", precision_kind::nanochat}}},
-              knobs.precision) ||
-      !choose("--logprob-impl", args.logprob_impl_name,
-              std::array<std::pair<const char*, logprob_impl>, 5>{{{"full", logprob_impl::full},
-                                                                   {"chunked", logprob_impl::chunked},
-                                                                   {"fused", logprob_impl::fused},
-                                                                   {"softcap", logprob_impl::softcap},
-                                                                   {"softcap-fp32", logprob_impl::softcap_fp32}}},
-              knobs.logprob) ||
-      !choose("--kv-cache", args.kv_cache,
-              std::array<std::pair<const char*, kv_cache_kind>, 2>{{{"grow", kv_cache_kind::grow}, {"prealloc", kv_cache_kind::prealloc}}},
-              knobs.kv_cache) ||
-      !choose("--shard", args.shard,
-              std::array<std::pair<const char*, shard_kind>, 5>{{{"none", shard_kind::none},
-                                                                  {"zero1", shard_kind::zero1},
-                                                                  {"zero2", shard_kind::zero2},
-                                                                  {"fsdp", shard_kind::fsdp},
-                                                                  {"zero3", shard_kind::fsdp}}},
-              knobs.shard)) {
+  if (!choose("--phase", args.phase, plan_phase_names, knobs.phase) ||
+      !choose("--optimizer", args.optimizer, optimizer_kind_names, knobs.optimizer) ||
+      !choose("--precision", args.precision, precision_kind_names, knobs.precision) ||
+      !choose("--logprob-impl", args.logprob_impl_name, logprob_impl_names, knobs.logprob) ||
+      !choose("--kv-cache", args.kv_cache, kv_cache_kind_names, knobs.kv_cache) ||
+      !choose("--shard", args.shard, shard_kind_names, knobs.shard)) {
     return false;
   }
   // nanochat trains and samples with fp32 matrices and a bf16 embedding under autocast.
@@ -563,20 +536,14 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
   // nanochat's Engine.generate runs under torch.inference_mode.
   if (model.model_type == "nanochat") knobs.generate_inference_mode = true;
   if (!parse_kv_rows(args.kv_rows, knobs)) return false;
-  int offload = 0;
-  if (!choose("--offload", args.offload, std::array<std::pair<const char*, int>, 3>{{{"none", 0}, {"optimizer", 1}, {"all", 2}}}, offload)) {
-    return false;
-  }
-  knobs.offload_optimizer = offload >= 1;
-  knobs.offload_weights = offload == 2;
+  offload_level offload = offload_level::none;
+  if (!choose("--offload", args.offload, offload_level_names, offload)) return false;
+  set_offload(knobs, offload);
   if (given(args, command, "--ref-model")) {
     if (args.reference == "auto") {
       // Bare --ref-model: what trainers do, a LoRA policy's own base with the adapter off, else a copy.
       knobs.reference = knobs.lora_rank > 0 ? reference_kind::adapter_disabled : reference_kind::copy;
-    } else if (!choose("--ref-model", args.reference,
-                       std::array<std::pair<const char*, reference_kind>, 2>{
-                           {{"copy", reference_kind::copy}, {"adapter-disabled", reference_kind::adapter_disabled}}},
-                       knobs.reference)) {
+    } else if (!choose("--ref-model", args.reference, given_references, knobs.reference)) {
       return false;
     }
   }

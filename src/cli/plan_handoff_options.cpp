@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 namespace rlmem::cli {
 
@@ -63,11 +64,11 @@ void add_handoff_options(CLI::App* command, handoff_arguments& handoff) {
 bool build_handoff_knobs(const handoff_arguments& args, const CLI::App& command, plan_knobs& knobs, std::uint64_t& host_memory_bytes) {
   const bool handoff = command.count("--handoff") > 0;
   if (handoff) {
-    constexpr std::array<std::pair<const char*, handoff_kind>, 3> modes = {
-        {{"keep", handoff_kind::keep}, {"offload", handoff_kind::offload}, {"rlmem-pause", handoff_kind::rlmem_pause}}};
-    const auto mode = std::find_if(modes.begin(), modes.end(), [&](const auto& m) { return args.handoff == m.first; });
-    if (mode == modes.end()) return fail(fmt::format("--handoff '{}': expected one of keep, offload, rlmem-pause", args.handoff.substr(0, 40)));
-    knobs.handoff = mode->second;
+    std::optional<handoff_kind> mode = value_named(handoff_kind_names, args.handoff);
+    if (!mode || *mode == handoff_kind::unmodelled) {
+      return fail(fmt::format("--handoff '{}': expected one of keep, offload, rlmem-pause", args.handoff.substr(0, 40)));
+    }
+    knobs.handoff = *mode;
   }
   for (const char* flag : {"--wake-order", "--sync-bucket"}) {
     if (command.count(flag) > 0 && !handoff) {
@@ -75,11 +76,9 @@ bool build_handoff_knobs(const handoff_arguments& args, const CLI::App& command,
     }
   }
   if (command.count("--wake-order") > 0) {
-    if (args.wake_order == "together") {
-      knobs.wake_order = wake_order_kind::together;
-    } else if (args.wake_order != "staged") {
-      return fail(fmt::format("--wake-order '{}': expected staged or together", args.wake_order.substr(0, 40)));
-    }
+    std::optional<wake_order_kind> order = value_named(wake_order_kind_names, args.wake_order);
+    if (!order) return fail(fmt::format("--wake-order '{}': expected staged or together", args.wake_order.substr(0, 40)));
+    knobs.wake_order = *order;
   }
   if (command.count("--sync-bucket") > 0 && !size_of("--sync-bucket", args.sync_bucket, knobs.sync_bucket_bytes)) return false;
   host_memory_bytes = 0;

@@ -94,7 +94,7 @@ void add_replay_command(CLI::App& app, command_body& run) {
       ->each([args](const std::string&) { args->alloc_conf_given = true; });
   command->add_option("--capacity", args->capacity,
                       "Memory limit (set_per_process_memory_fraction): 2805590497, 40GiB, ...");
-  command->add_option("--device", args->device, "CUDA device (default: the one with the longest trace)")->check(whole_number_in(0, max_device_index));
+  command->add_option("--device", args->device, "CUDA device (default: the one with the longest trace)")->check(whole_number_in(device_option));
   command->add_option("--allocator", args->allocator,
                       "torch: PyTorch's caching allocator under --alloc-conf (default);\n"
                       "rlmem: the rlmem runtime's policy (pages mapped under blocks)")

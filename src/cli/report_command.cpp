@@ -156,8 +156,8 @@ void add_report_command(CLI::App& app, command_body& run) {
       ->expected(1, 2);
   command->add_option("-o,--output", args->output, "Where to write the page ('-': standard output)\n(default: FILE's name with .html, A-vs-B.html for two, in the current folder)");
   command->add_option("--device", args->device, "CUDA device to report (default: the one with the longest trace)")
-      ->check(whole_number_in(0, max_device_index));
-  command->add_option("--top", args->top, "Allocation sites listed at the peak")->capture_default_str()->check(whole_number_in(1, max_top));
+      ->check(whole_number_in(device_option));
+  command->add_option("--top", args->top, "Allocation sites listed at the peak")->capture_default_str()->check(whole_number_in(top_option));
   command->add_option("--bands", args->bands, "Largest allocations drawn in the active-memory view")
       ->capture_default_str()
       ->check(whole_number_in(1, 100'000));
@@ -170,7 +170,8 @@ void add_report_command(CLI::App& app, command_body& run) {
       "Writes one HTML file that opens from disk in any current browser, with no network at all:\n"
       "uPlot and the page script are inlined, and a Content-Security-Policy forbids every request.\n"
       "The page holds figures, not the trace (min/max per pixel column, the largest allocations,\n"
-      "the peak's stacks as a tree), so a 1 GB snapshot gives a page under 1 MB.\n"
+      "the peak's stacks as a tree) and rlmem inspect --json's document, so a 1 GB snapshot gives\n"
+      "a page of about 1 MB.\n"
       "Views: Timeline (allocated/reserved, steps, peaks, OOMs, categories; drag to zoom,\n"
       "double-click to reset, hover for the stack of the column's largest allocation),\n"
       "Active memory (the largest allocations as bands; hover, click to pin), At the peak\n"

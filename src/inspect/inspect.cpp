@@ -685,6 +685,7 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
 }
 
 bool inspect_checked(const snapshot& snap, const inspect_options& options, inspection& out, std::string& problem) {
+  if (problem = check_inspect_options(options); !problem.empty()) return false;
   if (!options.step_marker.empty() && !detail::compile_step_marker(options.step_marker, problem)) {
     problem = "step marker '" + elide_middle(options.step_marker, 80) + "' is not a valid regular expression (" + problem + ")";
     return false;

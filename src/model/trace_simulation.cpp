@@ -59,7 +59,7 @@ class dump_segment_pools {
  public:
   dump_segment_pools(const snapshot& snap, std::int64_t device) {
     for (const segment& seg : snap.segments) {
-      if (seg.device == device) by_address_.push_back({seg.address, seg.total_size, snap.str(seg.segment_type) == "small"});
+      if (seg.device == device) by_address_.push_back({seg.address, seg.total_size, snap.str(seg.segment_type) == pool_name(true)});
     }
     // Stable: of segments that start at one address, the last in the dump wins, as it did.
     std::stable_sort(by_address_.begin(), by_address_.end(), [](const span& a, const span& b) { return a.address < b.address; });

@@ -86,27 +86,6 @@ std::string why_not_varied(search_knob knob, const plan_knobs& knobs) {
 
 namespace {
 
-enum class offload_level : std::uint8_t { none, optimizer, all };
-
-offload_level offload_of(const plan_knobs& knobs) {
-  if (knobs.offload_weights) return offload_level::all;
-  return knobs.offload_optimizer ? offload_level::optimizer : offload_level::none;
-}
-
-void set_offload(plan_knobs& knobs, offload_level level) {
-  knobs.offload_optimizer = level != offload_level::none;
-  knobs.offload_weights = level == offload_level::all;
-}
-
-std::string_view offload_name(offload_level level) {
-  switch (level) {
-    case offload_level::none: return "none";
-    case offload_level::optimizer: return "optimizer";
-    case offload_level::all: return "all";
-  }
-  return "?";
-}
-
 std::vector<std::uint64_t> with_value(std::vector<std::uint64_t> values, std::uint64_t value) {
   if (value != 0) values.push_back(value);
   std::sort(values.begin(), values.end());
@@ -303,7 +282,7 @@ std::vector<knob_change> changes_between(const plan_knobs& from, const plan_knob
   }
   note(changes_lora_rank, "LoRA rank", number(from.lora_rank), number(to.lora_rank));
   note(changes_checkpointing, "grad checkpointing", on_off(from.grad_ckpt), on_off(to.grad_ckpt));
-  note(changes_offload, "offload", std::string(offload_name(offload_of(from))), std::string(offload_name(offload_of(to))));
+  note(changes_offload, "offload", std::string(to_string(offload_of(from))), std::string(to_string(offload_of(to))));
   note(changes_logprob, "log-probs", std::string(to_string(from.logprob)), std::string(to_string(to.logprob)));
   if (bits != nullptr) *bits = mask;
   return changes;
@@ -607,7 +586,7 @@ std::vector<what_if_row> each_knob_alone(const model_architecture& model, const 
     if (base.phase != plan_phase::generate && offload_of(base) != offload_level::optimizer) {
       plan_knobs changed = base;
       set_offload(changed, offload_level::optimizer);
-      table.add("offload", std::string(offload_name(offload_of(base))), "optimizer", changed);
+      table.add("offload", std::string(to_string(offload_of(base))), std::string(to_string(offload_level::optimizer)), changed);
     }
     return table.take();
   }
@@ -675,7 +654,7 @@ std::vector<what_if_row> each_knob_alone(const model_architecture& model, const 
     if (level == current || (level == offload_level::all && base.shard != shard_kind::fsdp)) continue;
     plan_knobs changed = base;
     set_offload(changed, level);
-    table.add("offload", std::string(offload_name(current)), std::string(offload_name(level)), changed);
+    table.add("offload", std::string(to_string(current)), std::string(to_string(level)), changed);
   }
   for (logprob_impl impl : {logprob_impl::full, logprob_impl::chunked, logprob_impl::fused}) {
     if (impl == base.logprob) continue;

@@ -240,18 +240,6 @@ void compare_wake_orders(plan_result& result, const colocated_step& step) {
 
 namespace rlmem {
 
-std::string_view to_string(handoff_kind kind) noexcept {
-  switch (kind) {
-    case handoff_kind::unmodelled: return "unmodelled";
-    case handoff_kind::keep: return "keep";
-    case handoff_kind::offload: return "offload";
-    case handoff_kind::rlmem_pause: return "rlmem-pause";
-  }
-  return "?";
-}
-
-std::string_view to_string(wake_order_kind kind) noexcept { return kind == wake_order_kind::staged ? "staged" : "together"; }
-
 bool validate_handoff_knobs(const plan_knobs& knobs, std::string& message) {
   if (knobs.handoff == handoff_kind::unmodelled) return true;
   if (knobs.phase != plan_phase::grpo_step) {

@@ -374,65 +374,12 @@ std::vector<std::string> gpu_names() {
   return names;
 }
 
-std::string_view to_string(plan_phase phase) noexcept {
-  switch (phase) {
-    case plan_phase::generate: return "generate";
-    case plan_phase::train: return "train";
-    case plan_phase::grpo_step: return "grpo-step";
-  }
-  return "?";
-}
-std::string_view to_string(optimizer_kind kind) noexcept {
-  switch (kind) {
-    case optimizer_kind::adamw: return "adamw";
-    case optimizer_kind::sgd: return "sgd";
-    case optimizer_kind::muon: return "muon";
-  }
-  return "?";
-}
 bool scores_every_position(const plan_knobs& knobs) noexcept {
   return knobs.logprob == logprob_impl::softcap || knobs.logprob == logprob_impl::softcap_fp32;
 }
 
 bool chunked_logprobs(const plan_knobs& knobs) noexcept {
   return knobs.logprob == logprob_impl::chunked || knobs.logprob == logprob_impl::fused;
-}
-
-std::string_view to_string(logprob_impl impl) noexcept {
-  switch (impl) {
-    case logprob_impl::full: return "full";
-    case logprob_impl::chunked: return "chunked";
-    case logprob_impl::fused: return "fused";
-    case logprob_impl::softcap: return "softcap";
-    case logprob_impl::softcap_fp32: return "softcap-fp32";
-  }
-  return "?";
-}
-std::string_view to_string(shard_kind kind) noexcept {
-  switch (kind) {
-    case shard_kind::none: return "none";
-    case shard_kind::zero1: return "zero1";
-    case shard_kind::zero2: return "zero2";
-    case shard_kind::fsdp: return "fsdp";
-  }
-  return "?";
-}
-std::string_view to_string(precision_kind kind) noexcept {
-  switch (kind) {
-    case precision_kind::bf16: return "bf16";
-    case precision_kind::fp32_master: return "fp32-master";
-    case precision_kind::nanochat: return "nanochat";
-  }
-  return "?";
-}
-std::string_view to_string(kv_cache_kind kind) noexcept { return kind == kv_cache_kind::grow ? "grow" : "prealloc"; }
-std::string_view to_string(reference_kind kind) noexcept {
-  switch (kind) {
-    case reference_kind::none: return "none";
-    case reference_kind::copy: return "copy";
-    case reference_kind::adapter_disabled: return "adapter-disabled";
-  }
-  return "?";
 }
 
 }  // namespace rlmem

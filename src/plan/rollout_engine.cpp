@@ -237,13 +237,4 @@ engine_budget plan_rollout_engine(const model_architecture& model, const plan_kn
   return budget;
 }
 
-std::string_view to_string(rollout_kind kind) noexcept {
-  switch (kind) {
-    case rollout_kind::hf: return "hf";
-    case rollout_kind::vllm: return "vllm";
-    case rollout_kind::sglang: return "sglang";
-  }
-  return "?";
-}
-
 }  // namespace rlmem

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The data of the HTML page of `rlmem report FILE`: the inspection and its views.
+// The data of the HTML page of `rlmem report FILE`: `rlmem inspect --json`'s document as that
+// command prints it, and beside it only what the views draw that the document does not hold
+// (the timeline per pixel column, the largest allocations, the tree and the segment maps at the
+// peak, the sites and stacks these refer to).
 
 #include "html_assets.hpp"
 #include "html_page.hpp"
-#include "oom_json.hpp"
 #include "stack_text.hpp"
 
 #include <rlmem/report.hpp>
@@ -58,26 +60,6 @@ json site_json(const allocation_site& site, stack_tables& tables) {
   return {{"label", site.label}, {"user_frame", site.user_frame}, {"stack", tables.stack(site.stack)}};
 }
 
-std::string_view category_name(memory_category category) { return memory_category_name(category); }
-
-json summary_json(const inspection& result) {
-  return {{"events", result.events},
-          {"times_known", result.times_known},
-          {"first_time_us", result.first_time_us},
-          {"last_time_us", result.last_time_us},
-          {"peak_allocated_bytes", result.peak_allocated_bytes},
-          {"peak_allocated_event", result.peak_allocated_event},
-          {"peak_reserved_bytes", result.peak_reserved_bytes},
-          {"peak_reserved_event", result.peak_reserved_event},
-          {"allocated_at_trace_start_bytes", result.memory.allocated_at_start},
-          {"reserved_at_trace_start_bytes", result.memory.reserved_at_start},
-          {"final_allocated_bytes", result.final_allocated_bytes},
-          {"final_reserved_bytes", result.final_reserved_bytes},
-          {"segments", result.segment_count},
-          {"expandable_segments", result.expandable_segment_count},
-          {"step_method", result.step_method}};
-}
-
 // Column-wise arrays: what uPlot draws from, and about half the size of one object per row.
 json timeline_json(const memory_views& views) {
   json out = {{"first_event", json::array()},     {"last_event", json::array()},
@@ -100,20 +82,6 @@ json timeline_json(const memory_views& views) {
     out["largest_alloc_site"].push_back(column.largest_alloc_site);
   }
   return out;
-}
-
-json categories_json(const inspection& result) {
-  json names = json::array();
-  json at_peak = json::array();
-  json series = json::array();
-  for (std::size_t c = 0; c < memory_category_count; ++c) {
-    names.push_back(category_name(static_cast<memory_category>(c)));
-    at_peak.push_back(result.categories_at_peak[c]);
-    json bytes = json::array();
-    for (const category_bytes& sample : result.categories.bytes) bytes.push_back(sample[c]);
-    series.push_back(std::move(bytes));
-  }
-  return {{"names", names}, {"at_peak", at_peak}, {"events", result.categories.events}, {"bytes", series}};
 }
 
 json bands_json(const memory_views& views) {
@@ -156,73 +124,26 @@ json tree_json(const memory_views& views, stack_tables& tables) {
   return out;
 }
 
-json leaks_json(const inspection& result, stack_tables& tables) {
-  json leaks = json::array();
-  for (const leak& found : result.leaks) {
-    json lines = json::array();
-    for (const leak_line& one : found.lines) {
-      lines.push_back({{"site", one.site.label}, {"line", one.line}, {"bytes_per_step", one.bytes_per_step},
-                       {"live_bytes_at_end", one.live_bytes_at_end}, {"live_count_at_end", one.live_count_at_end}});
-    }
-    leaks.push_back({{"site", site_json(found.site, tables)},
-                     {"bytes_per_step", found.bytes_per_step},
-                     {"steps", found.steps},
-                     {"first_step", found.first_step},
-                     {"live_bytes_at_end", found.live_bytes_at_end},
-                     {"live_count_at_end", found.live_count_at_end},
-                     {"bytes_at_step_end", found.bytes_at_step_end},
-                     {"lines", lines}});
-  }
-  return leaks;
+// The stack of each OOM's request, in the order of the document's "oom".
+json oom_request_stacks(const inspection& result, stack_tables& tables) {
+  json stacks = json::array();
+  for (const oom_report& oom : result.ooms) stacks.push_back(tables.stack(oom.request_site.stack));
+  return stacks;
 }
 
-json leak_summary_json(const leak_summary& growth) {
-  if (!growth.measured) return nullptr;
-  bool grew = growth.growth_per_step_bytes > 0;
-  return {{"from_step", growth.from_step},
-          {"to_step", growth.to_step},
-          {"allocated_from_bytes", growth.allocated_from_bytes},
-          {"allocated_to_bytes", growth.allocated_to_bytes},
-          {"growth_per_step_bytes", growth.growth_per_step_bytes},
-          {"step_ends_grown", growth.step_ends_grown},
-          {"explained_per_step_bytes", growth.explained_per_step_bytes},
-          {"explained_fraction", grew ? json(static_cast<double>(growth.explained_per_step_bytes) /
-                                             static_cast<double>(growth.growth_per_step_bytes))
-                                      : json(nullptr)},
-          {"growth_without_named_leak", growth.growth_without_named_leak}};
-}
-
-// The verdicts as `rlmem inspect --json` writes them, each site with its stack.
-json ooms_json(const inspection& result, stack_tables& tables) {
-  json ooms = detail::ooms_json(result);
-  for (std::size_t k = 0; k < result.ooms.size(); ++k) {
-    ooms[k]["largest_site"]["stack"] = tables.stack(result.ooms[k].largest_site.stack);
-    ooms[k]["request_stack"] = tables.stack(result.ooms[k].request_site.stack);
-  }
-  return ooms;
-}
-
-json fragmentation_json(const inspection& result, const memory_views& views) {
-  const fragmentation_report& frag = result.fragmentation;
+// The largest free block, sampled: the document has the figures at the peak and at the end.
+json free_blocks_json(const memory_views& views) {
   json samples = {{"event", json::array()}, {"largest_free_bytes", json::array()}, {"free_bytes", json::array()}};
   for (const free_block_sample& sample : views.free_blocks) {
     samples["event"].push_back(sample.event);
     samples["largest_free_bytes"].push_back(sample.largest_free_bytes);
     samples["free_bytes"].push_back(sample.free_bytes);
   }
-  return {{"max_unallocated_bytes", frag.max_unallocated_bytes},
-          {"max_unallocated_event", frag.max_unallocated_event},
-          {"unallocated_at_peak_reserved_bytes", frag.unallocated_at_peak_reserved_bytes},
-          {"largest_free_block_at_peak_reserved_bytes", frag.largest_free_block_at_peak_reserved_bytes},
-          {"unallocated_at_end_bytes", frag.unallocated_at_end_bytes},
-          {"largest_free_block_at_end_bytes", frag.largest_free_block_at_end_bytes},
-          {"mostly_empty_segments", frag.mostly_empty_segments},
-          {"mostly_empty_segment_bytes", frag.mostly_empty_segment_bytes},
-          {"free_blocks", samples}};
+  return samples;
 }
 
 json pool_json(const pool_layout& pool) {
-  return {{"pool", pool.small_pool ? "small" : "large"}, {"stream", pool.stream}, {"segments", pool.segments},
+  return {{"pool", pool_name(pool.small_pool)}, {"stream", pool.stream}, {"segments", pool.segments},
           {"bytes", pool.bytes}, {"block_bytes", pool.block_bytes}, {"free_bytes", pool.free_bytes},
           {"largest_free_bytes", pool.largest_free_bytes}};
 }
@@ -241,7 +162,7 @@ json segment_json(const segment_layout& seg) {
   return {{"address", fmt::format("{:#x}", seg.address)},
           {"bytes", seg.bytes},
           {"stream", seg.stream},
-          {"pool", seg.small_pool ? "small" : "large"},
+          {"pool", pool_name(seg.small_pool)},
           {"blocks", seg.blocks},
           {"block_bytes", seg.block_bytes},
           {"gaps", seg.gaps},
@@ -273,46 +194,24 @@ bool html_report_available() noexcept { return detail::bundled_html_assets().ava
 std::string render_inspection_html(const snapshot& snap, const inspection& result, const memory_views& views,
                                    const std::string& source) {
   stack_tables tables(snap);
-  json data;
-  data["schema_version"] = 1;
-  data["kind"] = "inspection";
-  data["file"] = source;
-  data["device"] = result.device;
-  data["devices"] = result.devices;
-  data["summary"] = summary_json(result);
-  data["timeline"] = timeline_json(views);
-  json steps = {{"event", json::array()}, {"allocated_bytes", json::array()}, {"reserved_bytes", json::array()}};
-  for (const step_end& end : result.steps) {
-    steps["event"].push_back(end.event);
-    steps["allocated_bytes"].push_back(end.allocated_bytes);
-    steps["reserved_bytes"].push_back(end.reserved_bytes);
-  }
-  data["steps"] = steps;
-  data["categories"] = categories_json(result);
-  data["bands"] = bands_json(views);
-  data["peak_tree"] = tree_json(views, tables);
-  json peak_sites = json::array();
-  for (const site_usage& usage : result.peak_by_site) {
-    peak_sites.push_back({{"site", site_json(usage.site, tables)}, {"bytes", usage.bytes}, {"count", usage.count}});
-  }
-  data["peak_by_site"] = peak_sites;
-  data["leaks"] = leaks_json(result, tables);
-  data["leak_summary"] = leak_summary_json(result.summary_of_leaks);
-  data["fragmentation"] = fragmentation_json(result, views);
-  data["ooms"] = ooms_json(result, tables);
-  data["oom_limit"] = detail::oom_limit_json(result);
-  data["peak_segments"] = segment_map_json(views.peak_segments);
+  json views_data;
+  views_data["kind"] = "inspection";
+  views_data["timeline"] = timeline_json(views);
+  views_data["bands"] = bands_json(views);
+  views_data["peak_tree"] = tree_json(views, tables);
+  views_data["free_blocks"] = free_blocks_json(views);
+  views_data["peak_segments"] = segment_map_json(views.peak_segments);
   json oom_maps = json::array();
   for (const segment_map& map : views.oom_segments) oom_maps.push_back(segment_map_json(map));
-  data["oom_segments"] = oom_maps;
-  data["notes"] = result.notes;
+  views_data["oom_segments"] = oom_maps;
+  views_data["oom_request_stacks"] = oom_request_stacks(result, tables);
   json sites = json::array();
   for (const allocation_site& site : views.sites) sites.push_back(site_json(site, tables));
-  data["sites"] = sites;
+  views_data["sites"] = sites;
   // Last: the tables hold every frame and stack the parts above refer to.
-  data["stacks"] = tables.stacks();
-  data["frames"] = tables.frames();
-  return detail::html_page(data);
+  views_data["stacks"] = tables.stacks();
+  views_data["frames"] = tables.frames();
+  return detail::html_page(views_data, render_inspection_json(snap, result, source));
 }
 
 }  // namespace rlmem

@@ -13,10 +13,11 @@ struct html_assets {
   std::string_view page;         ///< web/report.html, with the {{...}} slots html.cpp fills
   std::string_view uplot_js;     ///< uPlot.iife.min.js
   std::string_view uplot_css;    ///< uPlot.min.css
+  std::string_view format_js;    ///< web/format.js: the byte sizes as format_bytes prints them
   std::string_view report_js;    ///< web/report.js
   std::string_view report_css;   ///< web/report.css
-  /// The CSP script-src sources of the two scripts: "'sha256-...' 'sha256-...'", so that no
-  /// other script (one smuggled in by a hostile snapshot included) can run.
+  /// The CSP script-src sources of the three scripts: "'sha256-...' 'sha256-...' 'sha256-...'",
+  /// so that no other script (one smuggled in by a hostile snapshot included) can run.
   std::string_view script_hashes;
 };
 

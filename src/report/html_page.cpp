@@ -18,7 +18,7 @@ using json = nlohmann::ordered_json;
 // JSON that can sit inside <script type="application/json">: '<' can only occur inside JSON
 // strings, where \u003c means the same, so no "</script" or "<!--" can end or bend the block;
 // U+2028 and U+2029 are escaped too, for any reader that takes the text as JavaScript.
-std::string script_safe(const std::string& text) {
+std::string script_safe(std::string_view text) {
   std::string out;
   out.reserve(text.size() + text.size() / 64);
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -52,15 +52,23 @@ std::string fill_page(std::string_view page, const std::vector<std::pair<std::st
 
 }  // namespace
 
-std::string html_page(const json& data) {
+std::string html_page(const json& data, std::string_view document) {
   const html_assets& assets = bundled_html_assets();
   // Frame strings come from the file: replace invalid UTF-8 rather than fail on it.
   std::string payload = script_safe(data.dump(-1, ' ', false, json::error_handler_t::replace));
+  // The document keeps the bytes its command printed: only '<' and U+2028/9 are escaped, which
+  // JSON.parse reads back as the same characters.
+  std::string carried = script_safe(document);
   std::string policy = "default-src 'none'; script-src " + std::string(assets.script_hashes) +
                        "; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
   std::string styles = "<style>" + std::string(assets.uplot_css) + "</style>\n<style>" + std::string(assets.report_css) + "</style>";
-  std::string scripts = "<script>" + std::string(assets.uplot_js) + "</script>\n<script>" + std::string(assets.report_js) + "</script>";
-  return fill_page(assets.page, {{"{{csp}}", policy}, {"{{styles}}", styles}, {"{{data}}", payload}, {"{{scripts}}", scripts}});
+  std::string scripts = "<script>" + std::string(assets.uplot_js) + "</script>\n<script>" + std::string(assets.format_js) +
+                        "</script>\n<script>" + std::string(assets.report_js) + "</script>";
+  return fill_page(assets.page, {{"{{csp}}", policy},
+                                 {"{{styles}}", styles},
+                                 {"{{document}}", carried},
+                                 {"{{data}}", payload},
+                                 {"{{scripts}}", scripts}});
 }
 
 }  // namespace rlmem::detail

@@ -45,8 +45,12 @@ json verdict_by_limit(const oom_report& oom) {
   if (oom.verdict != oom_verdict::depends_on_limit) {
     return json::array({{{"from_bytes", oom.limit_low_bytes}, {"to_bytes", oom.limit_high_bytes}, {"verdict", oom_verdict_name(oom.verdict)}}});
   }
-  return json::array({{{"from_bytes", oom.limit_low_bytes}, {"to_bytes", oom.fragmentation_from_bytes - 1}, {"verdict", "capacity"}},
-                      {{"from_bytes", oom.fragmentation_from_bytes}, {"to_bytes", oom.limit_high_bytes}, {"verdict", "fragmentation"}}});
+  return json::array({{{"from_bytes", oom.limit_low_bytes},
+                        {"to_bytes", oom.fragmentation_from_bytes - 1},
+                        {"verdict", oom_verdict_name(oom_verdict::capacity)}},
+                       {{"from_bytes", oom.fragmentation_from_bytes},
+                        {"to_bytes", oom.limit_high_bytes},
+                        {"verdict", oom_verdict_name(oom_verdict::fragmentation)}}});
 }
 
 }  // namespace
@@ -56,7 +60,7 @@ json ooms_json(const inspection& result) {
   for (const oom_report& oom : result.ooms) {
     json pools = json::array();
     for (const free_block_summary& pool : oom.free_by_pool) {
-      pools.push_back({{"pool", pool.small_pool ? "small" : "large"}, {"stream", pool.stream},
+      pools.push_back({{"pool", pool_name(pool.small_pool)}, {"stream", pool.stream},
                        {"largest_free_bytes", pool.largest_free_bytes}, {"free_bytes", pool.free_bytes}});
     }
     ooms.push_back({{"event_index", oom.event},

@@ -25,10 +25,7 @@ std::string bytes_text(std::uint64_t bytes) { return format_bytes(static_cast<st
 
 std::string billions(std::uint64_t count) { return fmt::format("{:.2f} B", static_cast<double>(count) / 1e9); }
 
-std::string offload_text(const plan_knobs& knobs) {
-  if (knobs.offload_weights) return "all";
-  return knobs.offload_optimizer ? "optimizer" : "none";
-}
+std::string offload_text(const plan_knobs& knobs) { return std::string(to_string(offload_of(knobs))); }
 
 std::string model_line(const model_architecture& model, const parameter_count& params) {
   if (model.opaque_params > 0) {

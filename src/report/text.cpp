@@ -151,7 +151,7 @@ void append_ooms(std::string& out, const inspection& result, const text_options&
                        format_bytes(static_cast<std::int64_t>(oom.largest_free_block_bytes)));
     for (const free_block_summary& pool : oom.free_by_pool) {
       if (pool.free_bytes == 0) continue;
-      out += fmt::format("    {} pool, stream {}: {} free, largest block {}\n", pool.small_pool ? "small" : "large",
+      out += fmt::format("    {} pool, stream {}: {} free, largest block {}\n", pool_name(pool.small_pool),
                          pool.stream == 0 ? std::string("default") : fmt::format("{:#x}", pool.stream),
                          format_bytes(static_cast<std::int64_t>(pool.free_bytes)),
                          format_bytes(static_cast<std::int64_t>(pool.largest_free_bytes)));

@@ -9,11 +9,8 @@
 namespace rlmem {
 
 std::string_view trace_action_name(trace_action action) noexcept {
-  static constexpr std::array<std::string_view, trace_action_count> names = {
-      "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
-      "segment_unmap", "snapshot", "oom", "annotate", "unknown"};
   auto index = static_cast<std::size_t>(action);
-  return index < names.size() ? names[index] : "unknown";
+  return index < trace_action_names.size() ? trace_action_names[index] : "unknown";
 }
 
 const device_trace* snapshot::trace_for(std::int64_t device) const {

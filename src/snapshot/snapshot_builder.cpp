@@ -41,6 +41,13 @@ constexpr std::array<std::string_view, s_known_count> known_strings = {
     "active_allocated", "active_pending_free", "active_awaiting_free", "inactive"};
 static_assert(s_external_annotations < 64, "keys must fit the 64-bit key mask");
 static_assert(s_annotate - s_alloc + 1 == static_cast<int>(trace_action::unknown));
+// The actions are parsed by the names reports print them with (trace_action_names).
+static_assert([] {
+  for (std::size_t k = 0; k < trace_action_count - 1; ++k) {
+    if (known_strings[s_alloc + k] != trace_action_names[k]) return false;
+  }
+  return true;
+}());
 
 // What a record or table entry costs in the held-value budget's 8-byte units.
 template <class T>

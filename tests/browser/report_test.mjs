@@ -127,6 +127,23 @@ async function checkVerdictFirst(page, name, expect) {
   if (expect.leaks) check(/LEAK 1: /.test(verdict), `${name}: the verdict names the leak (${JSON.stringify(verdict.slice(0, 80))})`);
 }
 
+// The page prints byte sizes as the text report does: its formatBytes, run in the browser, gives
+// every case of testdata/format/bytes_cases.json, and the summary's peak is the document's peak
+// in those words (the page printed 46.88 MiB where the text said 46.9 MiB).
+async function checkByteSizes(page, name) {
+  const { cases } = JSON.parse(readFileSync(join(testdata, 'format/bytes_cases.json'), 'utf8'));
+  const wrong = JSON.parse(await page.evaluate(`JSON.stringify(${JSON.stringify(cases)}
+    .filter((c) => rlmemFormat.formatBytes(c.bytes) !== c.text).map((c) => [c.bytes, c.text, rlmemFormat.formatBytes(c.bytes)]))`));
+  check(wrong.length === 0, `${name}: the page prints the ${cases.length} shared byte cases as format_bytes does ${JSON.stringify(wrong.slice(0, 3))}`);
+  const peak = await page.evaluate(`(() => {
+    const inspected = JSON.parse(document.getElementById('rlmem-document').textContent);
+    const shown = [...document.querySelectorAll('#summary-figures dt')].find((dt) => dt.textContent === 'peak allocated');
+    return JSON.stringify([shown ? shown.nextElementSibling.textContent : '', rlmemFormat.formatBytes(inspected.summary.peak_allocated_bytes)]);
+  })()`);
+  const [shown, expected] = JSON.parse(peak);
+  check(shown.startsWith(expected + ' at '), `${name}: the summary's peak allocated reads ${JSON.stringify(shown)} (expected ${expected} first)`);
+}
+
 // Every chart's tick labels as drawn (the page keeps them on each chart's root): bytes are a
 // whole number of quarters of the unit printed, never 953.67 MiB; events and steps are whole.
 async function checkTicks(page, name) {
@@ -176,6 +193,7 @@ async function testPage(browser, file, name, expect) {
     check(bars > 0, `${name}: the segment map at the OOM opens (expected segment bars within 5 s, saw ${bars})`);
   }
   await checkVerdictFirst(page, name, expect);
+  await checkByteSizes(page, name);
   await checkTicks(page, name);
   check((await page.evaluate('document.getElementById("peak-segments-details").open')) === false &&
     (await page.evaluate('document.querySelectorAll("#peak-segments .segment-bar").length')) === 0,
@@ -227,7 +245,7 @@ async function testPage(browser, file, name, expect) {
     check(text.includes('</script><script>alert(1)</script>'), `${name}: the script-closing frame shows as text`);
     check(text.includes('<img src=x onerror=alert(1)>'), `${name}: the image frame shows as text`);
     check((await page.evaluate('document.images.length')) === 0, `${name}: no image element exists`);
-    check((await page.evaluate('document.scripts.length')) === 3, `${name}: only the page's own 3 script elements exist`);
+    check((await page.evaluate('document.scripts.length')) === 5, `${name}: only the page's own 5 script elements (2 data blocks) exist`);
   }
   check(page.seen.dialogs.length === 0, `${name}: no dialog opened ${JSON.stringify(page.seen.dialogs)}`);
   check(page.seen.errors.length === 0, `${name}: no console error ${JSON.stringify(page.seen.errors.slice(0, 3))}`);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -170,7 +171,7 @@ def test_bad_options_raise_invalid_argument(rlmem, cli, snapshot):
         rlmem.inspect(path, step_marker="(")
     with pytest.raises(rlmem.InvalidArgumentError, match="^--top: '0' is not a whole number from 1 to 1000000$"):
         rlmem.inspect(path, top=0)
-    with pytest.raises(rlmem.InvalidArgumentError, match="not a number of bytes"):
+    with pytest.raises(rlmem.InvalidArgumentError, match="^--limit: '-5' is not a whole number from 0 to 9223372036854775807$"):
         rlmem.inspect(path, limit=-5)
     with pytest.raises(TypeError):
         rlmem.inspect(12345)
@@ -205,6 +206,32 @@ def test_a_top_outside_the_clis_range_is_refused_with_its_words_never_wrapped(rl
     with pytest.raises(rlmem.InvalidArgumentError) as caught:
         rlmem.inspect(path, top=top)
     assert str(caught.value) == expected, f"expected the CLI's {expected!r}, seen {str(caught.value)!r}"
+
+
+@pytest.mark.parametrize("flag, name, value", [("--top", "top", 2_000_000), ("--top", "top", 0), ("--device", "device", 40_000)])
+def test_a_bad_option_is_refused_by_the_cli_the_c_abi_and_python_with_one_line(rlmem, cli, snapshot, flag, name, value):
+    # Issue 31, item 3: --top 2000000 was refused by the CLI and accepted by the C ABI. Python
+    # now holds no range of its own: librlmem's check (rlmem_check_inspect_option, and the
+    # struct's check behind rlmem_inspect_file) words the refusal for all three.
+    path = snapshot("grpo_clean.pickle.zst")
+    code, _, err = cli("inspect", str(path), flag, str(value))
+    assert code == 2
+    expected = _cli_message(err).removesuffix(" (see rlmem inspect --help)")
+    with pytest.raises(rlmem.InvalidArgumentError) as caught:
+        rlmem.inspect(path, **{name: value})
+    assert str(caught.value) == expected, f"Python: expected the CLI's {expected!r}, seen {str(caught.value)!r}"
+
+    from rlmem import _lib
+
+    lib, _ = _lib.load()
+    options = _lib.InspectOptions()
+    lib.rlmem_inspect_options_init(ctypes.byref(options))
+    setattr(options, name, value)
+    document, error = ctypes.c_void_p(), ctypes.c_void_p()
+    status = lib.rlmem_inspect_file(os.fsencode(path), ctypes.byref(options), ctypes.byref(document), ctypes.byref(error))
+    _lib.take_string(lib, document)
+    seen = _lib.take_string(lib, error)
+    assert status != 0 and seen == expected, f"the C ABI's struct: expected {expected!r}, seen status {status} and {seen!r}"
 
 
 def _run_python(code: str, *args: str) -> subprocess.CompletedProcess:

@@ -10,11 +10,38 @@ import threading
 import pytest
 
 DATA_OPEN = '<script type="application/json" id="rlmem-data">'
+DOCUMENT_OPEN = '<script type="application/json" id="rlmem-document">'
+
+
+def block_text(page: str, opening: str) -> str:
+    start = page.index(opening) + len(opening)
+    return page[start:page.index("</script>", start)]
 
 
 def embedded_data(page: str) -> dict:
-    start = page.index(DATA_OPEN) + len(DATA_OPEN)
-    return json.loads(page[start:page.index("</script>", start)])
+    """The views' data of a page."""
+    return json.loads(block_text(page, DATA_OPEN))
+
+
+def embedded_document(page: str) -> dict:
+    """The inspect document a page carries."""
+    return json.loads(block_text(page, DOCUMENT_OPEN))
+
+
+# Issue 31, item 3: the page carries `rlmem inspect --json`'s document itself, not a copy that
+# drifts: the CLI's bytes, with only '<' escaped as JSON allows (frames hold "<module>").
+@pytest.mark.parametrize("name", ["grpo_leak_logits.pickle.zst", "frag_default_oom.pickle.zst", "tiny_oom_cpp_stacks.pickle"])
+def test_the_page_carries_the_clis_inspect_document_byte_for_byte(rlmem, cli, snapshot, tmp_path, name):
+    path = snapshot(name)
+    code, printed, err = cli("inspect", str(path), "--json", "--quiet", "--top", "4")
+    assert code == 0, err
+    code, _, err = cli("report", str(path), "--quiet", "--top", "4", "-o", str(tmp_path / "page.html"))
+    assert code == 0, err
+    carried = block_text((tmp_path / "page.html").read_text(encoding="utf-8"), DOCUMENT_OPEN)
+    assert carried.replace("\\u003c", "<") == printed, "the page's document differs from `rlmem inspect --json`'s"
+    assert json.loads(carried) == json.loads(printed)
+    page = rlmem.report(path, top=4)
+    assert embedded_document(page) == rlmem.inspect(path, top=4), "rlmem.report()'s document differs from rlmem.inspect()'s"
 
 
 def test_the_page_carries_the_oom_verdicts_inspect_gives(rlmem, snapshot, tmp_path):
@@ -25,11 +52,12 @@ def test_the_page_carries_the_oom_verdicts_inspect_gives(rlmem, snapshot, tmp_pa
     assert out.read_text(encoding="utf-8") == page
     assert not list(tmp_path.glob("*.partial")), "a .partial file was left behind"
     data = embedded_data(page)
+    document = embedded_document(page)
     inspected = rlmem.inspect(path)
     assert data["kind"] == "inspection"
-    assert [oom["event_index"] for oom in data["ooms"]] == [oom["event_index"] for oom in inspected["oom"]] == [7971]
-    assert data["ooms"][0]["verdict"] == "fragmentation" and data["ooms"][0]["proven"] is True
-    assert data["summary"]["peak_allocated_bytes"] == inspected["summary"]["peak_allocated_bytes"]
+    assert [oom["event_index"] for oom in document["oom"]] == [oom["event_index"] for oom in inspected["oom"]] == [7971]
+    assert document["oom"][0]["verdict"] == "fragmentation" and document["oom"][0]["proven"] is True
+    assert document["summary"]["peak_allocated_bytes"] == inspected["summary"]["peak_allocated_bytes"]
     assert data["peak_segments"]["event"] == inspected["summary"]["peak_reserved_event"]
     assert "default-src 'none'" in page
 
@@ -37,10 +65,10 @@ def test_the_page_carries_the_oom_verdicts_inspect_gives(rlmem, snapshot, tmp_pa
 def test_bytes_and_options_reach_the_page(rlmem, snapshot):
     data = snapshot("grpo_leak_logits.pickle.zst").read_bytes()
     page = rlmem.report(data, top=3)
-    shown = embedded_data(page)
+    shown = embedded_document(page)
     assert shown["file"] == "<bytes>"
-    assert len(shown["peak_by_site"]) == 3
-    assert shown["leaks"][0]["site"]["label"] == "rl/record.py:41 logprobs_of"
+    assert len(shown["peak"]["by_site"]) == 3
+    assert shown["leaks"][0]["site"] == "rl/record.py:41 logprobs_of"
 
 
 def test_bad_input_raises_the_clis_message(rlmem, snapshot, tmp_path):

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The page of `rlmem report`: its embedded data equals inspect()'s figures on real fixtures, it
-// loads nothing from the network, stays small, and a hostile snapshot's strings stay text.
+// The page of `rlmem report`: it carries `rlmem inspect --json`'s document byte for byte, its
+// views' data equals inspect()'s figures on real fixtures, it loads nothing from the network,
+// stays small, and a hostile snapshot's strings stay text.
 
 #include "fixtures.hpp"
 #include "grpo_plan.hpp"
 #include "inspect/crafted.hpp"
 #include "inspect/frames.hpp"
+#include "report/stack_text.hpp"
 
 #include <rlmem/allocator_rules.hpp>
 #include <rlmem/allocator_settings.hpp>
@@ -23,6 +25,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <regex>
+#include <span>
+#include <utility>
 
 namespace rlmem {
 
@@ -32,25 +36,31 @@ using testing::fixture;
 namespace {
 
 constexpr std::string_view data_open = R"(<script type="application/json" id="rlmem-data">)";
+constexpr std::string_view document_open = R"(<script type="application/json" id="rlmem-document">)";
 
 struct rendered {
   inspection result;
   memory_views views;
   std::string page;
-  nlohmann::json data;
+  nlohmann::json data;      ///< the views' data
+  std::string document_text;  ///< the inspect document as the page carries it
+  nlohmann::json document;
 };
 
-// The JSON block of a page, parsed as the page's script parses it.
-nlohmann::json embedded_data(const std::string& page) {
-  std::size_t start = page.find(data_open);
+// The text of a page's JSON block.
+std::string block_text(const std::string& page, std::string_view open) {
+  std::size_t start = page.find(open);
   if (start == std::string::npos) {
-    ADD_FAILURE() << "expected the data block " << data_open << ", found none";
-    return nullptr;
+    ADD_FAILURE() << "expected the block " << open << ", found none";
+    return "null";
   }
-  start += data_open.size();
+  start += open.size();
   std::size_t end = page.find("</script>", start);
-  return nlohmann::json::parse(page.substr(start, end - start));
+  return page.substr(start, end - start);
 }
+
+// A JSON block parsed as the page's script parses it.
+nlohmann::json embedded_data(const std::string& page) { return nlohmann::json::parse(block_text(page, data_open)); }
 
 rendered render(const snapshot& snap, const std::string& source) {
   rendered out;
@@ -58,7 +68,21 @@ rendered render(const snapshot& snap, const std::string& source) {
   out.views = build_memory_views(snap, out.result, {});
   out.page = render_inspection_html(snap, out.result, out.views, source);
   out.data = embedded_data(out.page);
+  out.document_text = block_text(out.page, document_open);
+  out.document = nlohmann::json::parse(out.document_text);
   return out;
+}
+
+// Undoes the page's escapes of '<', U+2028 and U+2029 (JSON.parse reads them as the characters).
+std::string unescaped(std::string text) {
+  for (const auto& [escape, character] : {std::pair<std::string_view, std::string_view>{"\\u003c", "<"},
+                                          {"\\u2028", "\u2028"},
+                                          {"\\u2029", "\u2029"}}) {
+    for (std::size_t at = text.find(escape); at != std::string::npos; at = text.find(escape, at + character.size())) {
+      text.replace(at, escape.size(), character);
+    }
+  }
+  return text;
 }
 
 std::size_t occurrences(std::string_view text, std::string_view part) {
@@ -78,16 +102,33 @@ std::int64_t max_of(const nlohmann::json& values) {
 
 }  // namespace
 
+// Issue 31, item 3: the page built its own copy of the inspect document, and it drifted ("line": 0
+// where the JSON said null, user_frame dropped). It now carries the document itself: the bytes
+// `rlmem inspect --json` prints, '<' and the line separators escaped as JSON allows.
+TEST(html_report, carries_the_inspect_json_document_byte_for_byte) {
+  SKIP_WITHOUT_ASSETS();
+  for (const char* name : {"grpo_leak_logits.pickle.zst", "frag_default_oom.pickle.zst", "tiny_oom_cpp_stacks.pickle"}) {
+    const snapshot& snap = fixture(name);
+    rendered made = render(snap, name);
+    const std::string printed = render_inspection_json(snap, made.result, name);
+    EXPECT_EQ(unescaped(made.document_text), printed) << name;
+    EXPECT_EQ(made.document, nlohmann::json::parse(printed)) << name;
+    EXPECT_EQ(made.data.find("summary"), made.data.end()) << name << ": the views' data repeats the document's summary";
+    EXPECT_EQ(made.data["oom_request_stacks"].size(), made.result.ooms.size()) << name;
+  }
+}
+
 TEST(html_report, data_matches_inspect_on_the_leak_fixture) {
   SKIP_WITHOUT_ASSETS();
   const snapshot& snap = fixture("grpo_leak_logits.pickle.zst");
   rendered made = render(snap, "grpo_leak_logits.pickle.zst");
   const nlohmann::json& data = made.data;
+  const nlohmann::json& document = made.document;
   const inspection& result = made.result;
-  EXPECT_EQ(data["summary"]["events"], result.events);
-  EXPECT_EQ(data["summary"]["peak_allocated_bytes"], result.peak_allocated_bytes);
-  EXPECT_EQ(data["summary"]["peak_allocated_event"], result.peak_allocated_event);
-  EXPECT_EQ(data["summary"]["peak_reserved_bytes"], result.peak_reserved_bytes);
+  EXPECT_EQ(document["summary"]["events"], result.events);
+  EXPECT_EQ(document["summary"]["peak_allocated_bytes"], result.peak_allocated_bytes);
+  EXPECT_EQ(document["summary"]["peak_allocated_event"], result.peak_allocated_event);
+  EXPECT_EQ(document["summary"]["peak_reserved_bytes"], result.peak_reserved_bytes);
   // Every event is in one column, so the envelopes' maxima are the peaks, exactly.
   const nlohmann::json& columns = data["timeline"];
   EXPECT_EQ(max_of(columns["allocated_max"]), result.peak_allocated_bytes);
@@ -106,16 +147,16 @@ TEST(html_report, data_matches_inspect_on_the_leak_fixture) {
   // The tree's root is everything live at the peak.
   EXPECT_EQ(data["peak_tree"]["event"], result.peak_allocated_event);
   EXPECT_EQ(data["peak_tree"]["bytes"][0].get<std::int64_t>(), result.peak_allocated_bytes);
-  ASSERT_EQ(data["leaks"].size(), result.leaks.size());
+  ASSERT_EQ(document["leaks"].size(), result.leaks.size());
   ASSERT_FALSE(result.leaks.empty()) << "expected the leak fixture to have a leak";
   for (std::size_t k = 0; k < result.leaks.size(); ++k) {
-    EXPECT_EQ(data["leaks"][k]["bytes_per_step"], result.leaks[k].bytes_per_step);
-    EXPECT_EQ(data["leaks"][k]["site"]["label"], result.leaks[k].site.label);
-    EXPECT_EQ(data["leaks"][k]["bytes_at_step_end"].size(), result.leaks[k].bytes_at_step_end.size());
+    EXPECT_EQ(document["leaks"][k]["bytes_per_step"], result.leaks[k].bytes_per_step);
+    EXPECT_EQ(document["leaks"][k]["site"], result.leaks[k].site.label);
+    EXPECT_EQ(document["leaks"][k]["bytes_at_step_end"].size(), result.leaks[k].bytes_at_step_end.size());
   }
-  EXPECT_EQ(data["leak_summary"]["explained_per_step_bytes"], result.summary_of_leaks.explained_per_step_bytes);
-  EXPECT_EQ(data["steps"]["event"].size(), result.steps.size());
-  EXPECT_EQ(data["categories"]["events"].size(), result.categories.events.size());
+  EXPECT_EQ(document["leak_summary"]["explained_per_step_bytes"], result.summary_of_leaks.explained_per_step_bytes);
+  EXPECT_EQ(document["steps"]["ends"].size(), result.steps.size());
+  EXPECT_EQ(document["categories"]["timeline"]["points"].size(), result.categories.events.size());
 }
 
 // Issue 29, item 6: the tree at the peak shows the user's frames first. Every frame above a node
@@ -185,46 +226,38 @@ TEST(html_report, oom_verdicts_carry_their_numbers) {
   SKIP_WITHOUT_ASSETS();
   const snapshot& snap = fixture("frag_default_oom.pickle.zst");
   rendered made = render(snap, "frag_default_oom.pickle.zst");
-  ASSERT_EQ(made.data["ooms"].size(), made.result.ooms.size());
+  ASSERT_EQ(made.document["oom"].size(), made.result.ooms.size());
   ASSERT_FALSE(made.result.ooms.empty()) << "expected the OOM fixture to have an OOM";
   for (std::size_t k = 0; k < made.result.ooms.size(); ++k) {
     const oom_report& oom = made.result.ooms[k];
-    const nlohmann::json& shown = made.data["ooms"][k];
+    const nlohmann::json& shown = made.document["oom"][k];
     EXPECT_EQ(shown["event_index"], oom.event);
     EXPECT_EQ(shown["requested_bytes"], oom.requested_bytes);
     EXPECT_EQ(shown["largest_free_block_bytes"], oom.largest_free_block_bytes);
     EXPECT_EQ(shown["verdict"], oom.verdict == oom_verdict::fragmentation ? "fragmentation" : "capacity");
     EXPECT_EQ(shown["explanation"], oom.explanation);
   }
-  EXPECT_EQ(made.data["fragmentation"]["largest_free_block_at_end_bytes"], made.result.fragmentation.largest_free_block_at_end_bytes);
-}
-
-// The page carries each OOM as `rlmem inspect --json` writes it, with the stacks of its sites added.
-TEST(html_report, oom_verdicts_are_the_inspect_json_ones) {
-  SKIP_WITHOUT_ASSETS();
-  const snapshot& snap = fixture("frag_default_oom.pickle.zst");
-  rendered made = render(snap, "frag_default_oom.pickle.zst");
-  nlohmann::json inspected = nlohmann::json::parse(render_inspection_json(snap, made.result, "frag_default_oom.pickle.zst"));
-  ASSERT_FALSE(inspected["oom"].empty());
-  ASSERT_EQ(made.data["ooms"].size(), inspected["oom"].size());
-  for (std::size_t k = 0; k < inspected["oom"].size(); ++k) {
-    nlohmann::json shown = made.data["ooms"][k];
-    ASSERT_TRUE(shown["largest_site"]["stack"].is_number_unsigned());
-    ASSERT_TRUE(shown["request_stack"].is_number_unsigned());
-    shown["largest_site"].erase("stack");
-    shown.erase("request_stack");
-    EXPECT_EQ(shown, inspected["oom"][k]) << "OOM " << k;
-    EXPECT_FALSE(shown["proofs"].empty()) << "OOM " << k << " carries no proof";
+  EXPECT_EQ(made.document["fragmentation"]["largest_free_block_at_end_bytes"], made.result.fragmentation.largest_free_block_at_end_bytes);
+  // The stack of each OOM's request, beside the document, is the request site's.
+  const nlohmann::json& request_stacks = made.data["oom_request_stacks"];
+  ASSERT_EQ(request_stacks.size(), made.result.ooms.size());
+  for (std::size_t k = 0; k < made.result.ooms.size(); ++k) {
+    const nlohmann::json& frames = made.data["stacks"][request_stacks[k].get<std::size_t>()];
+    std::span<const frame_id> expected = snap.stack(made.result.ooms[k].request_site.stack);
+    ASSERT_EQ(frames.size(), std::min(expected.size(), detail::max_json_stack_frames)) << "OOM " << k;
+    for (std::size_t f = 0; f < frames.size(); ++f) {
+      EXPECT_EQ(made.data["frames"][frames[f].get<std::size_t>()], detail::frame_text(snap, expected[f])) << "OOM " << k << " frame " << f;
+    }
   }
-  EXPECT_EQ(made.data["oom_limit"], inspected["oom_limit"]);
 }
 
 TEST(html_report, forbids_the_network_and_loads_nothing_by_url) {
   SKIP_WITHOUT_ASSETS();
   rendered made = render(fixture("frag_default_oom.pickle.zst"), "frag_default_oom.pickle.zst");
   const std::string& page = made.page;
-  std::regex policy(R"(<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'sha256-[A-Za-z0-9+/=]+' 'sha256-[A-Za-z0-9+/=]+'; [^"]*">)");
-  EXPECT_TRUE(std::regex_search(page, policy)) << "expected a CSP meta tag with default-src 'none' and two script hashes";
+  std::regex policy(
+      R"(<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'sha256-[A-Za-z0-9+/=]+' 'sha256-[A-Za-z0-9+/=]+' 'sha256-[A-Za-z0-9+/=]+'; [^"]*">)");
+  EXPECT_TRUE(std::regex_search(page, policy)) << "expected a CSP meta tag with default-src 'none' and three script hashes";
   EXPECT_LT(page.find("Content-Security-Policy"), page.find("<script")) << "expected the policy before the first script";
   std::regex remote(R"((src|href|action)\s*=\s*["']?\s*(https?:)?//)", std::regex::icase);
   std::smatch seen;
@@ -258,9 +291,9 @@ TEST(html_report, hostile_frames_and_file_names_stay_text) {
   made.event(trace_action::free_completed, 8 << 20, 4 << 20, stack, 3);
   snapshot snap = made.build();
   rendered page = render(snap, image + ".pickle");
-  // One data block and the two inlined scripts: no script the snapshot brought.
-  EXPECT_EQ(occurrences(page.page, "<script"), 3u);
-  EXPECT_EQ(occurrences(page.page, "</script"), 3u);
+  // The two data blocks and the three inlined scripts: no script the snapshot brought.
+  EXPECT_EQ(occurrences(page.page, "<script"), 5u);
+  EXPECT_EQ(occurrences(page.page, "</script"), 5u);
   EXPECT_EQ(occurrences(page.page, "<img"), 0u);
   EXPECT_EQ(occurrences(page.page, "<!-- comment"), 0u);
   EXPECT_EQ(occurrences(page.page, "\u2028"), 0u);
@@ -273,7 +306,8 @@ TEST(html_report, hostile_frames_and_file_names_stay_text) {
   EXPECT_TRUE(has(closer)) << "expected a frame holding " << closer;
   EXPECT_TRUE(has(image)) << "expected a frame holding " << image;
   EXPECT_TRUE(has(separators)) << "expected a frame holding the separators";
-  EXPECT_EQ(page.data["file"], image + ".pickle");
+  EXPECT_EQ(page.document["file"], image + ".pickle");
+  EXPECT_EQ(page.document["peak"]["by_site"][0]["stack"][0], detail::frame_text(snap, snap.stack(stack)[0]));
 }
 
 TEST(html_report, an_empty_snapshot_still_makes_a_page) {
