@@ -20,7 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from validate_gpu import FRAG_LENGTHS  # noqa: E402
+from validate_gpu import FRAG_LENGTHS, frag_workload  # noqa: E402
 
 # ops whose CPU time includes the allocator's malloc or free
 ALLOCATING_OPS = ("aten::empty", "aten::empty_strided", "aten::empty_like", "aten::zeros", "aten::zeros_like",
@@ -38,13 +38,7 @@ def child(allocator: str, capacity: int, epochs: int) -> dict:
         rt.install(capacity=capacity or None)
     elif capacity:
         torch.cuda.set_per_process_memory_fraction(capacity / torch.cuda.get_device_properties(0).total_memory)
-    from transformers import AutoModelForCausalLM, Qwen2Config
-
-    torch.manual_seed(0)
-    config = Qwen2Config(hidden_size=512, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2,
-                         intermediate_size=1408, vocab_size=32000, tie_word_embeddings=True)
-    model = AutoModelForCausalLM.from_config(config).to(device="cuda", dtype=torch.bfloat16)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model, optimizer = frag_workload()
 
     def step(tokens):
         loss = model(input_ids=tokens, labels=tokens).loss

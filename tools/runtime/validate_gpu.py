@@ -586,6 +586,19 @@ def timed_training_step(model, optimizer, tokens) -> float:
     return time.perf_counter() - started
 
 
+def frag_workload():
+    """The fragmentation workload's model (seeded, on the GPU, bf16) and its AdamW: made after the
+    allocator is chosen, since it is the first CUDA allocation."""
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    torch.manual_seed(0)
+    config = Qwen2Config(hidden_size=512, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2,
+                         intermediate_size=1408, vocab_size=32000, tie_word_embeddings=True)
+    model = AutoModelForCausalLM.from_config(config).to(device="cuda", dtype=torch.bfloat16)
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+
 def check_frag(allocator: str, capacity: str = "0", epochs: str = "1") -> dict:
     """The fragmentation workload under `allocator` (native, expandable, rlmem), capped at
     `capacity` bytes (0: none), its ten lengths `epochs` times over."""
@@ -600,13 +613,8 @@ def check_frag(allocator: str, capacity: str = "0", epochs: str = "1") -> dict:
         rt.install(capacity=cap or None, release_free_pages=allocator == "rlmem_release")
     elif cap:
         torch.cuda.set_per_process_memory_fraction(cap / torch.cuda.get_device_properties(0).total_memory)
-    from transformers import AutoModelForCausalLM, Qwen2Config
+    model, optimizer = frag_workload()
 
-    torch.manual_seed(0)
-    config = Qwen2Config(hidden_size=512, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2,
-                         intermediate_size=1408, vocab_size=32000, tie_word_embeddings=True)
-    model = AutoModelForCausalLM.from_config(config).to(device="cuda", dtype=torch.bfloat16)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     def pressure() -> dict:
         # Releases of the cache (num_alloc_retries) and the driver calls behind the memory: rlmem's
         # own counters; torch's device allocations and frees where its version counts them.
