@@ -17,13 +17,6 @@
 namespace rlmem {
 namespace {
 
-model_architecture config(const char* file) {
-  model_architecture model;
-  std::string message;
-  EXPECT_TRUE(parse_hf_config(testing::read_text(testing::planner_testdata(std::string("configs/") + file)), model, message)) << message;
-  return model;
-}
-
 const phase_estimate* find_phase(const plan_result& plan, const std::string& name) {
   const auto it = std::find_if(plan.phases.begin(), plan.phases.end(), [&](const phase_estimate& p) { return p.name == name; });
   return it == plan.phases.end() ? nullptr : &*it;
@@ -59,7 +52,7 @@ plan_knobs colocated(handoff_kind mode, std::uint32_t level, double utilization 
 // copy 2P, AdamW's two moments 4P; the engine's bf16 copy 2P; the sync reads the full weights in
 // bf16 (2P) when the trainer's are not on the GPU.
 TEST(Handoff, EachTransitionIsWhatIsResidentThenOnQwen25_0_5b) {
-  const model_architecture model = config("qwen2.5-0.5b.json");
+  const model_architecture model = testing::config_model("qwen2.5-0.5b.json");
   const std::uint64_t p = count_parameters(model).total;
   EXPECT_EQ(p, 494032768u) << "Qwen2.5-0.5B's parameters, as transformers counts them";
   const plan_knobs knobs = colocated(handoff_kind::offload, 1);
@@ -106,7 +99,7 @@ TEST(Handoff, EachTransitionIsWhatIsResidentThenOnQwen25_0_5b) {
 // peak, and the staged order (weights, sync, KV) lowers it by the sync's copy less the rollout's
 // activation workspace.
 TEST(Handoff, TheStagedOrderLowersThePeakThatWakingAllTogetherSets) {
-  const model_architecture model = config("qwen2.5-0.5b.json");
+  const model_architecture model = testing::config_model("qwen2.5-0.5b.json");
   const std::uint64_t p = count_parameters(model).total;
   plan_knobs knobs = colocated(handoff_kind::offload, 1);
   knobs.wake_order = wake_order_kind::together;
@@ -138,7 +131,7 @@ TEST(Handoff, TheStagedOrderLowersThePeakThatWakingAllTogetherSets) {
 
 // Where training sets the step's peak, the order changes the wake-ups but not the step.
 TEST(Handoff, TheOrderDoesNotMoveAPeakTheUpdateSets) {
-  const model_architecture model = config("llama3.2-1b.json");
+  const model_architecture model = testing::config_model("llama3.2-1b.json");
   plan_knobs knobs = colocated(handoff_kind::keep, 1, 0.3);
   knobs.grad_ckpt = false;
   knobs.micro_batch = 32;
@@ -152,7 +145,7 @@ TEST(Handoff, TheOrderDoesNotMoveAPeakTheUpdateSets) {
 
 // keep: the trainer stays, and its bf16 weights are what the engine loads, read in place.
 TEST(Handoff, KeepingTheTrainerReadsItsBf16WeightsInPlace) {
-  const model_architecture model = config("llama3.2-1b.json");
+  const model_architecture model = testing::config_model("llama3.2-1b.json");
   const std::uint64_t p = count_parameters(model).total;
   const plan_result plan = plan_memory(model, colocated(handoff_kind::keep, 2, 0.3));
   ASSERT_TRUE(plan.engine.refusal.empty()) << plan.engine.refusal;
@@ -178,7 +171,7 @@ TEST(Handoff, KeepingTheTrainerReadsItsBf16WeightsInPlace) {
 
 // At sleep level 0 the engine never sleeps: no wake-ups, the sync beside its KV in any order.
 TEST(Handoff, AnEngineThatNeverSleepsHasNoWakeUps) {
-  const model_architecture model = config("qwen2.5-0.5b.json");
+  const model_architecture model = testing::config_model("qwen2.5-0.5b.json");
   const std::uint64_t p = count_parameters(model).total;
   const plan_result plan = plan_memory(model, colocated(handoff_kind::offload, 0, 0.3));
   ASSERT_TRUE(plan.engine.refusal.empty()) << plan.engine.refusal;
@@ -195,7 +188,7 @@ TEST(Handoff, AnEngineThatNeverSleepsHasNoWakeUps) {
 
 // rlmem.runtime's pause takes the whole tag, DDP's buckets too; offload's .to("cpu") cannot.
 TEST(Handoff, APauseTakesDdpsBucketsAndOffloadDoesNot) {
-  const model_architecture model = config("qwen2.5-0.5b.json");
+  const model_architecture model = testing::config_model("qwen2.5-0.5b.json");
   const std::uint64_t p = count_parameters(model).total;
   plan_knobs knobs = colocated(handoff_kind::rlmem_pause, 1, 0.3);
   knobs.gpus = 2;

@@ -13,13 +13,6 @@
 namespace rlmem {
 namespace {
 
-model_architecture qwen_0_5b() {
-  model_architecture model;
-  std::string message;
-  EXPECT_TRUE(parse_hf_config(testing::read_text(testing::planner_testdata("configs/qwen2.5-0.5b.json")), model, message)) << message;
-  return model;
-}
-
 // FSDP over the 4 GPUs of a node, AdamW offloaded, vLLM sleeping at level 1, the trainer
 // offloaded while the engine is awake.
 plan_knobs sharded_colocated() {
@@ -46,7 +39,7 @@ std::uint64_t part(const host_memory& host, const std::string& name) {
 }
 
 TEST(HostMemory, BackupsAddUpPerGpuAndPerNode) {
-  const model_architecture model = qwen_0_5b();
+  const model_architecture model = testing::config_model("qwen2.5-0.5b.json");
   const std::uint64_t p = count_parameters(model).total;
   const plan_knobs knobs = sharded_colocated();
   std::string message;
@@ -70,7 +63,7 @@ TEST(HostMemory, BackupsAddUpPerGpuAndPerNode) {
 TEST(HostMemory, NotReportedWithoutANode) {
   plan_knobs knobs = sharded_colocated();
   knobs.gpus_per_node = 0;
-  const plan_result plan = plan_memory(qwen_0_5b(), knobs);
+  const plan_result plan = plan_memory(testing::config_model("qwen2.5-0.5b.json"), knobs);
   EXPECT_TRUE(plan.host.parts.empty());
   EXPECT_EQ(plan.host.per_node_bytes, 0u);
 }
@@ -78,7 +71,7 @@ TEST(HostMemory, NotReportedWithoutANode) {
 // A configuration that fits the card but not the host does not fit, and the search keeps to the
 // host: every configuration it offers fits both.
 TEST(HostMemory, FitChecksTheHostAsWellAsTheCard) {
-  const model_architecture model = qwen_0_5b();
+  const model_architecture model = testing::config_model("qwen2.5-0.5b.json");
   plan_knobs knobs = sharded_colocated();
   // The trainer stays through the rollout: the host holds AdamW's shard and the engine's backup.
   knobs.handoff = handoff_kind::keep;

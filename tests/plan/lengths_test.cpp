@@ -14,13 +14,6 @@
 namespace rlmem {
 namespace {
 
-model_architecture config_model(const char* file) {
-  model_architecture model;
-  std::string message;
-  EXPECT_TRUE(parse_hf_config(testing::read_text(testing::planner_testdata(std::string("configs/") + file)), model, message)) << message;
-  return model;
-}
-
 std::uint64_t peak_at(const model_architecture& model, plan_knobs knobs, std::uint64_t new_tokens) {
   knobs.new_tokens = new_tokens;
   std::string message;
@@ -45,7 +38,7 @@ TEST(Lengths, TheFittingLengthIsTheLargestThatFitsOnRealConfigs) {
                        row{"qwen2.5-0.5b.json", lora, 20 * gib},
                        row{"qwen2.5-0.5b.json", checkpointed, 71 * gib},
                        row{"llama3.2-1b.json", testing::generate_knobs(64, 256, 8192), 10 * gib}}) {
-    const model_architecture model = config_model(r.config);
+    const model_architecture model = testing::config_model(r.config);
     length_view_options options;
     options.max_length = r.knobs.new_tokens;
     options.usable_bytes = r.usable;
@@ -63,7 +56,7 @@ TEST(Lengths, TheFittingLengthIsTheLargestThatFitsOnRealConfigs) {
 }
 
 TEST(Lengths, EachPercentilesPeakIsThePlanAtItsLength) {
-  const model_architecture model = config_model("qwen2.5-0.5b.json");
+  const model_architecture model = testing::config_model("qwen2.5-0.5b.json");
   const plan_knobs knobs = testing::grpo_knobs(8, 8, 512, 4096, 16);
   length_view_options options;
   options.max_length = 3000;  // the data's longest, under the generation's cap
@@ -101,7 +94,7 @@ TEST(Lengths, TheShareOfShorterSamplesIsLinearBetweenThePercentiles) {
 }
 
 TEST(Lengths, EveryLengthFitsOrNoneDoes) {
-  const model_architecture model = config_model("qwen2.5-0.5b.json");
+  const model_architecture model = testing::config_model("qwen2.5-0.5b.json");
   const plan_knobs knobs = testing::grpo_knobs(4, 4, 256, 512, 4);
   length_view_options options;
   options.max_length = 512;

@@ -279,13 +279,6 @@ TEST(Knobs, ImpossibleKnobsAreNamed) {
 namespace rlmem {
 namespace {
 
-model_architecture nanochat_d12() {
-  model_architecture model;
-  std::string message;
-  EXPECT_TRUE(parse_hf_config(testing::read_text(testing::planner_testdata("configs/nanochat-d12.json")), model, message)) << message;
-  return model;
-}
-
 std::uint64_t part(const phase_estimate& phase, const std::string& name) {
   for (const memory_component& c : phase.components) {
     if (c.name == name) return c.bytes;
@@ -319,7 +312,7 @@ TEST(Buffers, RowsAndEpochsScaleAndAnUnphasedBufferLivesEverywhere) {
 // Muon keeps one momentum per layer matrix (fp32 under nanochat's precision) and AdamW's two
 // moments for the embedding (bf16) and the head (fp32): less state than AdamW everywhere.
 TEST(Optimizers, MuonKeepsOneMomentumPerMatrixAndAdamwForTheRest) {
-  const model_architecture model = nanochat_d12();
+  const model_architecture model = testing::config_model("nanochat-d12.json");
   plan_knobs knobs = testing::train_knobs(8, 1024);
   knobs.precision = precision_kind::nanochat;
   knobs.optimizer = optimizer_kind::muon;
@@ -339,7 +332,7 @@ TEST(Optimizers, MuonKeepsOneMomentumPerMatrixAndAdamwForTheRest) {
 // --kv-rows follows the generation batch (or the group) as --fit moves it; a fixed number that
 // holds fewer rows than are generated together is refused.
 TEST(Generation, PreallocatedCacheFollowsTheGenerationBatch) {
-  const model_architecture model = nanochat_d12();
+  const model_architecture model = testing::config_model("nanochat-d12.json");
   plan_knobs knobs = testing::grpo_knobs(2, 16, 128, 48, 8);
   knobs.reference = reference_kind::none;
   knobs.precision = precision_kind::nanochat;
