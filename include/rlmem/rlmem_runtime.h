@@ -146,6 +146,18 @@ RLMEM_API void rlmem_torch_free(void* pointer, size_t size, int device, void* st
  *  torch raises torch.OutOfMemoryError itself. */
 RLMEM_API void* rlmem_torch_pool_malloc(size_t size, int device, void* stream);
 
+/** Makes now the memory torch's libraries keep for the calling thread on its current CUDA stream
+ *  of `device` (`stream`, which the caller reads from torch: torch.cuda.current_stream().cuda_stream;
+ *  `device` must be torch's current device) by calling torch's own getters,
+ *  at::cuda::getCurrentCUDABlasHandle and getCUDABlasLtWorkspace: the cuBLAS and cuBLASLt
+ *  workspaces go to the tag "libraries", never paused. The thread's later requests on `stream`
+ *  are then never taken for a workspace, and the first call on a device records the sizes torch
+ *  made, so that other threads there read their callers' stacks (a few microseconds each) only
+ *  for requests of those sizes, each until found. Call it under rlmem_torch_malloc before the
+ *  first region of each thread and stream (rlmem.runtime.region() does). RLMEM_E_STATE where the
+ *  getters are not in the process (no torch with CUDA) or one failed; nothing changes then. */
+RLMEM_API int rlmem_torch_prepare_libraries(int device, void* stream, char** error_out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -184,6 +184,9 @@ class runtime {
   runtime_errc allocate(std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address);
   /// The same in library_tag, whatever region is open: memory a library keeps for itself.
   runtime_errc allocate_for_library(std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address);
+  /// As allocate(), for a request that may be memory a library keeps for itself (`why` says why
+  /// it could not be told apart): pause() of its tag is refused, naming it, while it lives.
+  runtime_errc allocate_unproven(std::uint64_t bytes, std::uint64_t stream, std::string_view why, std::uint64_t& address);
   /// Gives a block back; allowed while its tag is paused (its pages are then not restored).
   runtime_errc free(std::uint64_t address);
   /// Frees the blocks graph captures allocated that the program freed since, in `tag` (empty:
@@ -193,7 +196,7 @@ class runtime {
   /// Releases the tag's physical memory, keeping its addresses. Fences the device first. While
   /// it waits for a backup's copies (keep_contents::host) the lock is let go where the device
   /// allows it (device::concurrent_wait): other threads allocate and free meanwhile.
-  /// invalid_argument for library_tag.
+  /// invalid_argument for library_tag, and for a tag that holds a block allocate_unproven() made.
   runtime_errc pause(std::string_view tag, keep_contents keep);
   /// Maps new memory at the same addresses and restores or fills the contents. Memory
   /// allocated elsewhere meanwhile may leave too little: then nothing changes and the tag stays
@@ -258,6 +261,7 @@ class runtime {
     bool pausing = false;                   // a pause waits for its copies without the lock
     physical_handle poison = 0;             // checking mode: the page of check_fill
     std::vector<std::uint64_t> poisoned;    // pages it is mapped under while paused
+    std::uint64_t unproven_blocks = 0;      // live blocks allocate_unproven() made
   };
   struct live_block {
     model_block* block = nullptr;
@@ -266,6 +270,7 @@ class runtime {
     std::uint64_t requested = 0;
     bool captured = false;        // allocated while its stream was captured into a CUDA graph
     bool held_for_graph = false;  // captured, and freed by the program since
+    std::string unproven;         // why it may be a library's (allocate_unproven), else empty
   };
   struct growable {
     std::uint64_t key = 0;
@@ -274,7 +279,8 @@ class runtime {
   };
 
   tag_state& tag_named(std::string_view name);
-  runtime_errc allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address);
+  runtime_errc allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address,
+                           std::string_view unproven = {});
   void free_block(std::unordered_map<std::uint64_t, live_block>::iterator found);
   /// Checking mode: maps the tag's poison page under every page its live blocks use.
   runtime_errc poison(tag_state& tag);
@@ -282,6 +288,8 @@ class runtime {
   /// (all of them, or those inside `within`).
   runtime_errc unpoison(tag_state& tag, address_run within = {0, ~std::uint64_t{0}});
   tag_state* find_tag(std::string_view name);
+  /// pause()'s refusal of a tag holding blocks allocate_unproven() made, naming the first.
+  runtime_errc refuse_unproven(const tag_state& tag);
   std::uint64_t arena_key(std::uint32_t tag, std::uint64_t stream);
   void refresh_mapped(tag_state& tag);
   runtime_errc fail(runtime_errc code, std::string message);

@@ -287,6 +287,8 @@ def _declare_runtime(lib: ctypes.CDLL) -> None:
     lib.rlmem_runtime_close.restype = ctypes.c_int
     lib.rlmem_runtime_is_open.argtypes = [ctypes.c_int]
     lib.rlmem_runtime_is_open.restype = ctypes.c_int
+    lib.rlmem_torch_prepare_libraries.argtypes = [ctypes.c_int, ctypes.c_void_p, error]
+    lib.rlmem_torch_prepare_libraries.restype = ctypes.c_int
 
 
 def _major_minor(version: str) -> tuple[int, int] | None:

@@ -43,13 +43,14 @@ import weakref
 from typing import Any, Iterator, Optional
 
 from . import _lib, _torch, _torch_stats
-from .errors import InvalidArgumentError, RuntimeStateError, error_for_status
+from .errors import RLMEM_E_STATE, InvalidArgumentError, RuntimeStateError, error_for_status
 
 __all__ = [
     "install",
     "installed",
     "history_entries",
     "region",
+    "prepare_libraries",
     "pause",
     "resume",
     "empty_cache",
@@ -71,6 +72,7 @@ _installed = False
 _history_entries = 0
 _pools: dict[tuple[str, int], Any] = {}
 _pool_allocator: Any = None
+_prepared = threading.local()  # .streams: the (device, stream) pairs this thread prepared
 
 
 def _check(lib: ctypes.CDLL, status: int, error: ctypes.c_void_p) -> None:
@@ -220,11 +222,48 @@ def region(tag: str, device: Optional[int] = None) -> Iterator[None]:
     name = _tag_name(tag)
     ordinal = _device(device)
     _ensure_open(ordinal)
+    torch = sys.modules.get("torch")
+    if _installed and torch is not None and torch.cuda.is_available():
+        _prepare_current_stream(ordinal)
     _call("rlmem_runtime_enter_region", ordinal, name)
     try:
         yield
     finally:
         _call("rlmem_runtime_leave_region", ordinal)
+
+
+def prepare_libraries(device: Optional[int] = None) -> bool:
+    """Makes now, outside any region, the memory torch's libraries keep for the calling thread on
+    the current stream of ``device``: the cuBLAS and cuBLASLt workspaces its first GEMM there
+    would make, by torch's own getters. They go to the tag ``"libraries"``, never paused, and the
+    thread's later requests on that stream are never looked at again (otherwise those of a
+    workspace's size each cost a few microseconds of stack reading). :func:`region` calls it for
+    the current stream; call it for a side stream before its first region, or in a loop that
+    pauses ``"default"`` without regions. False where this torch lacks the getters: requests are
+    then still told apart by the functions that make them.
+    """
+    if not _installed:
+        raise RuntimeStateError("rlmem.runtime.prepare_libraries() needs rlmem as the allocator: call install() first")
+    return _prepare_current_stream(_device(device))
+
+
+def _prepare_current_stream(ordinal: int) -> bool:
+    torch = sys.modules["torch"]
+    stream = torch.cuda.current_stream(ordinal).cuda_stream
+    streams = getattr(_prepared, "streams", None)
+    if streams is None:
+        streams = _prepared.streams = set()
+    if (ordinal, stream) in streams:
+        return True
+    lib, _ = _lib.load()
+    error = ctypes.c_void_p()
+    with torch.cuda.device(ordinal):
+        status = lib.rlmem_torch_prepare_libraries(ordinal, ctypes.c_void_p(stream), ctypes.byref(error))
+    message = _lib.take_string(lib, error)
+    if status not in (0, RLMEM_E_STATE):
+        raise error_for_status(status, message, lib.rlmem_status_name(status).decode())
+    streams.add((ordinal, stream))
+    return status == 0
 
 
 def pause(tag: str, keep: str = "discard", device: Optional[int] = None) -> None:

@@ -240,6 +240,12 @@ nlohmann::json device_calls_json(const rlmem::device_call_totals& totals) {
   return calls;
 }
 
+// Why a torch request of a workspace's size could not be told apart from a library's, and the way
+// out, as pause's refusal quotes it.
+constexpr std::string_view unproven_request_reason =
+    "the size of a cuBLAS workspace, and the stack of the code that asked could not be read; "
+    "free it, or call rlmem.runtime.prepare_libraries() (rlmem_torch_prepare_libraries) before the region";
+
 // The allocation behind both torch entry points: the address, or nullptr with the reason.
 void* torch_allocate(std::size_t size, int device, void* stream, std::string& why) noexcept {
   if (size == 0) return nullptr;
@@ -261,9 +267,20 @@ void* torch_allocate(std::size_t size, int device, void* stream, std::string& wh
   }
   std::uint64_t address = 0;
   std::uint64_t on_stream = reinterpret_cast<std::uintptr_t>(stream);
-  int status = rlmem::capi::allocated_for_torch_library(size, on_stream)
-                   ? with_runtime(device, &error, [&](rlmem::runtime& rt) { return rt.allocate_for_library(size, on_stream, address); })
-                   : rlmem_runtime_allocate(device, size, on_stream, &address, &error);
+  int status = RLMEM_OK;
+  switch (rlmem::capi::classify_torch_request(device, size, on_stream)) {
+    case rlmem::capi::torch_request::tensor:
+      status = rlmem_runtime_allocate(device, size, on_stream, &address, &error);
+      break;
+    case rlmem::capi::torch_request::library:
+      status = with_runtime(device, &error, [&](rlmem::runtime& rt) { return rt.allocate_for_library(size, on_stream, address); });
+      break;
+    case rlmem::capi::torch_request::unproven:
+      status = with_runtime(device, &error, [&](rlmem::runtime& rt) {
+        return rt.allocate_unproven(size, on_stream, unproven_request_reason, address);
+      });
+      break;
+  }
   if (status == RLMEM_OK) return reinterpret_cast<void*>(address);
   why = error != nullptr ? error : "allocation failed";
   std::free(error);
@@ -560,6 +577,15 @@ void* rlmem_torch_malloc(size_t size, int device, void* stream) {
 void* rlmem_torch_pool_malloc(size_t size, int device, void* stream) {
   std::string why;
   return torch_allocate(size, device, stream, why);
+}
+
+int rlmem_torch_prepare_libraries(int device, void* stream, char** error_out) {
+  if (error_out != nullptr) *error_out = nullptr;
+  if (!valid_ordinal(device)) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "device " + std::to_string(device) + " is out of range");
+  if (rlmem::capi::prepare_torch_library_memory(device, reinterpret_cast<std::uintptr_t>(stream))) return RLMEM_OK;
+  return report(error_out, RLMEM_E_STATE,
+                "torch's cuBLAS getters (at::cuda::getCurrentCUDABlasHandle, getCUDABlasLtWorkspace) are not in this process, "
+                "or one failed: this stream's requests are still told apart by their callers");
 }
 
 void rlmem_torch_free(void* pointer, size_t, int device, void*) {

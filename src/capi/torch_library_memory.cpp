@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <utility>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -47,25 +49,65 @@ std::vector<std::size_t> workspace_sizes() {
 // thunk, malloc and allocate, torch's workspace helper and the handle getter that called it.
 // Each frame costs about half a microsecond to unwind in libtorch_cuda.
 constexpr int frames_looked_at = 8;
-// torch makes one cuBLAS and one cuBLASLt workspace per handle (one per thread) and stream; once
-// both were seen for this thread on a stream, requests there are tensors. (A workspace torch
-// makes again after clearing its own is then missed: torch does that in cudagraph trees only.)
-constexpr int workspaces_per_thread_and_stream = 2;
+// torch makes its workspaces per handle (one per thread) and stream. Until a preparation saw what
+// this torch makes on a device, a thread's requests on a stream are looked at while they have
+// the size of any of torch's workspaces and fewer than two (cuBLAS's and cuBLASLt's) were found.
+// Once one did (prepare_torch_library_memory()), only requests of the sizes it saw made, each
+// until found, are: torch 2.11 on an H100 makes 32 MiB and 1 MiB, so its 4 MiB activations,
+// the size of an older cuBLASLt workspace, are never unwound. (A workspace torch makes again
+// after clearing its own is then missed: torch does that in cudagraph trees only.)
+constexpr int workspaces_before_learned = 2;
+constexpr std::size_t most_workspaces = 4;
+constexpr int most_devices = 64;  // devices past it keep the check before learning
+struct learned_workspaces {
+  std::array<std::atomic<std::size_t>, most_workspaces> sizes{};
+  std::atomic<int> count{-1};  // -1: not learned; published after the sizes
+};
+std::array<learned_workspaces, most_devices> learned_by_device;
+
+struct stream_state {
+  int found = 0;
+  unsigned found_sizes = 0;  // bit i: learned size i was found
+  bool prepared = false;     // its workspaces were made by a preparation: nothing to look for
+};
 
 std::atomic<std::uint64_t> unwinds{0};
 
+// This thread's state on each (device, stream).
+stream_state& state_of(int device, std::uint64_t stream) {
+  thread_local std::map<std::pair<int, std::uint64_t>, stream_state> states;
+  return states[{device, stream}];
+}
+
+// The sizes a preparation records on this thread, while it runs.
+thread_local std::vector<std::size_t>* recording = nullptr;
+
 // Whether `address` lies inside one of those functions. dladdr names the nearest exported symbol
 // below an address, which for a function the symbol table does not list (a static one) is
-// whatever precedes it: the symbol's own size must cover the address too.
-bool inside_library_function(void* address) {
+// whatever precedes it: the symbol's own size must cover the address too. `resolved` says
+// whether the address belongs to any symbol at all.
+bool inside_library_function(void* address, bool& resolved) {
   Dl_info info{};
   void* entry = nullptr;
+  resolved = false;
   if (dladdr1(address, &info, &entry, RTLD_DL_SYMENT) == 0) return false;
   const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
   if (info.dli_sname == nullptr || symbol == nullptr || info.dli_saddr == nullptr) return false;
+  resolved = true;
   auto start = reinterpret_cast<std::uintptr_t>(info.dli_saddr);
   auto at = reinterpret_cast<std::uintptr_t>(address);
   return at - start < symbol->st_size && is_torch_library_function(info.dli_sname);
+}
+
+// One of torch's functions, from the process or from libtorch_cuda (loaded with RTLD_LOCAL by
+// torch's extension, so not necessarily in the global scope); never loads a library.
+void* torch_function(const char* name) {
+  if (void* found = dlsym(RTLD_DEFAULT, name)) return found;
+  void* library = dlopen("libtorch_cuda.so", RTLD_NOW | RTLD_NOLOAD);
+  if (library == nullptr) return nullptr;
+  void* found = dlsym(library, name);
+  dlclose(library);  // RTLD_NOLOAD took a reference; the library stays loaded
+  return found;
 }
 
 }  // namespace
@@ -78,34 +120,104 @@ bool is_torch_library_function(std::string_view symbol) noexcept {
 
 std::uint64_t library_check_unwinds() noexcept { return unwinds.load(std::memory_order_relaxed); }
 
-bool allocated_for_torch_library(std::size_t size, std::uint64_t stream) noexcept {
+int read_caller_stack(void** frames, int capacity) noexcept { return backtrace(frames, capacity); }
+
+torch_request classify_torch_request(int device, std::size_t size, std::uint64_t stream, stack_reader read) noexcept {
   try {
     static const std::vector<std::size_t> sizes = workspace_sizes();
+    const learned_workspaces* learned = device >= 0 && device < most_devices ? &learned_by_device[static_cast<std::size_t>(device)] : nullptr;
+    int learned_count = learned != nullptr ? learned->count.load(std::memory_order_acquire) : -1;
+    auto learned_size = [&](int i) { return learned->sizes[static_cast<std::size_t>(i)].load(std::memory_order_relaxed); };
+    // Most requests have no workspace's size: answered before any lookup.
     bool candidate = false;
-    for (std::size_t each : sizes) candidate = candidate || each == size;
-    if (!candidate) return false;
-    thread_local std::unordered_map<std::uint64_t, int> found_on_stream;
-    int& found = found_on_stream[stream];
-    if (found >= workspaces_per_thread_and_stream) return false;
+    if (learned_count < 0) {
+      for (std::size_t each : sizes) candidate = candidate || each == size;
+    } else {
+      for (int i = 0; i < learned_count; ++i) candidate = candidate || learned_size(i) == size;
+    }
+    if (!candidate) return torch_request::tensor;
+    stream_state& state = state_of(device, stream);
+    if (state.prepared) return torch_request::tensor;
+    int learned_index = -1;
+    if (learned_count < 0) {
+      if (state.found >= workspaces_before_learned) return torch_request::tensor;
+    } else {
+      for (int i = 0; i < learned_count && learned_index < 0; ++i) {
+        if ((state.found_sizes & (1u << i)) == 0 && learned_size(i) == size) learned_index = i;
+      }
+      if (learned_index < 0) return torch_request::tensor;
+    }
     std::array<void*, frames_looked_at> frames{};
     unwinds.fetch_add(1, std::memory_order_relaxed);
-    int depth = backtrace(frames.data(), frames_looked_at);
+    int depth = read(frames.data(), frames_looked_at);
     static std::mutex lock;
-    static std::unordered_map<void*, bool> known;  // return address -> inside such a function
+    struct answer { bool inside; bool resolved; };
+    static std::unordered_map<void*, answer> known;  // return address -> what dladdr said
     std::lock_guard hold(lock);
+    bool any_resolved = false;
     for (int i = 0; i < depth; ++i) {
       void* frame = frames[static_cast<std::size_t>(i)];
-      auto answer = known.find(frame);
-      if (answer == known.end()) answer = known.emplace(frame, inside_library_function(frame)).first;
-      if (answer->second) {
-        ++found;
-        return true;
+      auto cached = known.find(frame);
+      if (cached == known.end()) {
+        answer fresh{};
+        fresh.inside = inside_library_function(frame, fresh.resolved);
+        cached = known.emplace(frame, fresh).first;
+      }
+      any_resolved = any_resolved || cached->second.resolved;
+      if (cached->second.inside) {
+        ++state.found;
+        if (learned_index >= 0) state.found_sizes |= 1u << learned_index;
+        if (recording != nullptr) recording->push_back(size);
+        return torch_request::library;
       }
     }
+    // A stack of no frame any symbol covers says nothing about who asked.
+    return any_resolved ? torch_request::tensor : torch_request::unproven;
   } catch (...) {
-    // Out of host memory for the cache: an ordinary allocation, as without the check.
+    // Out of host memory for the caches: who asked is not known.
+    return torch_request::unproven;
   }
-  return false;
+}
+
+bool prepare_torch_library_memory(int device, std::uint64_t stream) noexcept {
+  using getter = void* (*)();
+  auto blas_handle = reinterpret_cast<getter>(torch_function("_ZN2at4cuda24getCurrentCUDABlasHandleEv"));
+  auto lt_workspace = reinterpret_cast<getter>(torch_function("_ZN2at4cuda22getCUDABlasLtWorkspaceEv"));
+  if (blas_handle == nullptr || lt_workspace == nullptr) return false;
+  try {
+    stream_state& state = state_of(device, stream);
+    if (state.prepared) return true;
+    std::vector<std::size_t> made;
+    made.reserve(most_workspaces);
+    bool fresh = state.found == 0;
+    // Torch's own getters make what this thread's handle keeps on the stream: the check puts
+    // each in the library tag, and records its size.
+    recording = &made;
+    try {
+      blas_handle();
+      lt_workspace();
+    } catch (...) {
+      recording = nullptr;
+      throw;
+    }
+    recording = nullptr;
+    state.prepared = true;
+    // Made from nothing: every workspace a handle gets on a stream of this device.
+    bool learnable = fresh && !made.empty() && made.size() <= most_workspaces && device >= 0 && device < most_devices;
+    if (learnable) {
+      learned_workspaces& learned = learned_by_device[static_cast<std::size_t>(device)];
+      int unset = -1;
+      // The first preparation on the device publishes; later ones saw the same torch.
+      if (learned.count.compare_exchange_strong(unset, -2, std::memory_order_acq_rel)) {
+        for (std::size_t i = 0; i < made.size(); ++i) learned.sizes[i].store(made[i], std::memory_order_relaxed);
+        learned.count.store(static_cast<int>(made.size()), std::memory_order_release);
+      }
+    }
+    return true;
+  } catch (...) {
+    // A getter threw (torch's error, or the map out of memory): the check goes on as before.
+    return false;
+  }
 }
 
 }  // namespace rlmem::capi

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <iterator>
 #include <new>
 
@@ -162,7 +163,13 @@ runtime_errc runtime::allocate_for_library(std::uint64_t bytes, std::uint64_t st
   return allocate_in(tag_ids_.at(std::string(library_tag)), bytes, stream, address);
 }
 
-runtime_errc runtime::allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address) {
+runtime_errc runtime::allocate_unproven(std::uint64_t bytes, std::uint64_t stream, std::string_view why, std::uint64_t& address) {
+  std::lock_guard hold(lock_);
+  return allocate_in(regions_.empty() ? 0 : regions_.back(), bytes, stream, address, why);
+}
+
+runtime_errc runtime::allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address,
+                                  std::string_view unproven) {
   if (bytes == 0) return fail(runtime_errc::invalid_argument, "an allocation of 0 bytes");
   if (tags_[tag_id].stats.paused) {
     ++tags_[tag_id].stats.failed_allocations;
@@ -172,7 +179,10 @@ runtime_errc runtime::allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std
   try {
     std::uint64_t key = arena_key(tag_id, stream);
     block = policy_.allocate(bytes, key);
-    if (block != nullptr) live_.emplace(block->ptr, live_block{block, tag_id, stream, bytes, gpu_.stream_capturing(stream), false});
+    if (block != nullptr) {
+      live_.emplace(block->ptr, live_block{block, tag_id, stream, bytes, gpu_.stream_capturing(stream), false, std::string(unproven)});
+      if (!unproven.empty()) ++tags_[tag_id].unproven_blocks;
+    }
   } catch (const std::bad_alloc&) {
     if (block != nullptr) policy_.free_completed(block);
     return fail(runtime_errc::out_of_memory, "out of host memory for the runtime's bookkeeping");
@@ -247,9 +257,10 @@ void runtime::free_block(std::unordered_map<std::uint64_t, live_block>::iterator
   std::int64_t now = now_us();
   remember({history_event::kind::free_requested, address, size, stream, now, 0});
   remember({history_event::kind::free_completed, address, size, stream, now, 0});
+  tag_state& tag = tags_[tag_id];
+  if (!found->second.unproven.empty()) --tag.unproven_blocks;
   live_.erase(found);
   policy_.free_completed(block);
-  tag_state& tag = tags_[tag_id];
   tag.stats.allocated_bytes.remove(size);
   tag.stats.allocations.remove(1);
   totals_.allocated_bytes.remove(size);
@@ -347,6 +358,21 @@ runtime_errc runtime::reserve_host_buffers(std::uint64_t bytes) {
   return runtime_errc::ok;
 }
 
+runtime_errc runtime::refuse_unproven(const tag_state& tag) {
+  const std::pair<const std::uint64_t, live_block>* first = nullptr;
+  for (const auto& each : live_) {
+    bool in_tag = !each.second.unproven.empty() && &tags_[each.second.tag] == &tag;
+    if (in_tag && (first == nullptr || each.first < first->first)) first = &each;
+  }
+  char where[64];
+  std::snprintf(where, sizeof where, "0x%llx on stream 0x%llx", static_cast<unsigned long long>(first->first),
+                static_cast<unsigned long long>(first->second.stream));
+  std::string others = tag.unproven_blocks > 1 ? " (and " + std::to_string(tag.unproven_blocks - 1) + " more such)" : "";
+  return fail(runtime_errc::invalid_argument, "tag '" + tag.stats.name + "' is not paused: it holds " + std::to_string(first->second.block->size) +
+                                                  " bytes at " + where + others + " that may be memory a library keeps for itself (" +
+                                                  first->second.unproven + "); pausing it could break that library's next call");
+}
+
 runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
   std::unique_lock hold(lock_);
   tag_state* tag = find_tag(name);
@@ -357,6 +383,7 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
                                                     "every later GEMM): it is never paused");
   }
   if (tag->stats.paused) return fail(runtime_errc::already_paused, "tag '" + std::string(name) + "' is already paused");
+  if (tag->unproven_blocks > 0) return refuse_unproven(*tag);
   auto start = std::chrono::steady_clock::now();
   // Every stream may still be using the tag's memory: fence before copying or unmapping.
   if (device_errc code = gpu_.synchronize(); code != device_errc::ok) {

@@ -10,7 +10,7 @@ expected="rlmem_check_inspect_option rlmem_inspect_bytes rlmem_inspect_file rlme
   rlmem_runtime_options_init rlmem_runtime_options_init_sized rlmem_runtime_configure rlmem_runtime_open_cuda rlmem_runtime_open_fake rlmem_runtime_close rlmem_runtime_is_open
   rlmem_runtime_allocate rlmem_runtime_free rlmem_runtime_enter_region rlmem_runtime_leave_region rlmem_runtime_pause
   rlmem_runtime_resume rlmem_runtime_release_graph_memory rlmem_runtime_blocks_still_filled_json rlmem_runtime_empty_cache rlmem_runtime_release_host_buffers rlmem_runtime_reserve_host_buffers rlmem_runtime_reset_peaks rlmem_runtime_growable_reserve rlmem_runtime_grow rlmem_runtime_growable_release rlmem_runtime_read rlmem_runtime_write rlmem_runtime_statistics_json rlmem_runtime_snapshot_json
-  rlmem_torch_malloc rlmem_torch_free rlmem_torch_pool_malloc"
+  rlmem_torch_malloc rlmem_torch_free rlmem_torch_pool_malloc rlmem_torch_prepare_libraries"
 others=$(echo "$exported" | grep -v '^rlmem_' || true)
 if [ -n "$others" ]; then echo "FAIL exports beyond rlmem_*:"; echo "$others" | head -20; exit 1; fi
 for name in $expected; do

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <future>
 #include <cstdint>
 #include <numeric>
@@ -522,6 +523,36 @@ TEST(runtime, library_memory_goes_to_its_own_tag_whatever_the_region_and_is_neve
   EXPECT_NE(rt.last_error().find("never paused"), std::string::npos) << rt.last_error();
   EXPECT_EQ(rt.enter_region(runtime::library_tag), runtime_errc::invalid_argument) << "no region may name it";
   EXPECT_EQ(rt.current_tag(), runtime::default_tag);
+}
+
+TEST(runtime, a_tag_holding_memory_that_may_be_a_librarys_is_not_paused_until_that_block_is_freed) {
+  fake_device gpu(device_of(64));
+  runtime rt(gpu, small_chunks());
+  ASSERT_EQ(rt.enter_region("kv"), runtime_errc::ok);
+  std::uint64_t tensor = 0;
+  ASSERT_EQ(rt.allocate(8 * mib, 3, tensor), runtime_errc::ok);
+  std::uint64_t maybe_workspace = 0;
+  ASSERT_EQ(rt.allocate_unproven(32 * mib, 3, "a workspace's size, stack unread", maybe_workspace), runtime_errc::ok) << rt.last_error();
+  ASSERT_EQ(rt.leave_region(), runtime_errc::ok);
+  EXPECT_EQ(stats_of(rt.statistics(), "kv").allocated_bytes.current, 40 * mib) << "it is the region's memory";
+
+  std::uint64_t fences = gpu.fences();
+  std::uint64_t unmaps = gpu.succeeded(device_op::unmap);
+  EXPECT_EQ(rt.pause("kv", keep_contents::discard), runtime_errc::invalid_argument);
+  std::string why = rt.last_error();
+  char where[64];
+  std::snprintf(where, sizeof where, "at 0x%llx on stream 0x3", static_cast<unsigned long long>(maybe_workspace));
+  for (std::string expected : {std::string("tag 'kv' is not paused"), std::to_string(32 * mib) + " bytes " + where,
+                               std::string("a workspace's size, stack unread")}) {
+    EXPECT_NE(why.find(expected), std::string::npos) << "expected \"" << expected << "\" in: " << why;
+  }
+  EXPECT_FALSE(stats_of(rt.statistics(), "kv").paused);
+  EXPECT_EQ(gpu.succeeded(device_op::unmap), unmaps) << "a refused pause unmaps nothing";
+  EXPECT_EQ(gpu.fences(), fences) << "nor fences the device";
+
+  ASSERT_EQ(rt.free(maybe_workspace), runtime_errc::ok);
+  EXPECT_EQ(rt.pause("kv", keep_contents::discard), runtime_errc::ok) << rt.last_error();
+  EXPECT_TRUE(stats_of(rt.statistics(), "kv").paused);
 }
 
 TEST(runtime, a_block_a_graph_capture_allocated_is_kept_when_freed_until_the_graph_memory_is_released) {

@@ -36,6 +36,8 @@ def child(allocator: str, capacity: int, epochs: int) -> dict:
         import rlmem.runtime as rt
 
         rt.install(capacity=capacity or None)
+        if allocator == "rlmem-prepared":  # torch's library workspaces made first: no stack reads
+            rt.prepare_libraries()
     elif capacity:
         torch.cuda.set_per_process_memory_fraction(capacity / torch.cuda.get_device_properties(0).total_memory)
     model, optimizer = frag_workload()
@@ -125,7 +127,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--demand", type=int, default=2614785024, help="the workload's peak allocated, bytes")
     parser.add_argument("--factors", default="1.02,0", help="caps as multiples of the demand; 0: none")
-    parser.add_argument("--allocators", default="expandable,rlmem", help="of expandable, native and rlmem")
+    parser.add_argument("--allocators", default="expandable,rlmem", help="of expandable, native, rlmem and rlmem-prepared")
     options = parser.parse_args()
     options.out.mkdir(parents=True, exist_ok=True)
     rows = []

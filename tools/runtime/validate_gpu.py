@@ -700,6 +700,8 @@ def check_torch_own(case: str) -> dict:
         result["same_masks"] = all(torch.equal(a, b) for a, b in zip(reference, across))
         result["tags"] = tags_allocated()
         return result
+    if case == "training_unwinds":
+        return training_unwinds()
     side = torch.cuda.Stream()
     with rt.region("kv"):
         if case == "side_stream":
@@ -738,6 +740,38 @@ def check_torch_own(case: str) -> dict:
     result["lt_finite"] = bool(torch.isfinite(lt).all())
     result["tags_after"] = tags_allocated()
     return result
+
+
+def training_unwinds() -> dict:
+    """Stack reads of the check for torch's library workspaces, per training step in a region:
+    region() prepared the main thread's stream, and autograd's backward thread stops looking once
+    it found as many workspaces as the preparation counted (torch 2.11: one per handle and stream).
+    Hidden 1024 makes 4 MiB activations, a cuBLASLt workspace's size, on every step."""
+    import torch
+    import rlmem.runtime as rt
+
+    def unwinds() -> int:
+        return int(rt.statistics()["totals"]["library_check_unwinds"])
+
+    with rt.region("train"):
+        model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(4)]).cuda()
+        optimizer = torch.optim.AdamW(model.parameters())
+        per_step = []
+        for _ in range(6):
+            before = unwinds()
+            x = torch.randn(1024, 1024, device="cuda")
+            model(x).square().mean().backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            torch.cuda.synchronize()
+            per_step.append(unwinds() - before)
+    tags = tags_allocated()
+    rt.pause("train", keep="host")
+    probe = torch.randn(512, 512, device="cuda")
+    after = float((probe @ probe).double().sum().item())
+    rt.resume("train")
+    return {"case": "training_unwinds", "unwinds_per_step": per_step, "tags": tags,
+            "gemm_after_pause_finite": after == after, "prepared": rt.prepare_libraries()}
 
 
 def check_graph_pause(keep: str) -> dict:
@@ -1004,7 +1038,7 @@ def main() -> int:
         write(out, "growable_lifetime", run_child("growable_lifetime"))
     if wanted("torch_own"):
         write(out, "torch_own", {case: run_child("torch_own", case)
-                                 for case in ("gemm_discard", "gemm_host", "side_stream", "collective", "seed")})
+                                 for case in ("gemm_discard", "gemm_host", "side_stream", "collective", "seed", "training_unwinds")})
     if wanted("graph_pause"):
         write(out, "graph_pause", {keep: run_child("graph_pause", keep) for keep in ("host", "discard")})
     if wanted("nan_mode"):
