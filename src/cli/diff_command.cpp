@@ -4,6 +4,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "output.hpp"
+#include "output_format.hpp"
 #include "progress.hpp"
 
 #include <rlmem/compare.hpp>
@@ -24,10 +25,11 @@ struct diff_arguments {
   std::int64_t device = -1;
   std::size_t top = 15;
   std::size_t width = 100;
-  bool json = false;
+  output_choice output;
 };
 
 int run_diff(const diff_arguments& args) {
+  if (!output_available(args.output)) return exit_internal;
   inspect_options choices;
   choices.device = args.device;
   choices.top = std::numeric_limits<std::size_t>::max();  // every site, so nothing is missed
@@ -39,8 +41,12 @@ int run_diff(const diff_arguments& args) {
     }
   }
   inspection_diff diff = diff_inspections(both[0].result, both[1].result);
-  return write_report(args.json ? render_diff_json(diff, args.a, args.b)
-                                : render_diff_text(diff, args.a, args.b, args.top, {0, args.width}));
+  switch (args.output.format) {
+    case output_format::text: return write_output(args.output, render_diff_text(diff, args.a, args.b, args.top, {0, args.width}));
+    case output_format::json: return write_output(args.output, render_diff_json(diff, args.a, args.b));
+    case output_format::html: break;
+  }
+  return write_output(args.output, render_diff_html(diff, args.a, args.b));  // as `rlmem report A B`
 }
 
 }  // namespace
@@ -53,7 +59,8 @@ void add_diff_command(CLI::App& app, command_body& run) {
   command->add_option("--device", args->device, "CUDA device to compare (default: the longest trace)")->check(whole_number_in(device_option));
   command->add_option("--top", args->top, "Rows per table")->capture_default_str()->check(whole_number_in(top_option));
   command->add_option("--width", args->width, "Columns of the text report")->capture_default_str()->check(whole_number_in(min_width, max_width));
-  command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/diff.schema.json)");
+  add_output_options(*command, args->output,
+                     {"Print JSON (schema: docs/schema/diff.schema.json)", "Write the page `rlmem report A B` makes to this file ('-': standard output)"});
   command->footer("Compares live memory at each snapshot's peak and at its end, by allocation site and by\n"
                   "category. Examples:\n"
                   "  rlmem diff before.pickle after.pickle\n"

@@ -4,12 +4,14 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "output.hpp"
+#include "output_format.hpp"
 #include "progress.hpp"
 
 #include <rlmem/compare.hpp>
 #include <rlmem/inspect.hpp>
 #include <rlmem/report.hpp>
 #include <rlmem/snapshot_reader.hpp>
+#include <rlmem/views.hpp>
 
 #include <filesystem>
 #include <string>
@@ -24,7 +26,7 @@ struct inspect_arguments {
   std::size_t top = 10;
   std::size_t frames = 0;
   std::size_t width = 100;
-  bool json = false;
+  output_choice output;
   bool quiet = false;
   std::string step_marker;
   std::string limit;
@@ -58,9 +60,13 @@ int run_inspect_folder(const inspect_arguments& args, const inspect_options& cho
   }
   std::vector<rank_result> ranks = inspect_ranks(files, choices);
   rank_imbalance imbalance = measure_imbalance(ranks);
-  std::string text = args.json ? render_ranks_json(ranks, imbalance, args.file)
-                               : render_ranks_text(ranks, imbalance, args.file, {args.frames, args.width});
-  if (int written = write_report(text); written != exit_ok) return written;
+  std::string text;
+  switch (args.output.format) {
+    case output_format::text: text = render_ranks_text(ranks, imbalance, args.file, {args.frames, args.width}); break;
+    case output_format::json: text = render_ranks_json(ranks, imbalance, args.file); break;
+    case output_format::html: text = render_ranks_html(ranks, imbalance, args.file); break;
+  }
+  if (int written = write_output(args.output, text); written != exit_ok) return written;
   std::size_t failed = 0;
   for (const rank_result& one : ranks) failed += !one.ok;
   if (failed > 0) {
@@ -71,6 +77,7 @@ int run_inspect_folder(const inspect_arguments& args, const inspect_options& cho
 }
 
 int run_inspect(const inspect_arguments& args) {
+  if (!output_available(args.output)) return exit_internal;
   std::error_code status;
   if (std::filesystem::is_directory(args.file, status)) {
     inspect_options choices;
@@ -87,8 +94,14 @@ int run_inspect(const inspect_arguments& args) {
     print_error(args.file + ": " + problem);
     return exit_bad_input;
   }
-  return write_report(args.json ? render_inspection_json(snap, result, args.file)
-                                : render_inspection_text(snap, result, args.file, {args.frames, args.width}));
+  switch (args.output.format) {
+    case output_format::text: return write_output(args.output, render_inspection_text(snap, result, args.file, {args.frames, args.width}));
+    case output_format::json: return write_output(args.output, render_inspection_json(snap, result, args.file));
+    case output_format::html: break;
+  }
+  // The page `rlmem report FILE` writes.
+  memory_views views = build_memory_views(snap, result, choices.category_rules, view_options{});
+  return write_output(args.output, render_inspection_html(snap, result, views, args.file));
 }
 
 }  // namespace
@@ -117,7 +130,9 @@ void add_inspect_command(CLI::App& app, command_body& run) {
   command->add_option("--categories", args->categories_file,
                       "Rules file replacing the built-in category table (see docs/inspect.md)")
       ->check(CLI::ExistingFile);
-  command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/inspect.schema.json) instead of text");
+  add_output_options(*command, args->output,
+                     {"Print JSON (schema: docs/schema/inspect.schema.json) instead of text",
+                      "Write the page `rlmem report` makes to this file ('-': standard output)"});
   command->add_flag("--quiet", args->quiet, "No progress line on stderr");
   command->footer("Reports the peak and what held it, the steps, LEAKs (sites that grow every step),\n"
                   "a verdict for each OOM (fragmentation or capacity), fragmentation, and categories.\n"

@@ -4,6 +4,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "output.hpp"
+#include "output_format.hpp"
 #include "plan_handoff_options.hpp"
 #include "plan_lengths.hpp"
 
@@ -61,8 +62,7 @@ struct plan_arguments {
   std::size_t width = 100;
   bool keep_shape = false;
   bool all = false;  ///< --all: every fitting configuration in the text
-  bool json = false;
-  std::string html;
+  output_choice output;
   bool list = false;
   rollout_arguments rollout;
   handoff_arguments handoff;
@@ -574,7 +574,7 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
 }
 
 int run_plan(plan_arguments& args, const CLI::App& command) {
-  if (!args.html.empty() && !html_pages_available()) return exit_internal;
+  if (!output_available(args.output)) return exit_internal;
   if (args.list) {
     std::string names;
     for (const std::string& name : preset_names()) names += name + "\n";
@@ -664,8 +664,12 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     if (!plan_length_view(args.lengths, report, usable, report.fit ? args.fit : args.rollout.card)) return exit_bad_input;
   }
   report.width = args.width;
-  if (!args.html.empty()) return write_whole_file(args.html, render_plan_html(report));
-  return write_report(args.json ? render_plan_json(report) : render_plan_text(report));
+  switch (args.output.format) {
+    case output_format::text: return write_output(args.output, render_plan_text(report));
+    case output_format::json: return write_output(args.output, render_plan_json(report));
+    case output_format::html: break;
+  }
+  return write_output(args.output, render_plan_html(report));
 }
 
 // The card presets for the help's footer, a line of at most 100 columns each.
@@ -720,12 +724,11 @@ void add_plan_command(CLI::App& app, command_body& run) {
   command->add_option("--width", args->width, "Columns of the text report")
       ->capture_default_str()
       ->check(whole_number_in(min_width, max_width));
-  command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/plan.schema.json)");
-  command->add_option("--html", args->html,
+  add_output_options(*command, args->output,
+                     {"Print JSON (schema: docs/schema/plan.schema.json)",
                       "Write the plan as one self-contained HTML page to this file\n"
                       "('-': standard output): each phase's peak as bars of its parts,\n"
-                      "and with --fit the what-ifs")
-      ->excludes("--json");
+                      "and with --fit the what-ifs"});
   command->footer("Peaks are bytes allocated through PyTorch's caching allocator (max_memory_allocated), derived from\n"
                   "what each step of the code path keeps: transformers with SDPA (or nanochat's GPT), full bf16\n"
                   "logits, the response's log-probs in fp32, torch AdamW (or Muon).\n"

@@ -4,6 +4,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "output.hpp"
+#include "output_format.hpp"
 #include "progress.hpp"
 
 #include <rlmem/report.hpp>
@@ -26,13 +27,12 @@ struct replay_arguments {
   bool compare = false;
   std::string allocator = "torch";
   bool release_free_pages = false;
-  bool json = false;
-  std::string html;
+  output_choice output;
   bool quiet = false;
 };
 
 int run_replay(const replay_arguments& args) {
-  if (!args.html.empty() && !html_pages_available()) return exit_internal;
+  if (!output_available(args.output)) return exit_internal;
   replay_options options;
   options.device = args.device;
   if (!args.capacity.empty()) {
@@ -78,8 +78,12 @@ int run_replay(const replay_arguments& args) {
   }
   if (args.min_capacity) report.min_capacity_bytes = min_capacity(snap, options);
   if (args.compare) report.comparison = compare_settings(snap, options);
-  if (!args.html.empty()) return write_whole_file(args.html, render_replay_html(report));
-  return write_report(args.json ? render_replay_json(report) : render_replay_text(report));
+  switch (args.output.format) {
+    case output_format::text: return write_output(args.output, render_replay_text(report));
+    case output_format::json: return write_output(args.output, render_replay_json(report));
+    case output_format::html: break;
+  }
+  return write_output(args.output, render_replay_html(report));
 }
 
 }  // namespace
@@ -107,11 +111,10 @@ void add_replay_command(CLI::App& app, command_body& run) {
                     "Also compare the recorded settings, expandable segments,\n"
                     "max_split_size_mb 64..512 and the rlmem policy: peak reserved and\n"
                     "smallest capacity of each, and the floor (peak allocated)");
-  command->add_flag("--json", args->json, "Print JSON (schema: docs/schema/replay.schema.json)");
-  command->add_option("--html", args->html,
+  add_output_options(*command, args->output,
+                     {"Print JSON (schema: docs/schema/replay.schema.json)",
                       "Write the result as one self-contained HTML page to this file\n"
-                      "('-': standard output); with --compare, each setting's figures as bars")
-      ->excludes("--json");
+                      "('-': standard output); with --compare, each setting's figures as bars"});
   command->add_flag("--quiet", args->quiet, "No progress line on stderr");
   command->footer("The trace's allocation sequence does not depend on the allocator, so its decisions can be\n"
                   "replayed on a CPU. Under the recorded settings the report says how many of the recorded\n"

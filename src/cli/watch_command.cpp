@@ -4,6 +4,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "output.hpp"
+#include "output_format.hpp"
 
 #include <rlmem/report.hpp>
 #include <rlmem/watch.hpp>
@@ -31,7 +32,7 @@ struct watch_arguments {
   double interval = 2.0;
   std::size_t width = 0;  // 0: the terminal's width, or 100 when not a terminal
   bool once = false;
-  bool json = false;
+  output_choice output;
 };
 
 // Set by SIGINT and SIGTERM, read between refreshes: a signal handler can reach nothing else.
@@ -170,7 +171,8 @@ int run_watch(const watch_arguments& args) {
   std::signal(SIGPIPE, SIG_IGN);
 
   const bool terminal = ::isatty(STDOUT_FILENO) == 1;
-  const bool redraw = terminal && !args.once && !args.json;
+  const bool json = args.output.format == output_format::json;
+  const bool redraw = terminal && !args.once && !json;
   cursor_guard cursor(redraw);
   const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(args.interval));
   auto next = std::chrono::steady_clock::now();
@@ -178,7 +180,7 @@ int run_watch(const watch_arguments& args) {
   while (true) {
     watch_frame frame = session.refresh(unix_now());
     std::string text;
-    if (args.json) {
+    if (json) {
       text = render_watch_json(frame);
     } else {
       terminal_size size = terminal ? size_of_terminal() : terminal_size{};
@@ -216,7 +218,8 @@ void add_watch_command(CLI::App& app, command_body& run) {
       ->capture_default_str()
       ->check(decimal_in(min_interval, max_interval));
   command->add_flag("--once", args->once, "Print one report and exit (with --log: advice from the log's figures)");
-  command->add_flag("--json", args->json, "One JSON object per refresh, one per line (schema: docs/schema/watch.schema.json)");
+  add_output_options(*command, args->output,
+                     {"One JSON object per refresh, one per line (schema: docs/schema/watch.schema.json)", "", false});
   command->add_option("--width", args->width, "Columns of the text (default: the terminal's, or 100)")->check(whole_number_in(60, 1000));
   command->footer("Shows, per GPU, memory used / total and free, utilisation, and each process with its memory and\n"
                   "command line, as the driver (NVML) sees them; with --log, what PyTorch sees inside the job.\n"
