@@ -78,6 +78,8 @@ def test_bad_arguments_and_exhausted_memory_raise_the_matching_errors(fake):
         runtime._free(fake, 12345)
     with pytest.raises(rlmem.RuntimeStateError, match="not open"):
         runtime.statistics(DEVICE + 1)
+    with pytest.raises(rlmem.RuntimeStateError, match=r"prepare_libraries\(\) needs rlmem as the allocator: call install\(\) first"):
+        runtime.prepare_libraries()
 
 
 def test_memory_stats_has_torchs_keys_with_rlmems_figures(fake):
