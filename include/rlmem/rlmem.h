@@ -182,7 +182,7 @@ RLMEM_API int rlmem_leak_check(const int64_t* bytes, const uint64_t* counts, siz
 
 /** Figures a job sampled at one step end (torch.cuda.memory_stats() names). */
 typedef struct rlmem_step_sample {
-  int64_t step;
+  int64_t step;                 /**< the step this sample ends; steps increase along a history */
   int64_t allocated;            /**< allocated_bytes.all.current */
   int64_t reserved;             /**< reserved_bytes.all.current */
   int64_t inactive_split;       /**< inactive_split_bytes.all.current */
@@ -192,7 +192,7 @@ typedef struct rlmem_step_sample {
   int64_t num_alloc_retries;    /**< cumulative */
   int64_t num_ooms;             /**< cumulative */
   int64_t device_free;          /**< cudaMemGetInfo's free */
-  int64_t device_total;
+  int64_t device_total;         /**< cudaMemGetInfo's total */
   int64_t limit;                /**< the process's cap (memory fraction x total), 0: none */
 } rlmem_step_sample;
 
@@ -234,15 +234,15 @@ typedef struct rlmem_step_judgment {
   int fragmented;                 /**< the state: unused reserved over both fragmentation thresholds */
   int fragmentation;              /**< the alert: fragmented, and grown with reserved over the window */
   int64_t fragmentation_growth;   /**< unused reserved gained over the window */
-  uint64_t fragmentation_steps;
-  int alloc_retries;
+  uint64_t fragmentation_steps;   /**< step ends in that window */
+  int alloc_retries;              /**< the alert: the allocator freed its cache and retried since the step end before */
   int64_t new_alloc_retries;      /**< since the step end before */
-  int headroom;
+  int headroom;                   /**< the alert: free_at_peak below the headroom fraction, or the leak fills it soon */
   int64_t outside_bytes;          /**< device total - free - reserved: the context, other processes */
   int64_t limit_bytes;            /**< the sample's limit, else the device total */
   int64_t free_at_peak;           /**< what the limit leaves at the step's reserved peak */
   int64_t steps_to_limit;         /**< at the leak's rate, steps until the peak passes it; -1: no leak */
-  int oom;
+  int oom;                        /**< the alert: an OOM since the step end before */
   int64_t new_ooms;               /**< since the step end before */
 } rlmem_step_judgment;
 
