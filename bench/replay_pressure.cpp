@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
     expandable.expandable_segments = true;
     torch.settings = expandable;
     replay_options policy;
-    policy.rlmem = rlmem_policy_options{};
+    policy.allocator = rlmem_policy_options{};
     for (auto [label, options] : {std::pair{"torch, expandable segments (model)", torch}, std::pair{"rlmem policy", policy}}) {
       std::uint64_t smallest = min_capacity(snap, options);
       std::printf("smallest completing capacity, %s: %llu B (%.4fx)\n", label, (unsigned long long)smallest,
@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
     print("torch, expandable segments (model)", run(snap, torch, step_ends));
     trace_simulation_options policy;
     policy.capacity_bytes = cap;
-    policy.rlmem = rlmem_policy_options{};
+    policy.allocator = rlmem_policy_options{};
     print("rlmem policy", run(snap, policy, step_ends));
   }
   return 0;

@@ -25,8 +25,8 @@ struct replay_options {
   /// With capacity_bytes 0: replay under the limit the trace proves it ran at
   /// (infer_recorded_limit), if any, else without one.
   bool infer_capacity = true;
-  /// Set: the rlmem policy replaces torch's allocator (its what-if; no fidelity to compare).
-  std::optional<rlmem_policy_options> rlmem;
+  /// Another policy than torch's allocator is a what-if: no fidelity to compare.
+  allocator_choice allocator;
 };
 
 /// The first request the model could not serve.

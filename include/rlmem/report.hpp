@@ -81,7 +81,7 @@ struct replay_report {
   std::int64_t device = 0;
   allocator_settings settings;
   bool settings_recorded = true;  ///< the snapshot's own settings
-  std::optional<rlmem_policy_options> rlmem;  ///< set: replayed under the rlmem policy
+  allocator_choice allocator;  ///< the policy replayed under
   std::uint64_t capacity_bytes = 0;
   replay_result result;
   std::optional<std::uint64_t> min_capacity_bytes;

@@ -8,9 +8,9 @@
 // the recording's and searches capacities; inspect judges OOMs under other settings. Part of the
 // model layer, so both can call it.
 
+#include <rlmem/allocator_choice.hpp>
 #include <rlmem/allocator_policy.hpp>
 #include <rlmem/allocator_settings.hpp>
-#include <rlmem/rlmem_policy.hpp>
 #include <rlmem/caching_allocator.hpp>
 #include <rlmem/fake_device.hpp>
 #include <rlmem/snapshot.hpp>
@@ -32,9 +32,10 @@ struct trace_simulation_options {
   /// A what-if: torch.cuda.empty_cache() is called right before each of these events (indices
   /// into the device's trace, ascending), besides the calls the recording made.
   std::vector<std::uint64_t> empty_cache_before;
-  /// Set: the rlmem policy decides, over a fake device, instead of torch's allocator (`settings`
-  /// then only round requests for the OOM list); its capacity is `capacity_bytes`.
-  std::optional<rlmem_policy_options> rlmem;
+  /// The policy that decides, over a fake device: torch's allocator under `settings`, or
+  /// another (`settings` then only round requests for the OOM list); its capacity is
+  /// `capacity_bytes`.
+  allocator_choice allocator;
 };
 
 /// A request the model could not serve.

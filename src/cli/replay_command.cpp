@@ -60,7 +60,7 @@ int run_replay(const replay_arguments& args) {
   if (args.allocator == "rlmem") {
     rlmem_policy_options policy;
     policy.release_free_pages = args.release_free_pages;
-    options.rlmem = policy;
+    options.allocator = policy;
   }
   snapshot snap;
   if (!load_snapshot(args.file, args.quiet, snap)) return exit_bad_input;
@@ -69,7 +69,7 @@ int run_replay(const replay_arguments& args) {
   report.device = options.device >= 0 ? options.device : default_device(snap);
   report.settings = options.settings.value_or(settings_of(snap));
   report.settings_recorded = report.settings == settings_of(snap);
-  report.rlmem = options.rlmem;
+  report.allocator = options.allocator;
   report.result = replay(snap, options);
   report.capacity_bytes = report.result.capacity_bytes;
   if (!report.result.unsupported.empty()) {

@@ -7,7 +7,6 @@
 #include <rlmem/caching_allocator.hpp>
 #include <rlmem/fake_device.hpp>
 #include <rlmem/live_set.hpp>
-#include <rlmem/rlmem_policy.hpp>
 #include <rlmem/saturating.hpp>
 #include <rlmem/trace_simulation.hpp>
 
@@ -176,8 +175,8 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
     return seg.device == device && seg.is_expandable;
   }) || std::any_of(events.begin(), events.end(), [](const trace_event& e) { return e.action == trace_action::segment_map; });
   result.expandable_trace = expandable_trace;
-  const bool rlmem = options.rlmem.has_value();
-  if (expandable_trace && !settings.expandable_segments && !rlmem) {
+  const bool own_placement = places_existing_memory_itself(options.allocator);
+  if (expandable_trace && !settings.expandable_segments && !own_placement) {
     result.unsupported = "the trace was recorded with expandable segments; its reserved ranges cannot be replayed as cudaMalloc segments";
     return result;
   }
@@ -195,16 +194,9 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
   // The policy that decides, torch's native allocator or the rlmem policy, over the fake device:
   // no host pages and no log, so the simulation's memory follows the trace, not the simulated GPU.
   fake_device simulated_gpu(simulated_device_options());
-  std::optional<caching_allocator_model> torch_allocator;
-  std::optional<rlmem_policy> rlmem_allocator;
-  if (rlmem) {
-    rlmem_policy_options chosen = *options.rlmem;
-    chosen.capacity_bytes = options.capacity_bytes;
-    rlmem_allocator.emplace(simulated_gpu, chosen);
-  } else {
-    torch_allocator.emplace(simulated_gpu, settings, options.capacity_bytes, std::move(recorded_places));
-  }
-  allocator_policy& model = rlmem ? static_cast<allocator_policy&>(*rlmem_allocator) : *torch_allocator;
+  std::unique_ptr<allocator_policy> chosen =
+      make_allocator(options.allocator, {simulated_gpu, settings, options.capacity_bytes, std::move(recorded_places)});
+  allocator_policy& model = *chosen;
 
   // The state at trace start, as the recording's settings made it: each reserved range with its
   // live blocks, gaps free.
@@ -216,7 +208,7 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
   // from the start would have packed the memory allocated before recording into its
   // reservations, not kept it in the recording's segments with their free gaps.
   // The rlmem policy places it its own way, always.
-  const bool repack = rlmem || (settings.expandable_segments && !expandable_trace);
+  const bool repack = own_placement || (settings.expandable_segments && !expandable_trace);
   auto held = start.blocks().begin();
   const dump_segment_pools pools(snap, device);
   std::uint64_t repacked_bytes = 0;
@@ -275,8 +267,8 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
   // The maps that placed it are the trace-start state, not events of the trace.
   const std::size_t setup_segment_events = model.segment_events().size();
   if (repack && !start.mapped().empty()) {
-    const char* placed = rlmem ? "is placed by the rlmem policy in address order"
-                               : "is packed into expandable segments in address order, as a run with them from the start would place it";
+    std::string placed = own_placement ? "is placed by the " + std::string(allocator_name(options.allocator)) + " policy in address order"
+                                       : "is packed into expandable segments in address order, as a run with them from the start would place it";
     result.notes.push_back("memory allocated before recording (" + format_bytes(static_cast<std::int64_t>(repacked_bytes)) + ") " +
                            placed + "; the recording's cached free space at trace start (" +
                            format_bytes(static_cast<std::int64_t>(dropped_cache_bytes)) + ") is not carried over");

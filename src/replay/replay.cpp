@@ -7,6 +7,7 @@
 #include <rlmem/trace_simulation.hpp>
 
 #include <span>
+#include <variant>
 #include <vector>
 
 namespace rlmem {
@@ -53,7 +54,7 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
   run.device = options.device;
   run.settings = options.settings;
   run.capacity_bytes = options.capacity_bytes;
-  run.rlmem = options.rlmem;
+  run.allocator = options.allocator;
   replay_result result;
   if (run.capacity_bytes == 0 && options.infer_capacity) {
     result.inferred_limit = infer_recorded_limit(snap, options.device >= 0 ? options.device : default_device(snap));
@@ -75,7 +76,8 @@ replay_result replay(const snapshot& snap, const replay_options& options) {
   result.events_replayed = simulated.events_applied;
   result.recording_ended_in_oom = simulated.served_a_recorded_oom;
   result.notes = std::move(simulated.notes);
-  if (!options.rlmem && simulated.settings == settings_of(snap)) {
+  // Fidelity: torch's allocator under the recorded settings is what made the recording.
+  if (std::holds_alternative<torch_allocator_options>(options.allocator) && simulated.settings == settings_of(snap)) {
     const device_trace* trace = snap.trace_for(simulated.device);
     std::span<const trace_event> events = snap.events_of(*trace);
     result.fidelity = compare_segment_events(events.first(result.events_replayed), simulated.segment_events);
@@ -109,10 +111,10 @@ std::uint64_t min_capacity(const snapshot& snap, const replay_options& options) 
 std::vector<settings_comparison> compare_settings(const snapshot& snap, const replay_options& options) {
   allocator_settings recorded = options.settings.value_or(settings_of(snap));
   std::vector<settings_comparison> rows;
-  auto add = [&](std::string label, const allocator_settings& settings, std::optional<rlmem_policy_options> rlmem = std::nullopt) {
+  auto add = [&](std::string label, const allocator_settings& settings, allocator_choice allocator = torch_allocator_options{}) {
     replay_options run = options;
     run.settings = settings;
-    run.rlmem = rlmem;
+    run.allocator = allocator;
     settings_comparison row{std::move(label), settings, replay(snap, run), 0, 0};
     if (row.result.unsupported.empty()) {
       row.min_capacity_bytes = min_capacity(snap, run);

@@ -79,8 +79,9 @@ std::string peak_allocated_text(const replay_result& result) {
 std::string render_replay_text(const replay_report& report) {
   const replay_result& result = report.result;
   std::string out = fmt::format("{}  device {}\n", printable_text(report.file), report.device);
-  std::string under = report.rlmem ? fmt::format("the rlmem policy, free pages {} (what-if)",
-                                                  report.rlmem->release_free_pages ? "released at once" : "cached until needed")
+  const rlmem_policy_options* rlmem = std::get_if<rlmem_policy_options>(&report.allocator);
+  std::string under = rlmem != nullptr ? fmt::format("the rlmem policy, free pages {} (what-if)",
+                                                     rlmem->release_free_pages ? "released at once" : "cached until needed")
                                     : fmt::format("{} ({})", settings_text(report.settings), report.settings_recorded ? "as recorded" : "what-if");
   out += detail::wrap(fmt::format("replayed under {}, capacity {}", under, capacity_text(report.capacity_bytes)), 2, 100) + "\n";
   // A labelled row; long values wrap under the value column (2 + 16 + 1 = 19).
@@ -171,9 +172,10 @@ json detail::replay_json(const replay_report& report) {
   out["file"] = report.file;
   out["device"] = report.device;
   out["alloc_conf"] = to_alloc_conf(report.settings);
-  out["settings_recorded"] = report.settings_recorded && !report.rlmem;
-  out["allocator"] = report.rlmem ? "rlmem" : "torch";
-  if (report.rlmem) out["release_free_pages"] = report.rlmem->release_free_pages;
+  const rlmem_policy_options* rlmem = std::get_if<rlmem_policy_options>(&report.allocator);
+  out["settings_recorded"] = report.settings_recorded && rlmem == nullptr;
+  out["allocator"] = allocator_name(report.allocator);
+  if (rlmem != nullptr) out["release_free_pages"] = rlmem->release_free_pages;
   out["capacity_bytes"] = report.capacity_bytes;
   json totals = result_json(report.result);  // a named json: items() must not outlive it
   for (auto& [key, item] : totals.items()) out[key] = item;

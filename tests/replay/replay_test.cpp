@@ -366,8 +366,9 @@ namespace rlmem {
 TEST(replay, the_rlmem_policy_needs_no_more_than_one_percent_over_demand) {
   const snapshot& snap = fixture("frag_default.pickle.zst");
   replay_options releasing;
-  releasing.rlmem = rlmem_policy_options{};
-  releasing.rlmem->release_free_pages = true;
+  rlmem_policy_options releasing_pages;
+  releasing_pages.release_free_pages = true;
+  releasing.allocator = releasing_pages;
   replay_result run = replay(snap, releasing);
   ASSERT_TRUE(run.unsupported.empty()) << run.unsupported;
   ASSERT_TRUE(run.completed);
@@ -378,7 +379,7 @@ TEST(replay, the_rlmem_policy_needs_no_more_than_one_percent_over_demand) {
   // Free pages cached, with a new block's inner pages mapped in runs that go back only whole:
   // within 2.5% of the demand, still under expandable segments' 2,699,034,624 (the test below).
   replay_options caching;
-  caching.rlmem = rlmem_policy_options{};
+  caching.allocator = rlmem_policy_options{};
   std::uint64_t smallest_caching = min_capacity(snap, caching);
   EXPECT_LE(static_cast<double>(smallest_caching), 1.025 * demand) << "smallest capacity, caching " << smallest_caching;
   // Every larger capacity completes too, for each setting from its own smallest.
@@ -406,24 +407,24 @@ TEST(replay, the_policys_reserved_bytes_are_the_fake_devices_mapped_bytes_at_eve
     const char* name;
     std::optional<allocator_settings> settings;
     std::uint64_t capacity_bytes;
-    std::optional<rlmem_policy_options> rlmem;
+    allocator_choice allocator;
   };
   allocator_settings expandable;
   expandable.expandable_segments = true;
   const std::vector<run> runs{
-      {"frag_default.pickle.zst", std::nullopt, 0, std::nullopt},
-      {"frag_default.pickle.zst", expandable, 0, std::nullopt},  // packed into expandable segments
-      {"frag_expandable.pickle.zst", std::nullopt, 0, std::nullopt},
-      {"fidelity_prefetch_record_stream_expandable.pickle.zst", std::nullopt, 0, std::nullopt},
-      {"frag_default_oom.pickle.zst", std::nullopt, 2'805'590'497, std::nullopt},
-      {"tiny_oom_expandable_compile.pickle", std::nullopt, 0, std::nullopt},
+      {"frag_default.pickle.zst", std::nullopt, 0, torch_allocator_options{}},
+      {"frag_default.pickle.zst", expandable, 0, torch_allocator_options{}},  // packed into expandable segments
+      {"frag_expandable.pickle.zst", std::nullopt, 0, torch_allocator_options{}},
+      {"fidelity_prefetch_record_stream_expandable.pickle.zst", std::nullopt, 0, torch_allocator_options{}},
+      {"frag_default_oom.pickle.zst", std::nullopt, 2'805'590'497, torch_allocator_options{}},
+      {"tiny_oom_expandable_compile.pickle", std::nullopt, 0, torch_allocator_options{}},
       {"grpo_clean.pickle.zst", std::nullopt, 0, rlmem_policy_options{}},
   };
   for (const run& each : runs) {
     trace_simulation_options options;
     options.settings = each.settings;
     options.capacity_bytes = each.capacity_bytes;
-    options.rlmem = each.rlmem;
+    options.allocator = each.allocator;
     std::size_t steps = 0;
     std::size_t mismatches = 0;
     std::string first;
@@ -455,7 +456,7 @@ TEST(replay, the_smallest_capacity_is_unchanged_on_the_fake_device) {
   expandable.settings->expandable_segments = true;
   EXPECT_EQ(min_capacity(snap, expandable), 2'699'034'624u);
   replay_options rlmem;
-  rlmem.rlmem = rlmem_policy_options{};
+  rlmem.allocator = rlmem_policy_options{};
   // 2,629,828,608 page by page; a new block's inner pages mapped in 32 MiB runs (issue 26):
   // 2,671,771,648; requests of 4 MiB or more placed on mapped free pages first: 2,667,577,344.
   EXPECT_EQ(min_capacity(snap, rlmem), 2'667'577'344u);
@@ -529,7 +530,7 @@ TEST(replay, under_a_cap_near_the_demand_the_rlmem_policy_releases_no_more_than_
   for (const expected& cap : caps) {
     trace_simulation_options policy;
     policy.capacity_bytes = static_cast<std::uint64_t>(static_cast<double>(demand) * cap.factor);
-    policy.rlmem = rlmem_policy_options{};
+    policy.allocator = rlmem_policy_options{};
     trace_simulation_options torch;
     torch.capacity_bytes = policy.capacity_bytes;
     torch.settings = settings_of(snap);
