@@ -2,7 +2,9 @@
 #pragma once
 // Turns the pickle machine's containers into snapshot records as soon as each one is complete,
 // so a snapshot never exists as a generic object tree: frames, stacks and strings are interned
-// on the fly and trace entries become 32-byte records.
+// on the fly and trace entries become 32-byte records. Its definitions are in three files:
+// value_heap.cpp (values, containers, sealing, the budget), interning.cpp (strings, stacks,
+// streams, tags) and torch_schema.cpp (torch's keys, records and top level).
 
 #include "memo_table.hpp"
 #include "value.hpp"

@@ -45,4 +45,25 @@ struct value {
   }
 };
 
+// How error messages name a value's kind ("a str", "a list of frames").
+inline const char* kind_name(vkind kind) {
+  switch (kind) {
+    case vkind::none: return "None";
+    case vkind::boolean: return "a bool";
+    case vkind::integer:
+    case vkind::big_integer: return "an int";
+    case vkind::real: return "a float";
+    case vkind::string: return "a str";
+    case vkind::bytes: return "bytes";
+    case vkind::frame: return "a frame";
+    case vkind::stack: return "a list of frames";
+    case vkind::event: return "a trace entry";
+    case vkind::block: return "a block";
+    case vkind::segment: return "a segment";
+    case vkind::annotation: return "an annotation";
+    case vkind::empty_list: return "an empty list";
+    default: return "a container";
+  }
+}
+
 }  // namespace rlmem::detail

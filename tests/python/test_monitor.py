@@ -402,14 +402,16 @@ def test_record_on_leak_names_the_python_object_that_holds_the_leak(rlmem, tmp_p
     TRAINER.metrics["entropy"] = [torch.zeros(4096) for _ in range(12)]
     blocks = [{"address": t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else t.storage().data_ptr(),
                "size": 16384} for t in TRAINER.metrics["entropy"]]
-    real_inspect = rlmem.monitor.inspect
+    from rlmem._monitor import leak_recording  # the module that inspects the recorded snapshot
+
+    real_inspect = leak_recording.inspect
 
     def inspect_with_these_blocks(path, **options):
         report = real_inspect(path, **options)
         report["leaks"][0]["live_blocks"] = blocks
         return report
 
-    monkeypatch.setattr(rlmem.monitor, "inspect", inspect_with_these_blocks)
+    monkeypatch.setattr(leak_recording, "inspect", inspect_with_these_blocks)
     cuda = FakeCuda(synthetic(25, leak_at=15), snapshot_bytes=(SNAPSHOTS / "grpo_leak_logits.pickle.zst").read_bytes())
     try:
         with rlmem.StepMonitor(tmp_path / "mem.jsonl", cuda=cuda, record_on_leak=3) as monitor:

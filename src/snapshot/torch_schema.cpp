@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
-// Shape-directed conversion of pickled containers into snapshot records.
+// Torch's snapshot schema: the keys and names the reader knows (interned first, so they compare
+// as integers), which dict is which record (trace entry, frame, block, segment, annotation),
+// each record's fields, and the snapshot's top level. A new torch snapshot version is a change
+// here (and a recording in testdata/snapshots/).
 
 #include "snapshot_builder.hpp"
 
-#include "byte_source.hpp"
+#include "held_units.hpp"
 
-#include <algorithm>
 #include <array>
-#include <bit>
-#include <cstring>
+#include <string>
+#include <type_traits>
 
 namespace rlmem::detail {
 
@@ -49,15 +51,6 @@ static_assert([] {
   return true;
 }());
 
-// What a record or table entry costs in the held-value budget's 8-byte units.
-template <class T>
-constexpr std::uint64_t units_of = (sizeof(T) + 7) / 8;
-// A hash-table node: the entry, a next pointer and the cached hash.
-constexpr std::uint64_t hash_node_units = 3;
-// Up-front reservations are address space, not memory, but a sparse file's size is no promise:
-// reserve for at most this much input and let larger inputs grow geometrically.
-constexpr std::uint64_t max_reserved_input_bytes = std::uint64_t{1} << 30;
-
 constexpr std::uint64_t bit(known key) { return std::uint64_t{1} << key; }
 // Marks a block read without an 'address' key (torch before 2.1); its segment fills it in.
 constexpr std::uint64_t missing_address = UINT64_MAX;
@@ -70,26 +63,6 @@ std::uint64_t key_mask(std::span<const value> pairs) {
     if (key.kind() == vkind::string && key.payload() < 64) mask |= std::uint64_t{1} << key.payload();
   }
   return mask;
-}
-
-const char* kind_name(vkind kind) {
-  switch (kind) {
-    case vkind::none: return "None";
-    case vkind::boolean: return "a bool";
-    case vkind::integer:
-    case vkind::big_integer: return "an int";
-    case vkind::real: return "a float";
-    case vkind::string: return "a str";
-    case vkind::bytes: return "bytes";
-    case vkind::frame: return "a frame";
-    case vkind::stack: return "a list of frames";
-    case vkind::event: return "a trace entry";
-    case vkind::block: return "a block";
-    case vkind::segment: return "a segment";
-    case vkind::annotation: return "an annotation";
-    case vkind::empty_list: return "an empty list";
-    default: return "a container";
-  }
 }
 
 bool fail(error& failure, std::string_view record, std::string_view key, std::string_view expected, vkind seen) {
@@ -111,18 +84,6 @@ bool check_size(std::int64_t number, std::string_view record, std::size_t index,
 
 }  // namespace
 
-std::size_t snapshot_builder::event_tag_hash::operator()(const event_tag& tag) const noexcept {
-  std::uint64_t h = (std::uint64_t{tag.stream} << 32) ^ tag.compile_context;
-  h = (h ^ ((std::uint64_t{tag.user_metadata} << 32) | tag.action_name)) * 0x9e3779b97f4a7c15ULL;
-  return static_cast<std::size_t>(h ^ (h >> 29));
-}
-
-std::size_t snapshot_builder::frame_key_hash::operator()(const frame& f) const noexcept {
-  std::uint64_t h = (std::uint64_t{f.name} << 32) ^ f.filename;
-  h ^= static_cast<std::uint64_t>(f.line) * 0x9e3779b97f4a7c15ULL;
-  return static_cast<std::size_t>(h ^ (h >> 29));
-}
-
 snapshot_builder::snapshot_builder() {
   for (std::string_view text : known_strings) make_string(text, false);
   stack_offsets_.push_back(0);
@@ -132,252 +93,7 @@ snapshot_builder::snapshot_builder() {
   event_tag_ids_.emplace(event_tags_.front(), 0);
 }
 
-void snapshot_builder::reserve_for_input(std::uint64_t bytes) {
-  bytes = std::min(bytes, max_reserved_input_bytes);
-  // Torch writes 95 to 140 bytes per trace entry; reserve for the densest case, since address
-  // space reserved and never touched is not resident.
-  events_.reserve(static_cast<std::size_t>(bytes / 64));
-}
-
-void snapshot_builder::set_budget(const read_limits& limits, const input_window& input) {
-  limits_ = &limits;
-  input_ = &input;
-  allowance_ = 0;  // the first charge computes it
-}
-
-bool snapshot_builder::recheck_budget(std::string_view what) {
-  if (limits_ == nullptr) return true;
-  std::uint64_t per_unit = std::max<std::uint32_t>(limits_->input_bytes_per_held_value, 1);
-  allowance_ = limits_->max_held_values + input_->offset() / per_unit;
-  if (held_units_ <= allowance_) return true;
-  if (!over_budget_) {
-    over_budget_ = true;
-    budget_failure_ = {errc::limit_held_values, input_->offset(),
-                       std::string(what) + ": " + std::to_string(held_units_) + " units of 8 bytes held, limit " +
-                           std::to_string(allowance_) + " (read_limits::max_held_values " +
-                           std::to_string(limits_->max_held_values) + " + 1 per " + std::to_string(per_unit) +
-                           " input bytes)"};
-    if (poll_countdown_ != nullptr) *poll_countdown_ = 1;
-  }
-  return false;
-}
-
-value snapshot_builder::make_integer(std::int64_t number) {
-  if (number >= value::inline_min && number <= value::inline_max) {
-    return value::make(vkind::integer, static_cast<std::uint64_t>(number));
-  }
-  wide_integers_.push_back(number);
-  return value::make(vkind::big_integer, wide_integers_.size() - 1);
-}
-
-value snapshot_builder::make_real(double number) {
-  reals_.push_back(number);
-  return value::make(vkind::real, reals_.size() - 1);
-}
-
-value snapshot_builder::make_string(std::string_view text, bool is_bytes) {
-  vkind kind = is_bytes ? vkind::bytes : vkind::string;
-  short_string_slot* slot = nullptr;
-  if (text.size() <= sizeof(short_string_slot::text)) {
-    unsigned hash = static_cast<unsigned>(text.size()) * 31u;
-    if (!text.empty()) hash += static_cast<unsigned char>(text.front()) * 7u + static_cast<unsigned char>(text.back()) * 131u + static_cast<unsigned char>(text[text.size() / 2]);
-    slot = &short_strings_[hash & 0xffu];
-    if (slot->length == text.size() && std::memcmp(slot->text, text.data(), text.size()) == 0) return value::make(kind, slot->id);
-  }
-  auto found = string_ids_.find(text);
-  string_id id;
-  if (found != string_ids_.end()) {
-    id = found->second;
-  } else {
-    id = static_cast<string_id>(string_storage_.size());
-    const std::string& stored = string_storage_.emplace_back(text);
-    string_ids_.emplace(stored, id);
-    charge(units_of<std::string> + hash_node_units + 1 + text.size() / 8, "interned strings");
-  }
-  if (slot != nullptr) {
-    slot->length = static_cast<std::uint8_t>(text.size());
-    if (!text.empty()) std::memcpy(slot->text, text.data(), text.size());
-    slot->id = id;
-  }
-  return value::make(kind, id);
-}
-
-std::uint32_t snapshot_builder::take_container_slot(container_type type) {
-  std::uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<std::uint32_t>(containers_.size());
-    containers_.emplace_back();
-  }
-  charge(units_of<container>, "open containers");
-  containers_[slot].type = type;
-  containers_[slot].sealed = false;
-  containers_[slot].memo_index = UINT64_MAX;
-  containers_[slot].copies = 1;
-  containers_[slot].became = {};
-  return slot;
-}
-
-void snapshot_builder::release_container_slot(std::uint32_t slot) {
-  container& released = containers_[slot];
-  held_units_ -= units_of<container> + released.items.size() + released.event_count;
-  released.items.clear();
-  released.event_count = 0;
-  if (released.items.capacity() > 64) released.items.shrink_to_fit();  // keep small buffers for reuse only
-  // A slot whose generation would wrap is retired, so a stale reference can never match again.
-  if (++released.generation < memo_table::payload_limit) free_slots_.push_back(slot);
-}
-
-value snapshot_builder::new_container(container_type type) {
-  return object_in_slot(take_container_slot(type));
-}
-
-value snapshot_builder::make_filled(container_type type, std::span<const value> items) {
-  value made = new_container(type);
-  container& filled = *container_of(made);
-  filled.items.assign(items.begin(), items.end());
-  charge(items.size(), "container items");
-  filled.sealed = true;  // built whole by one opcode: never open
-  return made;
-}
-
-snapshot_builder::container* snapshot_builder::container_of(value item) {
-  if (item.kind() != vkind::object) return nullptr;
-  auto slot = static_cast<std::uint32_t>(item.payload());
-  auto generation = static_cast<std::uint32_t>(item.payload() >> 32);
-  if (slot >= containers_.size() || containers_[slot].generation != generation) return nullptr;
-  return &containers_[slot];
-}
-
-const snapshot_builder::container* snapshot_builder::generic_container(value item) {
-  container* held = container_of(item);
-  if (held != nullptr && held->event_count > 0) write_out_event_range(*held);
-  return held;
-}
-
-bool snapshot_builder::extends_event_range(const container& list, std::span<const value> items) {
-  if (list.type != container_type::list || !list.items.empty() || items.empty()) return false;
-  std::uint64_t next = list.event_count > 0 ? std::uint64_t{list.first_event} + list.event_count : items[0].index();
-  for (value item : items) {
-    if (item.kind() != vkind::event || item.index() != next) return false;
-    ++next;
-  }
-  return next <= UINT32_MAX;
-}
-
-// The range's entries as items (already paid for: extend charged them as items).
-void snapshot_builder::write_out_event_range(container& list) {
-  std::vector<value> written;
-  written.reserve(list.event_count + list.items.size());
-  for (std::uint32_t i = 0; i < list.event_count; ++i) written.push_back(value::make(vkind::event, list.first_event + i));
-  written.insert(written.end(), list.items.begin(), list.items.end());
-  list.items = std::move(written);
-  list.event_count = 0;
-}
-
-bool snapshot_builder::consume_object(value& item, error& failure) {
-  container* held = container_of(item);
-  if (held == nullptr) {
-    // Its slot was reused: the pickle reaches a record through a copy it made after the record
-    // was complete (a second memo entry), which torch's pickler never writes.
-    failure = {errc::container_reused, 0, "a container used again after it became a record"};
-    return false;
-  }
-  auto slot = static_cast<std::uint32_t>(item.payload());
-  if (held->became.kind() != vkind::none) {
-    item = held->became;  // a copy of one already consumed
-    if (--held->copies == 0) release_container_slot(slot);
-    return true;
-  }
-  if (held->sealed) return true;
-  return seal(slot, item, failure);
-}
-
-std::uint32_t snapshot_builder::memo_code(value item, std::uint64_t index) {
-  std::uint32_t code = memo_table::code_for(item);
-  if (item.kind() != vkind::object || code == memo_table::escaped) return code;
-  container* held = container_of(item);
-  if (held == nullptr || held->memo_index != UINT64_MAX) return memo_table::escaped;
-  held->memo_index = index;
-  return code;
-}
-
 bool snapshot_builder::is_trace_entry(std::span<const value> pairs) const { return (key_mask(pairs) & bit(s_action)) != 0; }
-
-bool snapshot_builder::extend(value& target, std::span<const value> items, error& failure) {
-  if (target.kind() == vkind::event) {
-    failure = {errc::container_reused, 0, "a trace entry changed after it was read"};
-    return false;
-  }
-  if (target.kind() != vkind::object) {
-    failure = {errc::type_mismatch, 0, std::string("cannot add items to ") + kind_name(target.kind())};
-    return false;
-  }
-  container* into = container_of(target);
-  if (into == nullptr) {
-    failure = {errc::container_reused, 0, "container changed after it became a record"};
-    return false;
-  }
-  if (into->type == container_type::tuple) {
-    failure = {errc::type_mismatch, 0, "cannot add items to a tuple"};
-    return false;
-  }
-  if (extends_event_range(*into, items)) {
-    if (into->event_count == 0) into->first_event = items[0].index();
-    into->event_count += static_cast<std::uint32_t>(items.size());
-  } else {
-    if (into->event_count > 0) write_out_event_range(*into);
-    into->items.insert(into->items.end(), items.begin(), items.end());
-  }
-  if (!charge(items.size(), "container items")) {
-    failure = budget_failure_;
-    return false;
-  }
-  if (into->type == container_type::dict && is_trace_entry(items)) return consume_object(target, failure);
-  return true;
-}
-
-bool snapshot_builder::seal(std::uint32_t slot, value& sealed, error& failure) {
-  container& sealing = containers_[slot];
-  sealing.sealed = true;
-  value converted = sealed;
-  bool ok = true;
-  if (sealing.type == container_type::list) {
-    ok = seal_list(sealing, converted);
-  } else if (sealing.type == container_type::dict) {
-    ok = seal_dict(sealing, converted, failure);
-  }
-  if (!ok) return false;
-  if (converted.kind() == vkind::event && sealing.copies > 1) {
-    failure = {errc::container_reused, 0, "a trace entry referenced twice"};
-    return false;
-  }
-  if (converted.kind() != vkind::object) {
-    std::uint64_t memo_index = sealing.memo_index;
-    if (memo_ != nullptr && memo_index < memo_->size() && memo_->code(memo_index) == memo_table::code_for(sealed)) {
-      memo_->store(memo_index, memo_table::code_for(converted), converted);
-    }
-    sealing.became = converted;
-    if (--sealing.copies == 0) release_container_slot(slot);
-  }
-  sealed = converted;
-  return true;
-}
-
-bool snapshot_builder::seal_list(container& list, value& sealed) {
-  if (list.event_count > 0) return true;  // a device trace: a generic list
-  if (list.items.empty()) {
-    sealed = value::make(vkind::empty_list, 0);
-    return true;
-  }
-  for (value item : list.items) {
-    if (item.kind() != vkind::frame) return true;  // a generic list
-  }
-  sealed = value::make(vkind::stack, intern_stack(list.items));
-  return true;
-}
 
 bool snapshot_builder::seal_dict(container& dict, value& sealed, error& failure) {
   if (dict.items.size() % 2 != 0) {
@@ -399,24 +115,6 @@ bool snapshot_builder::seal_dict(container& dict, value& sealed, error& failure)
     return make_annotation(dict.items, sealed, failure);
   }
   return true;  // a generic dict
-}
-
-bool snapshot_builder::get_integer(value item, std::int64_t& out) const {
-  if (item.kind() == vkind::integer) {
-    out = item.inline_integer();
-    return true;
-  }
-  if (item.kind() == vkind::big_integer) {
-    out = wide_integers_[item.index()];
-    return true;
-  }
-  return false;
-}
-
-bool snapshot_builder::get_string(value item, std::string_view& out) const {
-  if (item.kind() != vkind::string) return false;
-  out = string_storage_[item.index()];
-  return true;
 }
 
 bool snapshot_builder::make_event(std::span<const value> pairs, value& sealed, error& failure) {
@@ -649,68 +347,6 @@ bool snapshot_builder::make_annotation(std::span<const value> pairs, value& seal
   charge(units_of<annotation> + (made.stage.size() + made.name.size()) / 8, "annotations");
   annotations_.push_back(std::move(made));
   sealed = value::make(vkind::annotation, annotations_.size() - 1);
-  return true;
-}
-
-stack_id snapshot_builder::intern_stack(std::span<const value> frames) {
-  std::uint64_t hash = 1469598103934665603ULL;
-  for (value item : frames) hash = (hash ^ item.payload()) * 1099511628211ULL;
-  auto equal = [&](stack_id id) {
-    std::uint32_t begin = stack_offsets_[id];
-    std::uint32_t end = stack_offsets_[id + 1];
-    if (end - begin != frames.size()) return false;
-    for (std::size_t i = 0; i < frames.size(); ++i) {
-      if (stack_frames_[begin + i] != frames[i].index()) return false;
-    }
-    return true;
-  };
-  auto head = stack_by_hash_.find(hash);
-  if (head != stack_by_hash_.end()) {
-    for (stack_id id = head->second; id != 0; id = stack_next_[id]) {
-      if (equal(id)) return id;
-    }
-  }
-  auto id = static_cast<stack_id>(stack_offsets_.size() - 1);
-  charge(frames.size() / 2 + hash_node_units + 2, "stacks");
-  for (value item : frames) stack_frames_.push_back(item.index());
-  stack_offsets_.push_back(static_cast<std::uint32_t>(stack_frames_.size()));
-  stack_next_.resize(id + 1, 0);
-  if (head != stack_by_hash_.end()) {
-    stack_next_[id] = head->second;
-    head->second = id;
-  } else {
-    stack_by_hash_.emplace(hash, id);
-  }
-  return id;
-}
-
-std::uint32_t snapshot_builder::intern_stream(std::uint64_t raw_stream) {
-  if (raw_stream == last_raw_stream_ && !streams_.empty()) return last_stream_id_;
-  auto [found, inserted] = stream_ids_.try_emplace(raw_stream, static_cast<std::uint32_t>(streams_.size()));
-  if (inserted) streams_.push_back(raw_stream);
-  last_raw_stream_ = raw_stream;
-  last_stream_id_ = found->second;
-  return found->second;
-}
-
-bool snapshot_builder::intern_event_tag(const event_tag& tag, event_tag_id& id, error& failure) {
-  cached_tag& cached = recent_tags_[event_tag_hash{}(tag) % recent_tags_.size()];
-  if (tag == cached.tag) {
-    id = cached.id;
-    return true;
-  }
-  auto [found, inserted] = event_tag_ids_.try_emplace(tag, static_cast<event_tag_id>(event_tags_.size()));
-  if (inserted) {
-    if (event_tags_.size() >= max_event_tags) {
-      event_tag_ids_.erase(found);
-      failure = {errc::limit_event_tags, 0, std::to_string(max_event_tags) + " combinations"};
-      return false;
-    }
-    event_tags_.push_back(tag);
-    charge(units_of<event_tag>, "trace entry tags");
-  }
-  cached = {tag, found->second};
-  id = found->second;
   return true;
 }
 
