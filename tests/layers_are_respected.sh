@@ -21,7 +21,7 @@ forbid inspect "rlmem/(replay|plan|report|watch)\.hpp" "a header of replay, plan
 forbid replay "$public_of_inspect|rlmem/(plan|report|watch)\.hpp" "a header of inspect, plan or a higher layer"
 forbid report "rlmem/(cli)\.hpp" "a header of the CLI"
 # The step-end rules are plain arithmetic under inspect and watch: no other part's headers.
-found=$(grep -rnE '^#include [<"]rlmem/' "$root/src/step_rules" "$root/include/rlmem/step_rules.hpp" | grep -vE 'rlmem/(step_rules|saturating)\.hpp')
+found=$(grep -rnE '^#include [<"]rlmem/' "$root/src/step_rules" "$root/include/rlmem/step_rules/step_rules.hpp" | grep -vE 'rlmem/(step_rules|saturating)\.hpp')
 if [ -n "$found" ]; then
   echo "FAIL src/step_rules includes a header of another part:"; echo "$found"; status=1
 fi

@@ -6,10 +6,10 @@
 #include "output.hpp"
 #include "progress.hpp"
 
-#include <rlmem/compare.hpp>
-#include <rlmem/inspect.hpp>
-#include <rlmem/report.hpp>
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/inspect/compare.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/report/report.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <filesystem>
 #include <string>

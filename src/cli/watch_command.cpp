@@ -5,8 +5,8 @@
 #include "commands.hpp"
 #include "output.hpp"
 
-#include <rlmem/report.hpp>
-#include <rlmem/watch.hpp>
+#include <rlmem/report/report.hpp>
+#include <rlmem/watch/watch.hpp>
 
 #include <algorithm>
 #include <cerrno>

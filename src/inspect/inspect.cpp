@@ -7,13 +7,13 @@
 #include "frames.hpp"
 #include "live_feed.hpp"
 
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/format.hpp>
-#include <rlmem/inspect.hpp>
-#include <rlmem/live_set.hpp>
-#include <rlmem/saturating.hpp>
-#include <rlmem/trace_simulation.hpp>
-#include <rlmem/usable_cores.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/model/live_set.hpp>
+#include <rlmem/base/saturating.hpp>
+#include <rlmem/model/trace_simulation.hpp>
+#include <rlmem/base/usable_cores.hpp>
 
 #include <algorithm>
 #include <future>

@@ -2,8 +2,8 @@
 // The rlmem policy: best fit in per-stream address space, pages mapped under blocks and counted
 // by the blocks that use them.
 
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/rlmem_policy.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/policy/rlmem_policy.hpp>
 
 #include <algorithm>
 #include <iterator>

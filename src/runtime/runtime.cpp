@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The runtime: the rlmem policy behind a lock, with tags, pause and resume, and counters.
 
-#include <rlmem/runtime.hpp>
+#include <rlmem/runtime/runtime.hpp>
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The table of error names and messages; tests check it has one row per errc, in order.
 
-#include <rlmem/error.hpp>
+#include <rlmem/base/error.hpp>
 
 #include <array>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Human number formats shared by every text report, and the escaping of untrusted text.
 
-#include <rlmem/format.hpp>
+#include <rlmem/base/format.hpp>
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // write_output_file: the one place that writes a file rlmem produces whole.
 
-#include <rlmem/output_file.hpp>
+#include <rlmem/base/output_file.hpp>
 
 #include <fcntl.h>
 #include <sys/random.h>  // getrandom, for temporary names nobody can guess ahead

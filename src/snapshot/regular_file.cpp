@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // open_regular_file: the one place that opens a file rlmem reads whole; read_option_file over it.
 
-#include <rlmem/regular_file.hpp>
+#include <rlmem/base/regular_file.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>

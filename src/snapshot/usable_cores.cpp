@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // several_cores_usable(): the process's CPU affinity on Linux, the hardware elsewhere.
 
-#include <rlmem/usable_cores.hpp>
+#include <rlmem/base/usable_cores.hpp>
 
 #include <sched.h>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Whole numbers of options, and the wording of a refusal.
 
-#include <rlmem/format.hpp>
-#include <rlmem/whole_number.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/base/whole_number.hpp>
 
 #include <fmt/format.h>
 

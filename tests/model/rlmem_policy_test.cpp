@@ -2,8 +2,8 @@
 // The rlmem policy over the fake device: pages counted by the blocks that use them, best fit in
 // per-stream address space, cached pages released under pressure, and every page given back.
 
-#include <rlmem/fake_device.hpp>
-#include <rlmem/rlmem_policy.hpp>
+#include <rlmem/device/fake_device.hpp>
+#include <rlmem/policy/rlmem_policy.hpp>
 
 #include <gtest/gtest.h>
 

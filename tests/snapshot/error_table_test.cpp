@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The error table has one row per code, names are distinct, and describe() says where.
 
-#include <rlmem/error.hpp>
+#include <rlmem/base/error.hpp>
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // format_bytes, the reference, against the table of cases its Python and page-script copies are
 // held to as well (testdata/format/bytes_cases.json).
 
-#include <rlmem/format.hpp>
+#include <rlmem/base/format.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -2,7 +2,7 @@
 // write_output_file (issue 28 items 1 and 2): a regular file is replaced whole through a
 // temporary nobody can plant; a link, a FIFO or a device keeps what it is.
 
-#include <rlmem/output_file.hpp>
+#include <rlmem/base/output_file.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // read_option_file: the one reader of option files, for the CLI and the C ABI (issue 28 item 3).
 
-#include <rlmem/regular_file.hpp>
+#include <rlmem/base/regular_file.hpp>
 
 #include <gtest/gtest.h>
 

@@ -3,10 +3,10 @@
 // Comparing inspections: two snapshots (`rlmem diff A B`: before and after a change, rank 0
 // against rank 7) and a folder of per-rank snapshots (`rlmem inspect DIR`).
 
-#include <rlmem/error.hpp>
-#include <rlmem/inspect.hpp>
-#include <rlmem/saturating.hpp>
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/base/error.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/base/saturating.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <cstdint>
 #include <filesystem>

@@ -8,12 +8,12 @@
 // the recording's and searches capacities; inspect judges OOMs under other settings. Part of the
 // model layer, so both can call it.
 
-#include <rlmem/allocator_policy.hpp>
-#include <rlmem/allocator_settings.hpp>
-#include <rlmem/rlmem_policy.hpp>
-#include <rlmem/caching_allocator.hpp>
-#include <rlmem/fake_device.hpp>
-#include <rlmem/snapshot.hpp>
+#include <rlmem/policy/allocator_policy.hpp>
+#include <rlmem/model/allocator_settings.hpp>
+#include <rlmem/policy/rlmem_policy.hpp>
+#include <rlmem/model/caching_allocator.hpp>
+#include <rlmem/device/fake_device.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -5,7 +5,7 @@
 // request and when it is split. inspect's live set and the caching allocator model both follow
 // these, so that the two cannot drift apart.
 
-#include <rlmem/allocator_settings.hpp>
+#include <rlmem/model/allocator_settings.hpp>
 
 #include <cstdint>
 

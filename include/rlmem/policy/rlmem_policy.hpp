@@ -9,9 +9,9 @@
 // only pages are memory, so free gaps cost at most the pages they share with live blocks.
 // The same code runs in replay over the fake device and, in the runtime, over CUDA.
 
-#include <rlmem/allocator_policy.hpp>
-#include <rlmem/caching_allocator.hpp>
-#include <rlmem/device.hpp>
+#include <rlmem/policy/allocator_policy.hpp>
+#include <rlmem/model/caching_allocator.hpp>
+#include <rlmem/device/device.hpp>
 
 #include <cstdint>
 #include <deque>

@@ -12,9 +12,9 @@
 // torch. Part of the model layer: replay drives it over a recorded trace, and it follows the size
 // rules of allocator_rules.hpp.
 
-#include <rlmem/allocator_policy.hpp>
-#include <rlmem/allocator_settings.hpp>
-#include <rlmem/device.hpp>
+#include <rlmem/policy/allocator_policy.hpp>
+#include <rlmem/model/allocator_settings.hpp>
+#include <rlmem/device/device.hpp>
 
 #include <cstdint>
 #include <deque>

@@ -6,8 +6,8 @@
 // does. Block sizes follow the allocator's rules (allocator_rules.hpp) under the recorded
 // settings.
 
-#include <rlmem/allocator_settings.hpp>
-#include <rlmem/snapshot.hpp>
+#include <rlmem/model/allocator_settings.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <array>
 #include <cstdint>

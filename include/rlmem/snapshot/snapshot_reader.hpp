@@ -3,8 +3,8 @@
 // Reads a memory snapshot written by torch.cuda.memory._dump_snapshot (pickle protocol 2..5,
 // plain, gzip or zstd) without executing anything: only data opcodes are accepted.
 
-#include <rlmem/error.hpp>
-#include <rlmem/snapshot.hpp>
+#include <rlmem/base/error.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // What `rlmem inspect` computes from a snapshot: the allocated/reserved timeline (including
 // memory that existed before recording began), a summary, and what held memory at the peak.
 
-#include <rlmem/snapshot.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <array>
 #include <cstdint>
@@ -180,7 +180,7 @@ struct leak_trend {
   bool leaking = false;
   std::size_t first_step = 0;       ///< index of the first step end of the growth (the change point, >= 1)
   std::size_t steps = 0;            ///< step ends from there to the last
-  std::int64_t bytes_per_step = 0;  ///< the growth's rate (include/rlmem/step_rules.hpp)
+  std::int64_t bytes_per_step = 0;  ///< the growth's rate (include/rlmem/step_rules/step_rules.hpp)
 };
 
 /// inspect's leak rule for one allocation site: the step monitor's growth rule

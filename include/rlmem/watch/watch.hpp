@@ -3,7 +3,7 @@
 // `rlmem watch`: every GPU as the driver sees it (NVML, behind the gpu_source seam), a
 // StepMonitor log followed as it grows, and advice computed from their numbers. Nothing here prints.
 
-#include <rlmem/step_rules.hpp>
+#include <rlmem/step_rules/step_rules.hpp>
 
 #include <cstddef>
 #include <cstdint>

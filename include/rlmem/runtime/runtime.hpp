@@ -6,9 +6,9 @@
 // (its physical memory released while every address stays valid, restored bit-exact from pinned
 // host buffers or refilled with a documented byte), and counters per tag.
 
-#include <rlmem/device.hpp>
-#include <rlmem/rlmem_policy.hpp>
-#include <rlmem/timed_device.hpp>
+#include <rlmem/device/device.hpp>
+#include <rlmem/policy/rlmem_policy.hpp>
+#include <rlmem/device/timed_device.hpp>
 
 #include <cstdint>
 #include <map>

@@ -4,7 +4,7 @@
 // cuMemSetAccess, ...), with libcuda.so.1 loaded at run time: no build needs CUDA, and a machine
 // without a GPU gets a clear reason instead of a link error.
 
-#include <rlmem/device.hpp>
+#include <rlmem/device/device.hpp>
 
 #include <memory>
 #include <string>

@@ -3,7 +3,7 @@
 // rlmem plan: peak GPU memory of each phase of an RL step, derived from the architecture and the
 // code path (what each step allocates and keeps), and the search for the best configuration.
 
-#include <rlmem/enum_names.hpp>
+#include <rlmem/base/enum_names.hpp>
 
 #include <cstddef>
 #include <cstdint>

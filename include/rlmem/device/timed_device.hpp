@@ -4,7 +4,7 @@
 // wraps, counted and timed per primitive, so that a runtime can say where its time goes (how
 // many maps, unmaps and fences a step made, and the seconds spent in them).
 
-#include <rlmem/device.hpp>
+#include <rlmem/device/device.hpp>
 
 #include <array>
 #include <cstdint>

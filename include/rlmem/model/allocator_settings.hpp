@@ -2,9 +2,9 @@
 #pragma once
 // The caching allocator's settings that change its decisions: parsed from a
 // PYTORCH_CUDA_ALLOC_CONF string, or read from the settings a snapshot recorded. Part of the
-// model layer (include/rlmem/model.hpp), which inspect and replay both read.
+// model layer (include/rlmem/model/model.hpp), which inspect and replay both read.
 
-#include <rlmem/snapshot.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <array>
 #include <cstdint>

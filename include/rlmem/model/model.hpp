@@ -9,10 +9,10 @@
 //   trace_simulation.hpp    one pass of a snapshot's trace through that simulation
 //   saturating.hpp          byte sums held at the ends of their range
 
-#include <rlmem/allocator_policy.hpp>
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/allocator_settings.hpp>
-#include <rlmem/caching_allocator.hpp>
-#include <rlmem/live_set.hpp>
-#include <rlmem/saturating.hpp>
-#include <rlmem/trace_simulation.hpp>
+#include <rlmem/policy/allocator_policy.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/model/allocator_settings.hpp>
+#include <rlmem/model/caching_allocator.hpp>
+#include <rlmem/model/live_set.hpp>
+#include <rlmem/base/saturating.hpp>
+#include <rlmem/model/trace_simulation.hpp>

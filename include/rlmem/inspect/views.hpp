@@ -4,8 +4,8 @@
 // trace size (min/max envelopes per pixel column, the largest allocations as bands, the live
 // memory at the peak as a tree of stacks, free-block samples), never the raw trace.
 
-#include <rlmem/inspect.hpp>
-#include <rlmem/snapshot.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -6,7 +6,7 @@
 // simulated device: without host pages or log, it keeps one entry per live reservation,
 // mapping and handle.
 
-#include <rlmem/device.hpp>
+#include <rlmem/device/device.hpp>
 
 #include <array>
 #include <cstddef>

@@ -3,15 +3,15 @@
 // Renders analysis results for people (aligned text) and for programs (JSON, schema in
 // docs/schema/inspect.schema.json). Renderers return strings; they never print.
 
-#include <rlmem/compare.hpp>
-#include <rlmem/format.hpp>
-#include <rlmem/inspect.hpp>
-#include <rlmem/plan.hpp>
-#include <rlmem/replay.hpp>
-#include <rlmem/snapshot.hpp>
-#include <rlmem/trainer_config.hpp>
-#include <rlmem/views.hpp>
-#include <rlmem/watch.hpp>
+#include <rlmem/inspect/compare.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/plan/plan.hpp>
+#include <rlmem/replay/replay.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
+#include <rlmem/plan/trainer_config.hpp>
+#include <rlmem/inspect/views.hpp>
+#include <rlmem/watch/watch.hpp>
 
 #include <cstdint>
 #include <optional>

@@ -3,12 +3,12 @@
 // Replays a snapshot's allocation trace through a model of PyTorch's CUDA caching allocator
 // (native backend, torch 2.5 to 2.11) on a simulated device, and answers what-ifs: another
 // capacity, other PYTORCH_CUDA_ALLOC_CONF settings, the smallest capacity that completes. The
-// allocator's settings, rules and simulation are the model layer's (include/rlmem/model.hpp);
+// allocator's settings, rules and simulation are the model layer's (include/rlmem/model/model.hpp);
 // a replay is one trace simulation (trace_simulation.hpp) compared with the recording.
 
-#include <rlmem/allocator_settings.hpp>
-#include <rlmem/snapshot.hpp>
-#include <rlmem/trace_simulation.hpp>
+#include <rlmem/model/allocator_settings.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
+#include <rlmem/model/trace_simulation.hpp>
 
 #include <cstddef>
 #include <cstdint>
