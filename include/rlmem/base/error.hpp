@@ -11,7 +11,7 @@
 namespace rlmem {
 
 /// Every way reading a snapshot can fail. Each code has one entry in the message table
-/// (src/snapshot/error.cpp); a test checks the table matches this list.
+/// (src/base/error.cpp); a test checks the table matches this list.
 enum class errc : std::uint8_t {
   ok = 0,
   io_error,               ///< the file cannot be opened or read

@@ -6,12 +6,12 @@
 // these, so that the two cannot drift apart.
 
 #include <rlmem/model/allocator_settings.hpp>
+#include <rlmem/policy/allocator_policy.hpp>  // min_block_bytes
 
 #include <cstdint>
 
 namespace rlmem {
 
-inline constexpr std::uint64_t min_block_bytes = 512;                            ///< kMinBlockSize: blocks are multiples of it
 inline constexpr std::uint64_t small_request_bytes = std::uint64_t{1} << 20;     ///< kSmallSize: the small pool's largest request
 inline constexpr std::uint64_t small_segment_bytes = std::uint64_t{2} << 20;     ///< kSmallBuffer: a small-pool segment
 inline constexpr std::uint64_t large_segment_bytes = std::uint64_t{20} << 20;    ///< kLargeBuffer: segment of a request under 10 MiB

@@ -26,21 +26,6 @@
 
 namespace rlmem {
 
-/// A block of the model (Block in CUDACachingAllocator.cpp).
-struct model_block {
-  std::uint64_t ptr = 0;
-  std::uint64_t size = 0;
-  std::uint64_t stream = 0;
-  bool small_pool = false;
-  bool allocated = false;  ///< handed out and not yet freed by the user
-  bool in_use = false;     ///< allocated or waiting for free_completed
-  bool mapped = true;      ///< false: reserved address space of an expandable segment, no memory
-  bool expandable = false;
-  model_block* prev = nullptr;  ///< neighbours in the same segment, address order
-  model_block* next = nullptr;
-  std::uint64_t gc_clock = 0;  ///< the pool's lookup count when the block became free (gc_count_base)
-};
-
 /// Where a replay asks the device to place new memory: the recording's addresses, in order.
 struct recorded_addresses {
   /// The recording's segment_alloc events (address and size, `alloc` unused) in trace order: a

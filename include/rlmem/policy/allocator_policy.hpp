@@ -10,7 +10,25 @@
 
 namespace rlmem {
 
-struct model_block;
+/// Every policy's blocks are multiples of it, as torch's are (kMinBlockSize), so that a request
+/// occupies the same bytes under each.
+inline constexpr std::uint64_t min_block_bytes = 512;
+
+/// A block a policy hands out (Block in CUDACachingAllocator.cpp): the unit the driver and every
+/// policy exchange.
+struct model_block {
+  std::uint64_t ptr = 0;
+  std::uint64_t size = 0;
+  std::uint64_t stream = 0;
+  bool small_pool = false;
+  bool allocated = false;  ///< handed out and not yet freed by the user
+  bool in_use = false;     ///< allocated or waiting for free_completed
+  bool mapped = true;      ///< false: reserved address space of an expandable segment, no memory
+  bool expandable = false;
+  model_block* prev = nullptr;  ///< neighbours in the same segment, address order
+  model_block* next = nullptr;
+  std::uint64_t gc_clock = 0;  ///< the pool's lookup count when the block became free (gc_count_base)
+};
 
 /// A cudaMalloc/map or cudaFree/unmap a policy made.
 struct model_segment_event {

@@ -10,7 +10,6 @@
 // The same code runs in replay over the fake device and, in the runtime, over CUDA.
 
 #include <rlmem/policy/allocator_policy.hpp>
-#include <rlmem/model/caching_allocator.hpp>
 #include <rlmem/device/device.hpp>
 
 #include <cstdint>

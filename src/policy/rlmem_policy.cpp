@@ -2,7 +2,7 @@
 // The rlmem policy: best fit in per-stream address space, pages mapped under blocks and counted
 // by the blocks that use them.
 
-#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/policy/allocator_policy.hpp>
 #include <rlmem/policy/rlmem_policy.hpp>
 
 #include <algorithm>
