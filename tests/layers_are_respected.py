@@ -117,7 +117,7 @@ def main():
         failures.append(f"src/{part} or include/rlmem/{part} is a part without a row in LAYERS")
 
     objects = targets = 0
-    # (part, header, why) -> the part's sources that read it: one line per wrong header and part.
+    # (part, the part it must not read) -> (headers, objects): one line per wrong pair of parts.
     wrong_reads = {}
     for info in sorted((build / "src").glob("**/CMakeFiles/*.dir/DependInfo.cmake")):
         part = info.relative_to(build / "src").parts[0]
@@ -151,15 +151,19 @@ def main():
                 header_part, private = found
                 header = path.relative_to(build) if path.is_relative_to(build) else path.relative_to(source)
                 if private and header_part != part:
-                    why = f"a private file of {header_part}"
+                    whose = f"private files of {header_part}"
                 elif header_part not in may_use:
-                    why = f"of {header_part}; {part} may use only {', '.join(sorted(may_use))}"
+                    whose = f"headers of {header_part}"
                 else:
                     continue
-                wrong_reads.setdefault((part, str(header), why), []).append(str(shown))
-    for (part, header, why), readers in sorted(wrong_reads.items()):
-        failures.append(f"{part} reads {header} ({why}), directly or through its includes, in "
-                        f"{len(readers)} object(s): {', '.join(readers[:3])}{' ...' if len(readers) > 3 else ''}")
+                headers, readers = wrong_reads.setdefault((part, whose), (set(), set()))
+                headers.add(str(header))
+                readers.add(str(shown))
+    for (part, whose), (headers, readers) in sorted(wrong_reads.items()):
+        readers = sorted(readers)
+        failures.append(f"{part} reads {whose}, directly or through its includes: {', '.join(sorted(headers))}; "
+                        f"in {len(readers)} object(s): {', '.join(readers[:3])}{' ...' if len(readers) > 3 else ''}; "
+                        f"{part} may use only {', '.join(sorted(closure[part]))}")
     if objects == 0:
         failures.append(f"no compiled object under {build}/src: build first")
     for failure in failures:

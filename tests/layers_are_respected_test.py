@@ -74,23 +74,23 @@ GOOD_LINKS = {"runtime": ["policy", "device"], "replay": ["model", "snapshot", "
 UPWARD = {
     "replay including inspect's views": (
         {("replay", "replay.cpp"): GOOD[("replay", "replay.cpp")] + ["include/rlmem/inspect/views.hpp"]}, {},
-        "replay reads include/rlmem/inspect/views.hpp (of inspect"),
+        "replay reads headers of inspect, directly or through its includes: include/rlmem/inspect/views.hpp;"),
     "plan including inspect": (
         {("plan", "phases.cpp"): ["include/rlmem/plan/plan.hpp", "include/rlmem/inspect/inspect.hpp"]}, {},
-        "plan reads include/rlmem/inspect/inspect.hpp (of inspect"),
+        "plan reads headers of inspect, directly or through its includes: include/rlmem/inspect/inspect.hpp;"),
     "watch including report": (
         {("watch", "advice.cpp"): ["include/rlmem/watch/watch.hpp", "include/rlmem/report/report.hpp"]}, {},
-        "watch reads include/rlmem/report/report.hpp (of report"),
+        "watch reads headers of report, directly or through its includes: include/rlmem/report/report.hpp;"),
     # runtime.hpp -> rlmem_policy.hpp -> caching_allocator.hpp: two includes deep, as before the
     # policy had its own model_block.
     "runtime including the caching allocator through the policy's header": (
         {("runtime", "runtime.cpp"): GOOD[("runtime", "runtime.cpp")] +
          ["include/rlmem/model/caching_allocator.hpp", "include/rlmem/model/allocator_settings.hpp",
           "include/rlmem/snapshot/snapshot.hpp"]}, {},
-        "runtime reads include/rlmem/model/caching_allocator.hpp (of model"),
+        "runtime reads headers of model, directly or through its includes: include/rlmem/model/allocator_settings.hpp, include/rlmem/model/caching_allocator.hpp;"),
     "capi reading the CLI's private header": (
         {("capi", "rlmem_c.cpp"): ["include/rlmem/rlmem.h", "src/cli/output.hpp"]}, {},
-        "capi reads src/cli/output.hpp (a private file of cli"),
+        "capi reads private files of cli, directly or through its includes: src/cli/output.hpp;"),
     "runtime linking the model": ({}, {"runtime": ["policy", "device", "model"]}, "rlmem_runtime (runtime) links rlmem_model (model)"),
 }
 
