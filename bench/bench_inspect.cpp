@@ -2,10 +2,10 @@
 // Throughput of the reader and of the whole `inspect` on the real fixtures, in MB/s of
 // uncompressed pickle. Inputs are decompressed into memory first, so disk and zstd are not timed.
 
-#include <rlmem/inspect.hpp>
-#include <rlmem/live_set.hpp>
-#include <rlmem/report.hpp>
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/model/live_set.hpp>
+#include <rlmem/report/report.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <benchmark/benchmark.h>
 #include <zstd.h>

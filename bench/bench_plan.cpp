@@ -2,7 +2,7 @@
 // Planner speed: one plan of a GRPO step, and --fit searches (configurations per second; the
 // issue's target is 10,000 configurations within a second).
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -2,8 +2,8 @@
 // Replay speed: trace events per second through the caching allocator model, and the time of
 // a --min-capacity bisection.
 
-#include <rlmem/replay.hpp>
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/replay/replay.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -7,12 +7,12 @@
 //
 //   replay_pressure SNAPSHOT DEMAND_BYTES [FACTOR...]
 
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/fake_device.hpp>
-#include <rlmem/inspect.hpp>
-#include <rlmem/replay.hpp>
-#include <rlmem/snapshot_reader.hpp>
-#include <rlmem/trace_simulation.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/device/fake_device.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/replay/replay.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
+#include <rlmem/model/trace_simulation.hpp>
 
 #include <cstdio>
 #include <cstdlib>

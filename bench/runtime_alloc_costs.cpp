@@ -3,9 +3,9 @@
 // runtime's allocate + free, and the same through the torch entry point (C ABI, library check).
 // Usage: runtime_alloc_costs [PAIRS]   (needs a CUDA device; prints one line per measurement)
 
-#include <rlmem/cuda_device.hpp>
+#include <rlmem/device/cuda_device.hpp>
 #include <rlmem/rlmem_runtime.h>
-#include <rlmem/runtime.hpp>
+#include <rlmem/runtime/runtime.hpp>
 
 #include <chrono>
 #include <cstdio>

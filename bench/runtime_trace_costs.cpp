@@ -7,9 +7,9 @@
 //
 //   runtime_trace_costs SNAPSHOT [PASSES] [CAPACITY_BYTES]
 
-#include <rlmem/fake_device.hpp>
-#include <rlmem/runtime.hpp>
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/device/fake_device.hpp>
+#include <rlmem/runtime/runtime.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <algorithm>
 #include <array>

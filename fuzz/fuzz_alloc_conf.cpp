@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target for the PYTORCH_CUDA_ALLOC_CONF parser (`replay --alloc-conf`).
 
-#include <rlmem/allocator_rules.hpp>
+#include <rlmem/model/allocator_rules.hpp>
 
 #include <cstddef>
 #include <cstdint>

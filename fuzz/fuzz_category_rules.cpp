@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target for the category rules parser (`--categories FILE`).
 
-#include <rlmem/inspect.hpp>
+#include <rlmem/inspect/inspect.hpp>
 
 #include <cstddef>
 #include <cstdint>

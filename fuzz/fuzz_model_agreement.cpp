@@ -5,7 +5,7 @@
 #include "fuzz_reading.hpp"
 #include "model_agreement.hpp"
 
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <cstddef>
 #include <cstdint>

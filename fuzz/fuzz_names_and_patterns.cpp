@@ -4,8 +4,8 @@
 // A rank is small and never negative; a pattern is accepted or refused with one line, in time
 // linear in the frame (RE2), never a crash.
 
-#include <rlmem/compare.hpp>
-#include <rlmem/inspect.hpp>
+#include <rlmem/inspect/compare.hpp>
+#include <rlmem/inspect/inspect.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // libFuzzer target for what `rlmem plan` reads from users: config.json (then every phase is
 // planned on the parsed model) and --buffer specs. The first byte picks the parser.
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 #pragma once
 // How the snapshot fuzzers read their input: an exact-size copy and tight reader limits.
 
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <cstddef>
 #include <cstdint>

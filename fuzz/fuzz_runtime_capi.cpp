@@ -23,8 +23,8 @@
 //   out the same addresses and agrees on allocated and reserved bytes.
 // The runtime is closed at the end of every input.
 
-#include <rlmem/fake_device.hpp>
-#include <rlmem/rlmem_policy.hpp>
+#include <rlmem/device/fake_device.hpp>
+#include <rlmem/policy/rlmem_policy.hpp>
 #include <rlmem/rlmem_runtime.h>
 
 #include <nlohmann/json.hpp>

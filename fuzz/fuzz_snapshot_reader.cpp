@@ -5,9 +5,9 @@
 
 #include "fuzz_reading.hpp"
 
-#include <rlmem/inspect.hpp>
-#include <rlmem/replay.hpp>
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/replay/replay.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <cstddef>
 #include <cstdint>

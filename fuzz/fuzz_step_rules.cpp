@@ -6,7 +6,7 @@
 // verdict from the C++ rule the monitor's C call wraps.
 
 #include <rlmem/rlmem.h>
-#include <rlmem/step_rules.hpp>
+#include <rlmem/step_rules/step_rules.hpp>
 
 #include <cmath>
 #include <cstddef>

@@ -2,8 +2,8 @@
 // libFuzzer target for `rlmem watch --log`: every line through the StepMonitor log parser, the
 // records through the advice rules and both renderers, with figures anywhere in int64.
 
-#include <rlmem/report.hpp>
-#include <rlmem/watch.hpp>
+#include <rlmem/report/report.hpp>
+#include <rlmem/watch/watch.hpp>
 
 #include <cstddef>
 #include <cstdint>

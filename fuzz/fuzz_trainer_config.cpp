@@ -2,7 +2,7 @@
 // libFuzzer target for `rlmem plan --from FILE`: a trainer config (JSON or YAML, TRL or verl)
 // read within small limits. It must accept with knobs that name a flag, or refuse with one line.
 
-#include <rlmem/trainer_config.hpp>
+#include <rlmem/plan/trainer_config.hpp>
 
 #include <cstddef>
 #include <cstdint>

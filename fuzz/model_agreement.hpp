@@ -8,10 +8,10 @@
 // itself (the live set counts an inconsistency); after that their numbers may differ for reasons
 // neither rule decides. Used by fuzz_model_agreement and by tests/model/agreement_test.cpp.
 
-#include <rlmem/allocator_settings.hpp>
-#include <rlmem/caching_allocator.hpp>
-#include <rlmem/live_set.hpp>
-#include <rlmem/trace_simulation.hpp>
+#include <rlmem/model/allocator_settings.hpp>
+#include <rlmem/model/caching_allocator.hpp>
+#include <rlmem/model/live_set.hpp>
+#include <rlmem/model/trace_simulation.hpp>
 
 #include <algorithm>
 #include <cstdint>

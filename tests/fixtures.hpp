@@ -2,7 +2,7 @@
 #pragma once
 // Loading the real snapshots in testdata/ (recorded by PyTorch 2.11 on an H200).
 
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The byte sizes of `rlmem report`'s page, printed as the text report prints them: the page
-// script's copy of format_bytes (include/rlmem/format.hpp, the reference). The cases of
+// script's copy of format_bytes (include/rlmem/base/format.hpp, the reference). The cases of
 // testdata/format/bytes_cases.json hold all three copies (C++, Python, this) to the same strings.
 // A classic script: it defines rlmemFormat for web/report.js, and tests/web/format_test.mjs runs
 // it in a node vm context.

@@ -1,4 +1,4 @@
-"""Human sizes as the rlmem command prints them (format_bytes in include/rlmem/format.hpp, the
+"""Human sizes as the rlmem command prints them (format_bytes in include/rlmem/base/format.hpp, the
 reference): 1023 B, 1.50 KiB, 46.9 MiB. testdata/format/bytes_cases.json holds the cases this,
 the C++ and the page's copy print alike."""
 

@@ -1,9 +1,10 @@
 """The step-end rules of librlmem, from Python: ``leak_check`` (the growth rule on one series),
 ``judge_step`` (every rule of the StepMonitor at one step end) and ``judge_imbalance``.
 
-The rules and their thresholds live once in the C++ library (include/rlmem/step_rules.hpp);
-``rlmem watch`` calls the same code on a StepMonitor log. This module checks arguments against
-their C types, calls, and converts back. docs/monitor.md explains each rule.
+The rules and their thresholds live once in the C++ library
+(include/rlmem/step_rules/step_rules.hpp); ``rlmem watch`` calls the same code on a StepMonitor
+log. This module checks arguments against their C types, calls, and converts back.
+docs/monitor.md explains each rule.
 """
 
 from __future__ import annotations

@@ -4,15 +4,15 @@
 
 #include "caller_struct.hpp"
 
-#include <rlmem/format.hpp>
-#include <rlmem/inspect.hpp>
-#include <rlmem/output_file.hpp>
-#include <rlmem/regular_file.hpp>
-#include <rlmem/report.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/base/output_file.hpp>
+#include <rlmem/base/regular_file.hpp>
+#include <rlmem/report/report.hpp>
 #include <rlmem/rlmem.h>
-#include <rlmem/step_rules.hpp>
-#include <rlmem/snapshot_reader.hpp>
-#include <rlmem/views.hpp>
+#include <rlmem/step_rules/step_rules.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
+#include <rlmem/inspect/views.hpp>
 
 #include <cstddef>  // offsetof
 #include <cstdlib>  // std::malloc, std::free

@@ -2,11 +2,11 @@
 // librlmem's runtime entry points: the process's runtimes (one per device), PyTorch's pluggable
 // allocator functions over them, and the C calls for tags, pause and resume, and statistics.
 
-#include <rlmem/cuda_device.hpp>
-#include <rlmem/fake_device.hpp>
+#include <rlmem/device/cuda_device.hpp>
+#include <rlmem/device/fake_device.hpp>
 #include <rlmem/rlmem_runtime.h>
-#include <rlmem/runtime.hpp>
-#include <rlmem/snapshot.hpp>
+#include <rlmem/runtime/runtime.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include "caller_struct.hpp"
 #include "torch_library_memory.hpp"

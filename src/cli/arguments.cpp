@@ -3,9 +3,9 @@
 
 #include "arguments.hpp"
 
-#include <rlmem/format.hpp>
-#include <rlmem/regular_file.hpp>
-#include <rlmem/whole_number.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/base/regular_file.hpp>
+#include <rlmem/base/whole_number.hpp>
 
 #include <fmt/format.h>
 

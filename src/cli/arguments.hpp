@@ -2,7 +2,7 @@
 #pragma once
 // Parsing of option values shared by subcommands: byte sizes, whole numbers, category files.
 
-#include <rlmem/inspect.hpp>
+#include <rlmem/inspect/inspect.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -15,7 +15,7 @@ namespace rlmem::cli {
 
 /// Ranges of the text report's options that more than one subcommand has: a stack longer than
 /// this is no report. --device and --top are inspect's options (device_option, top_option in
-/// rlmem/inspect.hpp), which the C ABI and Python check alike.
+/// rlmem/inspect/inspect.hpp), which the C ABI and Python check alike.
 inline constexpr std::uint64_t max_frames = 10'000;
 inline constexpr std::uint64_t min_width = 60;
 inline constexpr std::uint64_t max_width = 1000;

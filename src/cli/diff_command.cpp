@@ -7,9 +7,9 @@
 #include "output_format.hpp"
 #include "progress.hpp"
 
-#include <rlmem/compare.hpp>
-#include <rlmem/report.hpp>
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/inspect/compare.hpp>
+#include <rlmem/report/report.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <limits>
 #include <memory>

@@ -7,11 +7,11 @@
 #include "output_format.hpp"
 #include "progress.hpp"
 
-#include <rlmem/compare.hpp>
-#include <rlmem/inspect.hpp>
-#include <rlmem/report.hpp>
-#include <rlmem/snapshot_reader.hpp>
-#include <rlmem/views.hpp>
+#include <rlmem/inspect/compare.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/report/report.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
+#include <rlmem/inspect/views.hpp>
 
 #include <filesystem>
 #include <string>

@@ -5,9 +5,9 @@
 
 #include "commands.hpp"
 
-#include <rlmem/format.hpp>
-#include <rlmem/output_file.hpp>
-#include <rlmem/report.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/base/output_file.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <cerrno>
 #include <cstdio>

@@ -8,9 +8,9 @@
 #include "plan_handoff_options.hpp"
 #include "plan_lengths.hpp"
 
-#include <rlmem/regular_file.hpp>
-#include <rlmem/report.hpp>
-#include <rlmem/trainer_config.hpp>
+#include <rlmem/base/regular_file.hpp>
+#include <rlmem/report/report.hpp>
+#include <rlmem/plan/trainer_config.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

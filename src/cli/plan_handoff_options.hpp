@@ -3,7 +3,7 @@
 // `rlmem plan`'s options of a colocated hand-off and of host memory (docs/plan.md, "Colocated
 // hand-offs" and "Host memory").
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <CLI/CLI.hpp>
 

@@ -6,7 +6,7 @@
 #include "arguments.hpp"
 #include "output.hpp"
 
-#include <rlmem/regular_file.hpp>
+#include <rlmem/base/regular_file.hpp>
 
 #include <fmt/format.h>
 

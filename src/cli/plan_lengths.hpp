@@ -3,7 +3,7 @@
 // `rlmem plan`'s options for the responses' lengths as a distribution (docs/plan.md, "Response
 // lengths"): the longest the data allows, its percentiles or a file of observed lengths.
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <CLI/CLI.hpp>
 

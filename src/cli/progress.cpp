@@ -5,7 +5,7 @@
 
 #include "output.hpp"
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <cstdio>
 #include <unistd.h>

@@ -3,7 +3,7 @@
 // Reading snapshots for the subcommands, with a progress line on stderr for large files on a
 // terminal.
 
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <string>
 

@@ -7,8 +7,8 @@
 #include "output_format.hpp"
 #include "progress.hpp"
 
-#include <rlmem/report.hpp>
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/report/report.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <memory>
 #include <string>

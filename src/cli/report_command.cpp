@@ -7,11 +7,11 @@
 #include "output.hpp"
 #include "progress.hpp"
 
-#include <rlmem/compare.hpp>
-#include <rlmem/format.hpp>
-#include <rlmem/inspect.hpp>
-#include <rlmem/report.hpp>
-#include <rlmem/views.hpp>
+#include <rlmem/inspect/compare.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/report/report.hpp>
+#include <rlmem/inspect/views.hpp>
 
 #include <cstdio>
 #include <filesystem>

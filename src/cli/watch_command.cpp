@@ -6,8 +6,8 @@
 #include "output.hpp"
 #include "output_format.hpp"
 
-#include <rlmem/report.hpp>
-#include <rlmem/watch.hpp>
+#include <rlmem/report/report.hpp>
+#include <rlmem/watch/watch.hpp>
 
 #include <algorithm>
 #include <cerrno>

@@ -2,7 +2,7 @@
 // The CUDA device: the seam's primitives over the driver's virtual-memory API, loaded with dlopen.
 // Every driver call of the project is in this file (a hygiene test checks it).
 
-#include <rlmem/cuda_device.hpp>
+#include <rlmem/device/cuda_device.hpp>
 
 #include "cuda_driver_api.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The names of the device seam's error codes, and memory mapped in one step.
 
-#include <rlmem/device.hpp>
+#include <rlmem/device/device.hpp>
 
 #include <array>
 

@@ -2,7 +2,7 @@
 // The fake device: the driver's bookkeeping in host memory, strict about every precondition so
 // that a policy tested on it keeps them on the real driver too.
 
-#include <rlmem/fake_device.hpp>
+#include <rlmem/device/fake_device.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The timing adaptor: each primitive forwarded, counted and timed.
 
-#include <rlmem/timed_device.hpp>
+#include <rlmem/device/timed_device.hpp>
 
 #include <chrono>
 

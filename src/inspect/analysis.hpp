@@ -5,8 +5,8 @@
 
 #include "frames.hpp"
 
-#include <rlmem/inspect.hpp>
-#include <rlmem/snapshot.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <re2/re2.h>
 

@@ -3,7 +3,7 @@
 
 #include "analysis.hpp"
 
-#include <rlmem/inspect.hpp>
+#include <rlmem/inspect/inspect.hpp>
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Diffs of two inspections, and the per-rank view of a folder of snapshots.
 
-#include <rlmem/compare.hpp>
+#include <rlmem/inspect/compare.hpp>
 
 #include <fmt/format.h>
 

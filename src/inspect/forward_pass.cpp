@@ -8,8 +8,8 @@
 
 #include "stages.hpp"
 
-#include <rlmem/saturating.hpp>
-#include <rlmem/usable_cores.hpp>
+#include <rlmem/base/saturating.hpp>
+#include <rlmem/base/usable_cores.hpp>
 
 #include <algorithm>
 #include <optional>

@@ -5,9 +5,9 @@
 // analysis may look at frame text per use. Filenames are read with '/' as the separator, so
 // Windows paths (C:\...\site-packages\torch\...) give the same sites and categories as POSIX ones.
 
-#include <rlmem/inspect.hpp>
-#include <rlmem/format.hpp>
-#include <rlmem/snapshot.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <cstdint>
 #include <span>

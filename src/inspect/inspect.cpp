@@ -7,10 +7,10 @@
 #include "analysis.hpp"
 #include "stages.hpp"
 
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/format.hpp>
-#include <rlmem/inspect.hpp>
-#include <rlmem/live_set.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/model/live_set.hpp>
 
 #include <algorithm>
 #include <future>

@@ -4,7 +4,7 @@
 
 #include "stages.hpp"
 
-#include <rlmem/format.hpp>
+#include <rlmem/base/format.hpp>
 
 #include <string>
 

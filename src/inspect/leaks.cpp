@@ -4,8 +4,8 @@
 
 #include "analysis.hpp"
 
-#include <rlmem/saturating.hpp>
-#include <rlmem/step_rules.hpp>
+#include <rlmem/base/saturating.hpp>
+#include <rlmem/step_rules/step_rules.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -3,7 +3,7 @@
 
 #include "live_feed.hpp"
 
-#include <rlmem/saturating.hpp>
+#include <rlmem/base/saturating.hpp>
 
 #include <algorithm>
 #include <stdexcept>

@@ -7,7 +7,7 @@
 // the state before: each event's change, the allocated and reserved bytes after it, and at the
 // events asked for, the state's free spaces and live blocks.
 
-#include <rlmem/live_set.hpp>
+#include <rlmem/model/live_set.hpp>
 
 #include <condition_variable>
 #include <cstddef>

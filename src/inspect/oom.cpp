@@ -5,8 +5,8 @@
 
 #include "analysis.hpp"
 
-#include <rlmem/format.hpp>
-#include <rlmem/saturating.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/base/saturating.hpp>
 
 #include <algorithm>
 

@@ -4,9 +4,9 @@
 
 #include "stages.hpp"
 
-#include <rlmem/format.hpp>
-#include <rlmem/saturating.hpp>
-#include <rlmem/trace_simulation.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/base/saturating.hpp>
+#include <rlmem/model/trace_simulation.hpp>
 
 #include <algorithm>
 #include <map>

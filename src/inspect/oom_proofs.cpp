@@ -4,11 +4,11 @@
 
 #include "analysis.hpp"
 
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/format.hpp>
-#include <rlmem/saturating.hpp>
-#include <rlmem/trace_simulation.hpp>
-#include <rlmem/usable_cores.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/base/saturating.hpp>
+#include <rlmem/model/trace_simulation.hpp>
+#include <rlmem/base/usable_cores.hpp>
 
 #include <algorithm>
 #include <bit>

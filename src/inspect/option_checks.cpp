@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The ranges of inspect's options, checked alike for the CLI, the C ABI and Python.
 
-#include <rlmem/inspect.hpp>
-#include <rlmem/whole_number.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/base/whole_number.hpp>
 
 #include <string>
 

@@ -4,7 +4,7 @@
 
 #include "stages.hpp"
 
-#include <rlmem/saturating.hpp>
+#include <rlmem/base/saturating.hpp>
 
 #include <algorithm>
 

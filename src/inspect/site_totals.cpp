@@ -3,7 +3,7 @@
 
 #include "site_totals.hpp"
 
-#include <rlmem/saturating.hpp>
+#include <rlmem/base/saturating.hpp>
 
 #include <algorithm>
 

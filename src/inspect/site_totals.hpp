@@ -5,8 +5,8 @@
 
 #include "stack_index.hpp"
 
-#include <rlmem/inspect.hpp>
-#include <rlmem/live_set.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/model/live_set.hpp>
 
 #include <cstdint>
 #include <span>

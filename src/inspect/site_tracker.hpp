@@ -5,8 +5,8 @@
 
 #include "analysis.hpp"
 
-#include <rlmem/saturating.hpp>
-#include <rlmem/snapshot.hpp>
+#include <rlmem/base/saturating.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -5,7 +5,7 @@
 
 #include "frames.hpp"
 
-#include <rlmem/inspect.hpp>
+#include <rlmem/inspect/inspect.hpp>
 
 #include <string>
 #include <string_view>

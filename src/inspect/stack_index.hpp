@@ -6,8 +6,8 @@
 #include "analysis.hpp"
 #include "frames.hpp"
 
-#include <rlmem/inspect.hpp>
-#include <rlmem/snapshot.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <cstdint>
 #include <optional>

@@ -11,10 +11,10 @@
 #include "site_tracker.hpp"
 #include "stack_index.hpp"
 
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/inspect.hpp>
-#include <rlmem/live_set.hpp>
-#include <rlmem/snapshot.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/model/live_set.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -4,7 +4,7 @@
 
 #include "analysis.hpp"
 
-#include <rlmem/format.hpp>
+#include <rlmem/base/format.hpp>
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Peak-preserving downsampling of timelines.
 
-#include <rlmem/inspect.hpp>
+#include <rlmem/inspect/inspect.hpp>
 
 #include <algorithm>
 

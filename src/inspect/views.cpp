@@ -5,11 +5,11 @@
 #include "analysis.hpp"
 #include "frames.hpp"
 
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/allocator_settings.hpp>
-#include <rlmem/live_set.hpp>
-#include <rlmem/saturating.hpp>
-#include <rlmem/views.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/model/allocator_settings.hpp>
+#include <rlmem/model/live_set.hpp>
+#include <rlmem/base/saturating.hpp>
+#include <rlmem/inspect/views.hpp>
 
 #include <algorithm>
 #include <map>

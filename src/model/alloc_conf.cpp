@@ -2,7 +2,7 @@
 // Allocator settings: PYTORCH_CUDA_ALLOC_CONF parsing (CUDAAllocatorConfig) and the settings a
 // snapshot recorded.
 
-#include <rlmem/allocator_settings.hpp>
+#include <rlmem/model/allocator_settings.hpp>
 
 #include <algorithm>
 #include <bit>

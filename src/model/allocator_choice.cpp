@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The policies a simulation can run, made in one place.
 
-#include <rlmem/allocator_choice.hpp>
+#include <rlmem/model/allocator_choice.hpp>
 
 #include <utility>
 

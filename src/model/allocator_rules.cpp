@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The size rules of CUDACachingAllocator.cpp; comments name the torch function each follows.
 
-#include <rlmem/allocator_rules.hpp>
+#include <rlmem/model/allocator_rules.hpp>
 
 #include <algorithm>
 #include <bit>

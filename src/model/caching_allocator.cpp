@@ -2,9 +2,9 @@
 // The caching allocator model; comments name the CUDACachingAllocator.cpp function each part
 // follows.
 
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/caching_allocator.hpp>
-#include <rlmem/saturating.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/model/caching_allocator.hpp>
+#include <rlmem/base/saturating.hpp>
 
 #include <algorithm>
 #include <iterator>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Live allocations: undo the trace from the dump-time blocks, then replay forward.
 
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/live_set.hpp>
-#include <rlmem/saturating.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/model/live_set.hpp>
+#include <rlmem/base/saturating.hpp>
 
 #include <algorithm>
 #include <iterator>

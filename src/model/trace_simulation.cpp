@@ -2,13 +2,13 @@
 // The trace simulation: seeds the caching allocator model with the trace-start live set, picks
 // the recorded addresses for new segments, and feeds the trace's events to the model.
 
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/format.hpp>
-#include <rlmem/caching_allocator.hpp>
-#include <rlmem/fake_device.hpp>
-#include <rlmem/live_set.hpp>
-#include <rlmem/saturating.hpp>
-#include <rlmem/trace_simulation.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/model/caching_allocator.hpp>
+#include <rlmem/device/fake_device.hpp>
+#include <rlmem/model/live_set.hpp>
+#include <rlmem/base/saturating.hpp>
+#include <rlmem/model/trace_simulation.hpp>
 
 #include <algorithm>
 #include <iterator>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Parameter counts of decoder-only transformers, and the built-in architectures.
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <algorithm>
 #include <array>

@@ -3,7 +3,7 @@
 // A trainer's config file (JSON or YAML) as one JSON value, read within limits: the trainer
 // mappings (trl_config.cpp, verl_config.cpp) see typed values whichever syntax the file used.
 
-#include <rlmem/trainer_config.hpp>
+#include <rlmem/plan/trainer_config.hpp>
 
 #include <nlohmann/json.hpp>
 

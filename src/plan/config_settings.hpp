@@ -3,7 +3,7 @@
 // Reading one trainer's settings out of a config document by dotted key, typed and bounded, and
 // recording each as mapped to a knob or ignored with its reason (trl_config.cpp, verl_config.cpp).
 
-#include <rlmem/trainer_config.hpp>
+#include <rlmem/plan/trainer_config.hpp>
 
 #include <nlohmann/json.hpp>
 

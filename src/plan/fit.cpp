@@ -2,7 +2,7 @@
 // --fit: starting from the user's configuration, what each knob changed alone does to the peak,
 // and the configurations that fit, the one doing the most work per step first.
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <fmt/format.h>
 

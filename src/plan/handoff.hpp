@@ -6,7 +6,7 @@
 
 #include "memory_terms.hpp"
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <string>
 #include <utility>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Reads a Hugging Face config.json into a model_architecture; never throws out.
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include "json_nesting.hpp"
 

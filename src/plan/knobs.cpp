@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Knob validation, resident-buffer specs, names of enums and cards.
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <fmt/format.h>
 

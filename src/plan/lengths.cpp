@@ -3,7 +3,7 @@
 // step's peak follows the longest response a step draws; the run overflows the card in the first
 // step that draws one longer than the longest that fits.
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 // What the default code path allocates, term by term: bytes each tensor takes, derived from the
 // architecture and from which tensors autograd, transformers and peft keep (see docs/plan.md).
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <cstdint>
 

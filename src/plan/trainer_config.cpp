@@ -4,7 +4,7 @@
 #include "config_document.hpp"
 #include "trainer_mappings.hpp"
 
-#include <rlmem/trainer_config.hpp>
+#include <rlmem/plan/trainer_config.hpp>
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
 
 #include "config_settings.hpp"
 
-#include <rlmem/trainer_config.hpp>
+#include <rlmem/plan/trainer_config.hpp>
 
 #include <cstdint>
 

@@ -2,9 +2,9 @@
 // The replay driver over the model layer's trace simulation: compares the model's segment
 // events with the recorded ones, searches the smallest capacity, and compares settings.
 
-#include <rlmem/format.hpp>
-#include <rlmem/replay.hpp>
-#include <rlmem/trace_simulation.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/replay/replay.hpp>
+#include <rlmem/model/trace_simulation.hpp>
 
 #include <span>
 #include <variant>

@@ -3,8 +3,8 @@
 
 #include "compare_json.hpp"
 
-#include <rlmem/report.hpp>
-#include <rlmem/saturating.hpp>
+#include <rlmem/report/report.hpp>
+#include <rlmem/base/saturating.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 // The comparisons as JSON documents: what `rlmem diff --json` and `rlmem inspect DIR --json`
 // print, and what the pages of `rlmem report A B` and `rlmem report DIR` draw.
 
-#include <rlmem/compare.hpp>
+#include <rlmem/inspect/compare.hpp>
 
 #include <nlohmann/json.hpp>
 

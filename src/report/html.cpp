@@ -8,7 +8,7 @@
 #include "html_page.hpp"
 #include "stack_text.hpp"
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -5,7 +5,7 @@
 #include "compare_json.hpp"
 #include "html_page.hpp"
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 namespace rlmem {
 

@@ -5,7 +5,7 @@
 #include "html_page.hpp"
 #include "plan_json.hpp"
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <nlohmann/json.hpp>
 

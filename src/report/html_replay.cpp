@@ -4,7 +4,7 @@
 #include "html_page.hpp"
 #include "replay_json.hpp"
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 namespace rlmem {
 

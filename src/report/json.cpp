@@ -4,7 +4,7 @@
 #include "oom_json.hpp"
 #include "stack_text.hpp"
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 // The OOM verdicts as JSON: the "oom" and "oom_limit" members of `rlmem inspect --json`
 // (docs/schema/inspect.schema.json), which the page of `rlmem report` carries as they are.
 
-#include <rlmem/inspect.hpp>
+#include <rlmem/inspect/inspect.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -7,7 +7,7 @@
 #include "plan_source.hpp"
 #include "prose.hpp"
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -2,7 +2,7 @@
 #pragma once
 // The colocated hand-off and the host memory of `rlmem plan`: text and JSON.
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <nlohmann/json.hpp>
 

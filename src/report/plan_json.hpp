@@ -3,7 +3,7 @@
 // `rlmem plan --json`'s document (docs/schema/plan.schema.json), which the page of
 // `rlmem plan --html` draws.
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <nlohmann/json.hpp>
 

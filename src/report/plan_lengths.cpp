@@ -6,7 +6,7 @@
 
 #include "prose.hpp"
 
-#include <rlmem/format.hpp>
+#include <rlmem/base/format.hpp>
 
 #include <fmt/format.h>
 

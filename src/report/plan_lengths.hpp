@@ -3,7 +3,7 @@
 // `rlmem plan --response-len-max / --response-len-percentiles`: the step's peak along the
 // responses' lengths, the longest that fits the card and the chance per step of drawing longer.
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,7 @@
 // `rlmem plan --from FILE`'s account of the config: which knob each setting set, and which
 // settings that shape memory it ignored and why, in the text report and the JSON.
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <nlohmann/json.hpp>
 

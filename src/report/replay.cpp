@@ -4,7 +4,7 @@
 #include "prose.hpp"
 #include "replay_json.hpp"
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

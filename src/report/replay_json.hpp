@@ -3,7 +3,7 @@
 // `rlmem replay --json`'s document (docs/schema/replay.schema.json), which the page of
 // `rlmem replay --html` draws.
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <nlohmann/json.hpp>
 

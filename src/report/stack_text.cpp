@@ -3,7 +3,7 @@
 
 #include "stack_text.hpp"
 
-#include <rlmem/format.hpp>
+#include <rlmem/base/format.hpp>
 
 namespace rlmem::detail {
 

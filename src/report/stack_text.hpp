@@ -2,7 +2,7 @@
 #pragma once
 // One line per stack frame, as both reports print them.
 
-#include <rlmem/snapshot.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <string>
 

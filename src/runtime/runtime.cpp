@@ -3,7 +3,7 @@
 // file holds its construction, tags and regions, errors and figures; runtime_allocation.cpp,
 // runtime_pause.cpp, runtime_growables.cpp and runtime_history.cpp the rest.
 
-#include <rlmem/runtime.hpp>
+#include <rlmem/runtime/runtime.hpp>
 
 #include "runtime_helpers.hpp"
 

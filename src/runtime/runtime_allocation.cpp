@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The runtime's allocations: allocate in the current region's tag (or the library's), free,
 // the memory a CUDA graph's pool keeps, and the chunks a tag's live blocks use.
-#include <rlmem/runtime.hpp>
+#include <rlmem/runtime/runtime.hpp>
 
 #include "runtime_helpers.hpp"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Growable buffers: one reserved address range that grows in place, page by page.
-#include <rlmem/runtime.hpp>
+#include <rlmem/runtime/runtime.hpp>
 
 #include "runtime_helpers.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The runtime's history: a ring of its events, and the snapshot of segments, blocks and events
 // that librlmem writes as torch's JSON.
-#include <rlmem/runtime.hpp>
+#include <rlmem/runtime/runtime.hpp>
 
 #include "runtime_helpers.hpp"
 

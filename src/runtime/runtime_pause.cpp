@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Pause and resume of a tag: the pinned host slabs its contents go through, the host buffers'
 // limit, poisoning paused memory, and the check that a resumed tag's blocks hold what was kept.
-#include <rlmem/runtime.hpp>
+#include <rlmem/runtime/runtime.hpp>
 
 #include "runtime_helpers.hpp"
 

@@ -2,7 +2,7 @@
 #pragma once
 // Streams of input bytes (file, memory, gzip, zstd) and the window the pickle machine reads from.
 
-#include <rlmem/error.hpp>
+#include <rlmem/base/error.hpp>
 
 #include <cstddef>
 #include <cstdint>

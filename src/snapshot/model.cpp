@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Lookups on the snapshot model.
 
-#include <rlmem/snapshot.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <array>
 #include <map>

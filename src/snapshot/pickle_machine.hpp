@@ -7,8 +7,8 @@
 #include "snapshot_builder.hpp"
 #include "value.hpp"
 
-#include <rlmem/error.hpp>
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/base/error.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 namespace rlmem::detail {
 

@@ -6,9 +6,9 @@
 #include "pickle_machine.hpp"
 #include "snapshot_builder.hpp"
 
-#include <rlmem/regular_file.hpp>
-#include <rlmem/snapshot_reader.hpp>
-#include <rlmem/usable_cores.hpp>
+#include <rlmem/base/regular_file.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
+#include <rlmem/base/usable_cores.hpp>
 
 #include <unistd.h>
 

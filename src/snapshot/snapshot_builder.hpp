@@ -9,9 +9,9 @@
 #include "memo_table.hpp"
 #include "value.hpp"
 
-#include <rlmem/error.hpp>
-#include <rlmem/snapshot.hpp>
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/base/error.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <array>
 #include <cstdint>

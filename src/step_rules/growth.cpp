@@ -7,7 +7,7 @@
 // and the events (step ends that rose above the noise), whose spacing tells a leak that goes on
 // from a cache that filled or a buffer that grows ever more rarely.
 
-#include <rlmem/step_rules.hpp>
+#include <rlmem/step_rules/step_rules.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -2,8 +2,8 @@
 // The rules of one step end over a job's recent step ends: leak (the growth rule on allocated),
 // fragmentation, alloc retries, OOMs, headroom with its forecast, and imbalance across ranks.
 
-#include <rlmem/saturating.hpp>
-#include <rlmem/step_rules.hpp>
+#include <rlmem/base/saturating.hpp>
+#include <rlmem/step_rules/step_rules.hpp>
 
 #include <algorithm>
 #include <vector>

@@ -2,8 +2,8 @@
 // The advice of `rlmem watch`: rules over the log's step-end figures and the driver's per-GPU
 // memory. Every line quotes the numbers that triggered it; docs/watch.md lists the thresholds.
 
-#include <rlmem/format.hpp>
-#include <rlmem/watch.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/watch/watch.hpp>
 
 #include <fmt/format.h>
 

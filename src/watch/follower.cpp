@@ -2,8 +2,8 @@
 // Following a StepMonitor log as the job appends to it, like `tail -F`: complete lines only,
 // truncation and rotation noticed from the file's size and identity, memory bounded.
 
-#include <rlmem/format.hpp>
-#include <rlmem/watch.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/watch/watch.hpp>
 
 #include <algorithm>
 #include <array>

@@ -2,7 +2,7 @@
 // The gpu_source over NVML, loaded with dlopen so rlmem runs (and builds) on machines without a
 // driver. The only file that loads the driver library or names an NVML function.
 
-#include <rlmem/watch.hpp>
+#include <rlmem/watch/watch.hpp>
 
 #include <cstddef>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Command lines of the processes NVML lists, from /proc, with the reason when there is none.
 
-#include <rlmem/watch.hpp>
+#include <rlmem/watch/watch.hpp>
 
 #include <algorithm>
 #include <array>

@@ -2,7 +2,7 @@
 // One refresh of `rlmem watch`: sample every GPU through the seam, read what the log gained,
 // keep the short histories, and compute the advice.
 
-#include <rlmem/watch.hpp>
+#include <rlmem/watch/watch.hpp>
 
 #include <algorithm>
 

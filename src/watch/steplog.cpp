@@ -2,7 +2,7 @@
 // Parsing one line of a StepMonitor log (docs/schema/steplog.schema.json): strict on the keys
 // watch needs, silent on the ones it does not, so a newer writer's extra keys do no harm.
 
-#include <rlmem/watch.hpp>
+#include <rlmem/watch/watch.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -2,7 +2,7 @@
 // One check of inspect's options (issue 31, item 3): the same bad value is refused with the same
 // line by `rlmem inspect`, by the C ABI's struct, by rlmem_check_inspect_option (what the Python
 // package calls before ctypes) and by the library's check_option, which all of them use.
-#include <rlmem/inspect.hpp>
+#include <rlmem/inspect/inspect.hpp>
 #include <rlmem/rlmem.h>
 
 #include <gtest/gtest.h>

@@ -2,8 +2,8 @@
 // One conformance suite for every device (RMM's typed suites): what the seam promises, run on the
 // fake device here and on CUDA's driver where a GPU is present (skipped, with the reason, where not).
 
-#include <rlmem/cuda_device.hpp>
-#include <rlmem/fake_device.hpp>
+#include <rlmem/device/cuda_device.hpp>
+#include <rlmem/device/fake_device.hpp>
 
 #include <gtest/gtest.h>
 

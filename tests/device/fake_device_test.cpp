@@ -2,7 +2,7 @@
 // What only the fake device does: a capacity, deterministic addresses, failure at the Nth call,
 // a log, fresh pages that are not zero, and every precondition the driver leaves undefined.
 
-#include <rlmem/fake_device.hpp>
+#include <rlmem/device/fake_device.hpp>
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 
 #include "fixtures.hpp"
 
-#include <rlmem/compare.hpp>
+#include <rlmem/inspect/compare.hpp>
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // Snapshots written by hand for the analyses' edge cases: a few frames, stacks and events,
 // laid out as the reader lays them out (string 0 is "", stack 0 the empty stack).
 
-#include <rlmem/snapshot.hpp>
+#include <rlmem/snapshot/snapshot.hpp>
 
 #include <cstdint>
 #include <map>

@@ -4,7 +4,7 @@
 
 #include "fixtures.hpp"
 
-#include <rlmem/inspect.hpp>
+#include <rlmem/inspect/inspect.hpp>
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 
 #include "inspect/crafted.hpp"
 
-#include <rlmem/format.hpp>
-#include <rlmem/inspect.hpp>
+#include <rlmem/base/format.hpp>
+#include <rlmem/inspect/inspect.hpp>
 
 #include <gtest/gtest.h>
 

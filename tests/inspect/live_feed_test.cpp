@@ -6,8 +6,8 @@
 #include "fixtures.hpp"
 #include "inspect/live_feed.hpp"
 
-#include <rlmem/inspect.hpp>
-#include <rlmem/saturating.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/base/saturating.hpp>
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 
 #include "inspect/crafted.hpp"
 
-#include <rlmem/allocator_settings.hpp>
+#include <rlmem/model/allocator_settings.hpp>
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // The allocator's size rules on their own: rounding (with roundup_power2_divisions), pools,
 // segment sizes, the oversize rules and splitting, at the edges of their ranges.
 
-#include <rlmem/allocator_rules.hpp>
+#include <rlmem/model/allocator_rules.hpp>
 
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 #include "fixtures.hpp"
 #include "model/fixture_files.hpp"
 
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/live_set.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/model/live_set.hpp>
 
 #include <gtest/gtest.h>
 

@@ -6,10 +6,10 @@
 // match the blocks and the memory the device maps, a refusal under a capacity or by the device
 // that changes nothing, and memory back at the end.
 
-#include <rlmem/allocator_policy.hpp>
-#include <rlmem/caching_allocator.hpp>
-#include <rlmem/fake_device.hpp>
-#include <rlmem/rlmem_policy.hpp>
+#include <rlmem/policy/allocator_policy.hpp>
+#include <rlmem/model/caching_allocator.hpp>
+#include <rlmem/device/fake_device.hpp>
+#include <rlmem/policy/rlmem_policy.hpp>
 
 #include <gtest/gtest.h>
 

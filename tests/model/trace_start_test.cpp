@@ -4,7 +4,7 @@
 
 #include "inspect/crafted.hpp"
 
-#include <rlmem/trace_simulation.hpp>
+#include <rlmem/model/trace_simulation.hpp>
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 
 #include "planner_support.hpp"
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Each knob's table of names reads both ways: every value has a printed name, the name parses
 // back to it, and no name stands for two values (the offload was once spelled in four places).
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 
 #include "planner_support.hpp"
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // Test support for the planner: the measured rows and configs in testdata/planner, and knobs
 // for each phase.
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <gtest/gtest.h>
 

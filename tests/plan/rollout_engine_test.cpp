@@ -4,7 +4,7 @@
 
 #include "planner_support.hpp"
 
-#include <rlmem/plan.hpp>
+#include <rlmem/plan/plan.hpp>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

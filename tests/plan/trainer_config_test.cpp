@@ -2,7 +2,7 @@
 // `rlmem plan --from FILE` on the trainer configs as published (testdata/trainer_configs/README.md):
 // every setting's knob exactly, every ignored key, and the bad-input contract of the reader.
 
-#include <rlmem/trainer_config.hpp>
+#include <rlmem/plan/trainer_config.hpp>
 
 #include <gtest/gtest.h>
 

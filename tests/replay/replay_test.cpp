@@ -4,9 +4,9 @@
 
 #include "fixtures.hpp"
 
-#include <rlmem/inspect.hpp>
-#include <rlmem/replay.hpp>
-#include <rlmem/trace_simulation.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/replay/replay.hpp>
+#include <rlmem/model/trace_simulation.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

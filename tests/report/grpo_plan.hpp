@@ -3,7 +3,7 @@
 // The plan report the report tests render: a GRPO step (8 prompts x 8, 512 + 512 tokens,
 // micro-batch 16, a reference copy) fitted to an H100, with the buffers given.
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <string>
 #include <vector>

@@ -9,14 +9,14 @@
 #include "inspect/frames.hpp"
 #include "report/stack_text.hpp"
 
-#include <rlmem/allocator_rules.hpp>
-#include <rlmem/allocator_settings.hpp>
-#include <rlmem/compare.hpp>
-#include <rlmem/inspect.hpp>
-#include <rlmem/plan.hpp>
-#include <rlmem/replay.hpp>
-#include <rlmem/report.hpp>
-#include <rlmem/views.hpp>
+#include <rlmem/model/allocator_rules.hpp>
+#include <rlmem/model/allocator_settings.hpp>
+#include <rlmem/inspect/compare.hpp>
+#include <rlmem/inspect/inspect.hpp>
+#include <rlmem/plan/plan.hpp>
+#include <rlmem/replay/replay.hpp>
+#include <rlmem/report/report.hpp>
+#include <rlmem/inspect/views.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -3,8 +3,8 @@
 
 #include "fixtures.hpp"
 
-#include <rlmem/compare.hpp>
-#include <rlmem/report.hpp>
+#include <rlmem/inspect/compare.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <gtest/gtest.h>
 #include <algorithm>

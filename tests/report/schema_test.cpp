@@ -6,7 +6,7 @@
 #include "grpo_plan.hpp"
 #include "json_schema.hpp"
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -3,8 +3,8 @@
 // a tag paused to host and resumed holds its bytes at its address, a discarded one comes back
 // as zeros, and the device's memory goes back while paused.
 
-#include <rlmem/cuda_device.hpp>
-#include <rlmem/runtime.hpp>
+#include <rlmem/device/cuda_device.hpp>
+#include <rlmem/runtime/runtime.hpp>
 
 #include <gtest/gtest.h>
 

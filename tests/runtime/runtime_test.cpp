@@ -2,8 +2,8 @@
 // The runtime on a host-backed fake device: tags, pause and resume (contents, memory returned,
 // the known failures of other runtimes designed out), counters, and many threads at once.
 
-#include <rlmem/fake_device.hpp>
-#include <rlmem/runtime.hpp>
+#include <rlmem/device/fake_device.hpp>
+#include <rlmem/runtime/runtime.hpp>
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 
 #include "fixtures.hpp"
 
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

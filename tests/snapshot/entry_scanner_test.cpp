@@ -7,7 +7,7 @@
 #include "snapshot/byte_source.hpp"
 #include "snapshot/entry_scanner.hpp"
 
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 
 #include "fixtures.hpp"
 
-#include <rlmem/snapshot_reader.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // The growth rule on crafted series: each shape of docs/monitor.md's matrix, the clearing of a
 // cache that filled, and inputs at the ends of int64.
 
-#include <rlmem/step_rules.hpp>
+#include <rlmem/step_rules/step_rules.hpp>
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 
 #include "step_rules/synthetic_series.hpp"
 
-#include <rlmem/step_rules.hpp>
+#include <rlmem/step_rules/step_rules.hpp>
 
 #include <algorithm>
 #include <chrono>

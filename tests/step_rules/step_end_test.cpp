@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The rules of one step end: figures in, flags and the figures behind them out.
 
-#include <rlmem/step_rules.hpp>
+#include <rlmem/step_rules/step_rules.hpp>
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 
 #include "watch/steplog_lines.hpp"
 
-#include <rlmem/watch.hpp>
+#include <rlmem/watch/watch.hpp>
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include "json_schema.hpp"
 #include "watch/steplog_lines.hpp"
 
-#include <rlmem/report.hpp>
+#include <rlmem/report/report.hpp>
 
 #include <gtest/gtest.h>
 

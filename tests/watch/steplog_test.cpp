@@ -6,7 +6,7 @@
 #include "json_schema.hpp"
 #include "watch/steplog_lines.hpp"
 
-#include <rlmem/watch.hpp>
+#include <rlmem/watch/watch.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The caching allocator's settings that change its decisions: parsed from a
+// PYTORCH_CUDA_ALLOC_CONF string, or read from the settings a snapshot recorded. Part of the
+// model layer (include/rlmem/model/model.hpp), which inspect and replay both read.
+
+#include <rlmem/snapshot/snapshot.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace rlmem {
+
+/// The caching allocator's settings that change its decisions (CUDAAllocatorConfig).
+struct allocator_settings {
+  bool expandable_segments = false;
+  std::uint64_t max_split_size = UINT64_MAX;                          ///< max_split_size_mb
+  std::uint64_t max_non_split_rounding = std::uint64_t{20} << 20;     ///< max_non_split_rounding_mb
+  std::array<std::uint32_t, 16> roundup_power2_divisions{};           ///< per 2^k MiB bucket; 0 = off
+  double garbage_collection_threshold = 0.0;
+
+  bool operator==(const allocator_settings&) const = default;
+};
+
+/// Parses a PYTORCH_CUDA_ALLOC_CONF string ("expandable_segments:True,max_split_size_mb:128").
+/// Keys for the host allocator or other backends are accepted and ignored; `backend:cudaMallocAsync`
+/// and unknown keys are refused with a message.
+bool parse_alloc_conf(std::string_view conf, allocator_settings& settings, std::string& message);
+
+/// The settings as a PYTORCH_CUDA_ALLOC_CONF string, "" for the defaults.
+std::string to_alloc_conf(const allocator_settings& settings);
+
+/// The settings a snapshot was recorded under, defaults when absent. The recorded
+/// PYTORCH_CUDA_ALLOC_CONF string decides when it parses (it is what the user set); otherwise
+/// the snapshot's own allocator_settings keys (expandable_segments, max_split_size,
+/// garbage_collection_threshold, roundup_power2_divisions).
+allocator_settings settings_of(const snapshot& snap);
+
+}  // namespace rlmem
