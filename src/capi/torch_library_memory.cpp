@@ -3,6 +3,8 @@
 
 #include "torch_library_memory.hpp"
 
+#include "torch_symbols.hpp"
+
 #include <dlfcn.h>
 #include <link.h>
 #include <execinfo.h>
@@ -99,17 +101,6 @@ bool inside_library_function(void* address, bool& resolved) {
   return at - start < symbol->st_size && is_torch_library_function(info.dli_sname);
 }
 
-// One of torch's functions, from the process or from libtorch_cuda (loaded with RTLD_LOCAL by
-// torch's extension, so not necessarily in the global scope); never loads a library.
-void* torch_function(const char* name) {
-  if (void* found = dlsym(RTLD_DEFAULT, name)) return found;
-  void* library = dlopen("libtorch_cuda.so", RTLD_NOW | RTLD_NOLOAD);
-  if (library == nullptr) return nullptr;
-  void* found = dlsym(library, name);
-  dlclose(library);  // RTLD_NOLOAD took a reference; the library stays loaded
-  return found;
-}
-
 }  // namespace
 
 bool is_torch_library_function(std::string_view symbol) noexcept {
@@ -181,8 +172,8 @@ torch_request classify_torch_request(int device, std::size_t size, std::uint64_t
 
 bool prepare_torch_library_memory(int device, std::uint64_t stream) noexcept {
   using getter = void* (*)();
-  auto blas_handle = reinterpret_cast<getter>(torch_function("_ZN2at4cuda24getCurrentCUDABlasHandleEv"));
-  auto lt_workspace = reinterpret_cast<getter>(torch_function("_ZN2at4cuda22getCUDABlasLtWorkspaceEv"));
+  auto blas_handle = reinterpret_cast<getter>(find_torch_symbol("_ZN2at4cuda24getCurrentCUDABlasHandleEv"));
+  auto lt_workspace = reinterpret_cast<getter>(find_torch_symbol("_ZN2at4cuda22getCUDABlasLtWorkspaceEv"));
   if (blas_handle == nullptr || lt_workspace == nullptr) return false;
   try {
     stream_state& state = state_of(device, stream);

@@ -12,8 +12,9 @@
 // typeinfo is checked by name: a torch built otherwise finds nothing and the fallback is taken.
 #include "torch_out_of_memory.hpp"
 
+#include "torch_symbols.hpp"
+
 #include <cxxabi.h>
-#include <dlfcn.h>
 
 #include <cstdint>
 #include <exception>
@@ -46,24 +47,10 @@ struct c10_symbols {
   void* vtable_address_point = nullptr;  // what an object's first word holds
 };
 
-void* find(const char* name) {
-  if (void* found = dlsym(RTLD_DEFAULT, name)) return found;
-  // Torch's extension is loaded with RTLD_LOCAL, so its libraries need not be in the global
-  // scope: ask each directly, without loading one that is not there.
-  for (const char* library_name : {"libc10.so", "libc10_cuda.so"}) {
-    void* library = dlopen(library_name, RTLD_NOW | RTLD_NOLOAD);
-    if (library == nullptr) continue;
-    void* found = dlsym(library, name);
-    dlclose(library);  // RTLD_NOLOAD took a reference; the library stays loaded
-    if (found != nullptr) return found;
-  }
-  return nullptr;
-}
-
 c10_symbols look_up() {
   c10_symbols symbols;
-  void* construct = find(kConstructor);
-  auto vtable = static_cast<void**>(find(kVtable));
+  void* construct = find_torch_symbol(kConstructor);
+  auto vtable = static_cast<void**>(find_torch_symbol(kVtable));
   // An Itanium vtable starts with the offset to top (0 for a class with one base line) and the
   // typeinfo; an object points just past them. Anything else is not the layout this code knows.
   if (construct == nullptr || vtable == nullptr || vtable[0] != nullptr || vtable[1] == nullptr) return symbols;
