@@ -155,6 +155,35 @@ class rlmem_policy final : public allocator_policy {
   /// block can take with no new page), the longest such. The free bytes after a live span up to
   /// the next live one are its gap; the other free bytes are on pages not mapped. Nothing is
   /// searched by address: neighbours are a pointer away.
+  struct span;
+  /// (bytes, address): best fit is the first at or after (request, 0), the lowest among equals.
+  using size_key = std::pair<std::uint64_t, std::uint64_t>;
+  /// Live spans with a gap after them (the highest excepted), by (gap bytes, gap address).
+  struct by_gap {
+    using is_transparent = void;
+    static size_key key(const span* at);
+    bool operator()(const span* a, const span* b) const { return key(a) < key(b); }
+    bool operator()(const span* a, const size_key& b) const { return key(a) < b; }
+    bool operator()(const size_key& a, const span* b) const { return a < key(b); }
+  };
+  /// Mapped free ranges, by (bytes, address).
+  struct by_length {
+    using is_transparent = void;
+    static size_key key(const span* at);
+    bool operator()(const span* a, const span* b) const { return key(a) < key(b); }
+    bool operator()(const span* a, const size_key& b) const { return key(a) < b; }
+    bool operator()(const size_key& a, const span* b) const { return a < key(b); }
+  };
+  using gap_set = std::set<span*, by_gap>;
+  using mapped_free_set = std::set<span*, by_length>;
+  struct arena;
+  struct page {
+    physical_handle handle = 0;  // 0 while paused
+    std::uint32_t users = 0;
+    arena* owner = nullptr;
+    std::uint64_t run = 0;  // the start of the restored run it is mapped in; 0 when mapped alone
+  };
+  using page_map = std::map<std::uint64_t, page>;
   struct span {
     model_block block;  // first member: free_completed() finds the span from the block it handed out
     std::uint64_t start = 0;
@@ -163,24 +192,10 @@ class rlmem_policy final : public allocator_policy {
     span* next = nullptr;
     std::uint64_t gap_after = 0;  // live: free bytes up to the next live span; 0 on the highest
     bool live = false;
-  };
-  /// (bytes, address): best fit is the first at or after (request, 0), the lowest among equals.
-  using size_key = std::pair<std::uint64_t, std::uint64_t>;
-  /// Live spans with a gap after them (the highest excepted), by (gap bytes, gap address).
-  struct by_gap {
-    using is_transparent = void;
-    static size_key key(const span* at) { return {at->gap_after, at->end}; }
-    bool operator()(const span* a, const span* b) const { return key(a) < key(b); }
-    bool operator()(const span* a, const size_key& b) const { return key(a) < b; }
-    bool operator()(const size_key& a, const span* b) const { return a < key(b); }
-  };
-  /// Mapped free ranges, by (bytes, address).
-  struct by_length {
-    using is_transparent = void;
-    static size_key key(const span* at) { return {at->end - at->start, at->start}; }
-    bool operator()(const span* a, const span* b) const { return key(a) < key(b); }
-    bool operator()(const span* a, const size_key& b) const { return key(a) < b; }
-    bool operator()(const size_key& a, const span* b) const { return a < key(b); }
+    // Where the span is in its set (live, with a gap after it; or mapped free): erased without a search.
+    gap_set::iterator gap_entry;
+    mapped_free_set::iterator mapped_free_entry;
+    page_map::iterator first_page;  // live: the page its first byte lies on, kept while it is used
   };
   struct arena {
     arena() = default;
@@ -199,14 +214,8 @@ class rlmem_policy final : public allocator_policy {
     /// A live span at or below the address last looked up: page-by-page walks (releasing the
     /// cache, a pause, a restore) step on from it instead of from the base.
     span* cursor = &head;
-    std::set<span*, by_gap> gaps_by_size;
-    std::set<span*, by_length> mapped_free_by_size;
-  };
-  struct page {
-    physical_handle handle = 0;  // 0 while paused
-    std::uint32_t users = 0;
-    arena* owner = nullptr;
-    std::uint64_t run = 0;  // the start of the restored run it is mapped in; 0 when mapped alone
+    gap_set gaps_by_size;
+    mapped_free_set mapped_free_by_size;
   };
   /// Pages mapped as one allocation and one mapping (by allocate() or restore_range()).
   struct memory_run {
@@ -235,11 +244,17 @@ class rlmem_policy final : public allocator_policy {
   /// The parts of [begin, end) on mapped pages join the mapped free ranges. Pre: [begin, end) is free.
   void add_mapped_parts(arena& where, std::uint64_t begin, std::uint64_t end);
   span* new_span(std::uint64_t start, std::uint64_t end, bool live);
+  /// Set entries in and out of the arena's two sets, their nodes kept for the next entry: in a
+  /// steady state no node is allocated.
+  void enter_gaps(arena& where, span* before);
+  void leave_gaps(arena& where, span* before);
+  void enter_mapped_free(arena& where, span* range);
+  void leave_mapped_free(arena& where, span* range);
   /// The live span nearest below `at` (the head at least).
   static span* live_before(span* at);
   void link_after(span* at, span* added);
   void unlink(span* gone);
-  bool map_pages(arena& owner, const span& block);
+  bool map_pages(arena& owner, span& block);
   bool map_page(arena& owner, std::uint64_t address);
   /// Maps `bytes` of pages no one has at `address` as one run (one page: an ordinary page), each
   /// page with one user. False with nothing changed.
@@ -248,9 +263,9 @@ class rlmem_policy final : public allocator_policy {
   /// with fault_ set unless out of memory.
   physical_handle new_memory(std::uint64_t address, std::uint64_t bytes);
   void record(bool alloc, std::uint64_t address, const arena& owner);
-  /// The pages under [address, address + size) lose a user; true when all of them are still
-  /// mapped afterwards (none was paused or given back).
-  bool leave_pages(std::uint64_t address, std::uint64_t size);
+  /// The pages under [address, address + size) lose a user, from `first` (the first of them);
+  /// true when all of them are still mapped afterwards (none was paused or given back).
+  bool leave_pages(std::uint64_t address, std::uint64_t size, page_map::iterator first);
   void unmap_page(std::uint64_t address);
   /// Maps [address, address + bytes) of paused pages as one run; false with nothing changed.
   bool map_restored_run(std::uint64_t address, std::uint64_t bytes);
@@ -273,16 +288,21 @@ class rlmem_policy final : public allocator_policy {
   std::int64_t allocated_bytes_ = 0;
   std::uint64_t retries_ = 0;
   std::unordered_map<std::uint64_t, arena> arenas_;   // by stream
-  std::map<std::uint64_t, page> pages_;               // pages blocks use or cached, mapped or paused
+  page_map pages_;                                    // pages blocks use or cached, mapped or paused
   std::uint64_t mapped_pages_ = 0;
   std::uint64_t paused_pages_ = 0;
   std::uint64_t cached_pages_ = 0;                     // mapped pages no block uses
   std::map<std::uint64_t, memory_run> runs_;  // by start address
   std::deque<span> storage_;
   std::vector<span*> recycled_;
+  std::vector<gap_set::node_type> spare_gap_nodes_;
+  std::vector<mapped_free_set::node_type> spare_mapped_free_nodes_;
   std::vector<model_segment_event> events_;
   page_observer observer_;
   std::string fault_;
 };
+
+inline rlmem_policy::size_key rlmem_policy::by_gap::key(const span* at) { return {at->gap_after, at->end}; }
+inline rlmem_policy::size_key rlmem_policy::by_length::key(const span* at) { return {at->end - at->start, at->start}; }
 
 }  // namespace rlmem

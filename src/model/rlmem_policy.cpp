@@ -59,6 +59,36 @@ rlmem_policy::arena& rlmem_policy::add_arena(std::uint64_t key, std::uint64_t ba
   return made;
 }
 
+namespace {
+
+// Inserts `entry` with a node left by an earlier erase when there is one.
+template <typename Set>
+typename Set::iterator insert_reusing(Set& set, std::vector<typename Set::node_type>& spare, typename Set::value_type entry) {
+  if (spare.empty()) return set.insert(entry).first;
+  typename Set::node_type node = std::move(spare.back());
+  spare.pop_back();
+  node.value() = entry;
+  return set.insert(std::move(node)).position;
+}
+
+}  // namespace
+
+void rlmem_policy::enter_gaps(arena& where, span* before) {
+  before->gap_entry = insert_reusing(where.gaps_by_size, spare_gap_nodes_, before);
+}
+
+void rlmem_policy::leave_gaps(arena& where, span* before) {
+  spare_gap_nodes_.push_back(where.gaps_by_size.extract(before->gap_entry));
+}
+
+void rlmem_policy::enter_mapped_free(arena& where, span* range) {
+  range->mapped_free_entry = insert_reusing(where.mapped_free_by_size, spare_mapped_free_nodes_, range);
+}
+
+void rlmem_policy::leave_mapped_free(arena& where, span* range) {
+  spare_mapped_free_nodes_.push_back(where.mapped_free_by_size.extract(range->mapped_free_entry));
+}
+
 rlmem_policy::span* rlmem_policy::new_span(std::uint64_t start, std::uint64_t end, bool live) {
   span* made = nullptr;
   if (!recycled_.empty()) {
@@ -120,12 +150,12 @@ rlmem_policy::span* rlmem_policy::carve(arena& where, span* before, std::uint64_
     where.highest = block;
   } else {
     std::uint64_t gap_end = before->end + before->gap_after;
-    where.gaps_by_size.erase(before);
+    leave_gaps(where, before);
     before->gap_after = address - before->end;
     block->gap_after = gap_end - block->end;
-    if (block->gap_after > 0) where.gaps_by_size.insert(block);
+    if (block->gap_after > 0) enter_gaps(where, block);
   }
-  if (before->gap_after > 0) where.gaps_by_size.insert(before);
+  if (before->gap_after > 0) enter_gaps(where, before);
   where.cursor = before;
   remove_mapped_free(where, address, block->end);
   // After the mapped free ranges below the block, which now all end at or before it.
@@ -137,14 +167,14 @@ rlmem_policy::span* rlmem_policy::carve(arena& where, span* before, std::uint64_
 
 void rlmem_policy::give_back(arena& where, span* block) {
   span* before = live_before(block);
-  if (before->gap_after > 0) where.gaps_by_size.erase(before);
+  if (before->gap_after > 0) leave_gaps(where, before);
   if (block == where.highest) {
     before->gap_after = 0;
     where.highest = before;
   } else {
-    if (block->gap_after > 0) where.gaps_by_size.erase(block);
+    if (block->gap_after > 0) leave_gaps(where, block);
     before->gap_after += block->end - block->start + block->gap_after;
-    where.gaps_by_size.insert(before);
+    enter_gaps(where, before);
   }
   unlink(block);
   where.cursor = before;
@@ -166,7 +196,7 @@ void rlmem_policy::add_mapped_free(arena& where, std::uint64_t begin, std::uint6
   span* range = nullptr;
   if (!at->live && at->end >= begin) {
     range = at;
-    where.mapped_free_by_size.erase(range);
+    leave_mapped_free(where, range);
     end = std::max(end, range->end);
   } else {
     range = new_span(begin, end, false);
@@ -174,13 +204,13 @@ void rlmem_policy::add_mapped_free(arena& where, std::uint64_t begin, std::uint6
   }
   while (range->next != nullptr && !range->next->live && range->next->start <= end) {
     span* joined = range->next;
-    where.mapped_free_by_size.erase(joined);
+    leave_mapped_free(where, joined);
     end = std::max(end, joined->end);
     unlink(joined);
     recycled_.push_back(joined);
   }
   range->end = end;
-  where.mapped_free_by_size.insert(range);
+  enter_mapped_free(where, range);
 }
 
 void rlmem_policy::remove_mapped_free(arena& where, std::uint64_t begin, std::uint64_t end) {
@@ -191,10 +221,10 @@ void rlmem_policy::remove_mapped_free(arena& where, std::uint64_t begin, std::ui
     if (!at->live) {
       std::uint64_t start = at->start;
       std::uint64_t stop = at->end;
-      where.mapped_free_by_size.erase(at);
+      leave_mapped_free(where, at);
       if (start < begin) {
         at->end = begin;
-        where.mapped_free_by_size.insert(at);
+        enter_mapped_free(where, at);
       }
       if (stop > end) {
         span* rest = at;
@@ -204,7 +234,7 @@ void rlmem_policy::remove_mapped_free(arena& where, std::uint64_t begin, std::ui
         } else {
           rest->start = end;
         }
-        where.mapped_free_by_size.insert(rest);
+        enter_mapped_free(where, rest);
         return;
       }
       if (start >= begin) {
@@ -293,7 +323,7 @@ bool rlmem_policy::map_new_run(arena& owner, std::uint64_t address, std::uint64_
 // Every page under [address, address + size) gains a user; those no one had are mapped, the
 // ones wholly inside the block in runs. On failure the pages taken so far are left again and
 // those this call mapped go back to the device: nothing changed.
-bool rlmem_policy::map_pages(arena& owner, const span& block) {
+bool rlmem_policy::map_pages(arena& owner, span& block) {
   std::uint64_t address = block.start;
   std::uint64_t end = block.end;
   std::uint64_t first = address / page_bytes_ * page_bytes_;
@@ -309,7 +339,10 @@ bool rlmem_policy::map_pages(arena& owner, const span& block) {
   auto found = pages_.lower_bound(first);
   while (at < end) {
     bool held = found != pages_.end() && found->first == at;
-    if (at == first) first_was_mapped = held;
+    if (at == first) {
+      first_was_mapped = held;
+      block.first_page = found;
+    }
     if (at == last) last_was_mapped = held;
     if (held && found->second.handle == 0) {
       fault_ = "a block placed in a paused range";
@@ -338,12 +371,15 @@ bool rlmem_policy::map_pages(arena& owner, const span& block) {
   if (ok) {
     // The free parts of end pages this call mapped are mapped free ranges now. (Walking them for
     // every request made small requests in pages shared by many blocks cost about 10 us each.)
-    if (!first_was_mapped) add_free_parts(owner, first, address);
+    if (!first_was_mapped) {
+      block.first_page = pages_.find(first);
+      add_free_parts(owner, first, address);
+    }
     if (!last_was_mapped) add_free_parts(owner, end, round_up(end, page_bytes_));
     return true;
   }
   // Pages mapped by this call were never used: no fence is needed to give them back.
-  if (at > first) leave_pages(first, at - first);
+  if (at > first) leave_pages(first, at - first, pages_.find(first));
   for (std::uint64_t start : mapped_here) {
     auto held = pages_.find(start);
     if (held == pages_.end() || held->second.users > 0) continue;  // already given back, or shared meanwhile
@@ -371,9 +407,9 @@ void rlmem_policy::unmap_page(std::uint64_t address) {
 
 // A page no block uses any more is cached, or (release_free_pages) unmapped once the device is
 // fenced; a paused one has no memory left to give back.
-bool rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size) {
+bool rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size, page_map::iterator first_page) {
   std::uint64_t first = address / page_bytes_ * page_bytes_;
-  auto found = pages_.find(first);
+  auto found = first_page;
   bool all_mapped = true;
   for (std::uint64_t at = first; at < address + size; at += page_bytes_) {
     // A block's pages are consecutive entries: step to the next rather than search for it.
@@ -542,7 +578,7 @@ void rlmem_policy::free_completed(model_block* block) {
   arena& owner = arenas_.at(block->stream);
   // Pages it gives back lie above the live block before it (whose own pages stay in use).
   owner.cursor = live_before(freed);
-  bool all_mapped = leave_pages(freed->start, block->size);
+  bool all_mapped = leave_pages(freed->start, block->size, freed->first_page);
   give_back(owner, freed);
   // A live block's pages are mapped unless paused or just given back: only then walk them.
   if (all_mapped) {
