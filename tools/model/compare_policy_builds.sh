@@ -3,7 +3,7 @@
 # released at once; text and --json; with --min-capacity, whose search replays under many caps)
 # and `replay --compare`, byte for byte, and policy_digest's digest of every address, page and
 # statistic (bench/policy_digest.cpp), on every bundled snapshot. For a change to the policy's
-# bookkeeping, which must not move anything (docs/benchmarks.md, "The policy's bookkeeping").
+# bookkeeping, which must not move anything (docs/benchmarks.md, "The policy's bookkeeping in torch's shape").
 #
 #   tools/model/compare_policy_builds.sh OLD_BUILD OLD_BENCH_BUILD NEW_BUILD NEW_BENCH_BUILD
 #
