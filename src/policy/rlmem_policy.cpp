@@ -6,8 +6,8 @@
 #include <rlmem/policy/rlmem_policy.hpp>
 
 #include <algorithm>
-#include <iterator>
 #include <string>
+#include <type_traits>
 
 namespace rlmem {
 
@@ -40,14 +40,86 @@ rlmem_policy::~rlmem_policy() {
 rlmem_policy::arena* rlmem_policy::arena_of(std::uint64_t stream) {
   auto found = arenas_.find(stream);
   if (found != arenas_.end()) return &found->second;
-  arena made;
-  if (device_errc code = gpu_.reserve(options_.reservation_bytes, 0, made.base); code != device_errc::ok) {
+  std::uint64_t base = 0;
+  if (device_errc code = gpu_.reserve(options_.reservation_bytes, 0, base); code != device_errc::ok) {
     if (code != device_errc::out_of_memory) fault_ = "reserve: " + std::string(device_error_name(code));
     return nullptr;
   }
-  made.size = options_.reservation_bytes;
-  made.key = stream;
-  return &arenas_.emplace(stream, std::move(made)).first->second;
+  return &add_arena(stream, base, options_.reservation_bytes);
+}
+
+rlmem_policy::arena& rlmem_policy::add_arena(std::uint64_t key, std::uint64_t base, std::uint64_t size) {
+  arena& made = arenas_.try_emplace(key).first->second;  // built in place: its spans point at its head
+  made.base = base;
+  made.size = size;
+  made.key = key;
+  made.head.start = base;
+  made.head.end = base;
+  made.head.live = true;
+  return made;
+}
+
+namespace {
+
+// Inserts `entry` with a node left by an earlier erase when there is one.
+template <typename Set>
+typename Set::iterator insert_reusing(Set& set, std::vector<typename Set::node_type>& spare, typename Set::value_type entry) {
+  if (spare.empty()) return set.insert(entry).first;
+  typename Set::node_type node = std::move(spare.back());
+  spare.pop_back();
+  node.value() = entry;
+  return set.insert(std::move(node)).position;
+}
+
+}  // namespace
+
+void rlmem_policy::enter_gaps(arena& where, span* before) {
+  before->gap_entry = insert_reusing(where.gaps_by_size, spare_gap_nodes_, before);
+}
+
+void rlmem_policy::leave_gaps(arena& where, span* before) {
+  spare_gap_nodes_.push_back(where.gaps_by_size.extract(before->gap_entry));
+}
+
+void rlmem_policy::enter_mapped_free(arena& where, span* range) {
+  range->mapped_free_entry = insert_reusing(where.mapped_free_by_size, spare_mapped_free_nodes_, range);
+}
+
+void rlmem_policy::leave_mapped_free(arena& where, span* range) {
+  spare_mapped_free_nodes_.push_back(where.mapped_free_by_size.extract(range->mapped_free_entry));
+}
+
+rlmem_policy::span* rlmem_policy::new_span(std::uint64_t start, std::uint64_t end, bool live) {
+  span* made = nullptr;
+  if (!recycled_.empty()) {
+    made = recycled_.back();
+    recycled_.pop_back();
+  } else {
+    made = &storage_.emplace_back();
+  }
+  *made = span{};
+  made->start = start;
+  made->end = end;
+  made->live = live;
+  return made;
+}
+
+void rlmem_policy::link_after(span* at, span* added) {
+  added->prev = at;
+  added->next = at->next;
+  if (at->next != nullptr) at->next->prev = added;
+  at->next = added;
+}
+
+rlmem_policy::span* rlmem_policy::live_before(span* at) {
+  span* before = at->prev;
+  while (!before->live) before = before->prev;  // the head is live
+  return before;
+}
+
+void rlmem_policy::unlink(span* gone) {
+  gone->prev->next = gone->next;  // every span but the head has one before it
+  if (gone->next != nullptr) gone->next->prev = gone->prev;
 }
 
 // A request of mapped_first_bytes or more: best fit among the free ranges on mapped pages, which
@@ -56,100 +128,134 @@ rlmem_policy::arena* rlmem_policy::arena_of(std::uint64_t stream) {
 // equals. Placing by gap alone mapped new pages where a gap fitted best while pages freed
 // elsewhere stayed cached: under a cap near the demand that ran out of memory about once a step
 // and released the whole cache (docs/runtime.md, "Why rlmem released about once a step").
-bool rlmem_policy::place(arena& where, std::uint64_t size, std::uint64_t& address) {
+rlmem_policy::span* rlmem_policy::place(arena& where, std::uint64_t size) {
   if (options_.mapped_first_bytes > 0 && size >= options_.mapped_first_bytes) {
-    auto fit = where.mapped_free_by_size.lower_bound({size, 0});
+    auto fit = where.mapped_free_by_size.lower_bound(size_key{size, 0});
     if (fit != where.mapped_free_by_size.end()) {
-      address = fit->second;
-      take_range(where, address, size);
-      remove_mapped_free(where, address, address + size);
-      return true;
+      return carve(where, live_before(*fit), (*fit)->start, size);
     }
   }
-  auto fit = where.free_by_size.lower_bound({size, 0});
-  if (fit != where.free_by_size.end()) {
-    address = fit->second;
+  auto fit = where.gaps_by_size.lower_bound(size_key{size, 0});
+  if (fit != where.gaps_by_size.end()) return carve(where, *fit, (*fit)->end, size);
+  std::uint64_t top = where.highest->end;
+  if (size > where.base + where.size - top) return nullptr;
+  return carve(where, where.highest, top, size);
+}
+
+rlmem_policy::span* rlmem_policy::carve(arena& where, span* before, std::uint64_t address, std::uint64_t size) {
+  span* block = new_span(address, address + size, true);
+  if (before == where.highest) {
+    // Above the top: the space below the block (a mapped range above the top) becomes a gap.
+    before->gap_after = address - before->end;
+    where.highest = block;
   } else {
-    if (size > where.size - where.top) return false;
-    address = where.base + where.top;
+    std::uint64_t gap_end = before->end + before->gap_after;
+    leave_gaps(where, before);
+    before->gap_after = address - before->end;
+    block->gap_after = gap_end - block->end;
+    if (block->gap_after > 0) enter_gaps(where, block);
   }
-  take_range(where, address, size);
-  remove_mapped_free(where, address, address + size);
-  return true;
+  if (before->gap_after > 0) enter_gaps(where, before);
+  where.cursor = before;
+  remove_mapped_free(where, address, block->end);
+  // After the mapped free ranges below the block, which now all end at or before it.
+  span* at = before;
+  while (at->next != nullptr && at->next->start < address) at = at->next;
+  link_after(at, block);
+  return block;
 }
 
-void rlmem_policy::take_range(arena& where, std::uint64_t address, std::uint64_t size) {
-  std::uint64_t top = where.base + where.top;
-  if (address >= top) {
-    if (address > top) {  // a mapped range above the top: the space below it becomes a gap
-      where.free_by_address.emplace(top, address - top);
-      where.free_by_size.emplace(address - top, top);
-    }
-    where.top = address + size - where.base;
-    return;
+void rlmem_policy::give_back(arena& where, span* block) {
+  span* before = live_before(block);
+  if (before->gap_after > 0) leave_gaps(where, before);
+  if (block == where.highest) {
+    before->gap_after = 0;
+    where.highest = before;
+  } else {
+    if (block->gap_after > 0) leave_gaps(where, block);
+    before->gap_after += block->end - block->start + block->gap_after;
+    enter_gaps(where, before);
   }
-  auto gap = std::prev(where.free_by_address.upper_bound(address));
-  auto [start, bytes] = *gap;
-  where.free_by_size.erase({bytes, start});
-  where.free_by_address.erase(gap);
-  if (address > start) {
-    where.free_by_address.emplace(start, address - start);
-    where.free_by_size.emplace(address - start, start);
-  }
-  if (start + bytes > address + size) {
-    std::uint64_t rest = start + bytes - (address + size);
-    where.free_by_address.emplace(address + size, rest);
-    where.free_by_size.emplace(rest, address + size);
-  }
+  unlink(block);
+  where.cursor = before;
 }
 
+rlmem_policy::span* rlmem_policy::live_at_or_before(arena& where, std::uint64_t address) {
+  if (where.cursor->start > address) where.cursor = &where.head;
+  for (span* at = where.cursor->next; at != nullptr && at->start <= address; at = at->next) {
+    if (at->live) where.cursor = at;
+  }
+  return where.cursor;
+}
+
+// Merges with a range that ends at `begin` or starts at `end`; a live span never lies between.
 void rlmem_policy::add_mapped_free(arena& where, std::uint64_t begin, std::uint64_t end) {
   if (begin >= end) return;
-  auto after = where.mapped_free_by_address.upper_bound(begin);
-  if (after != where.mapped_free_by_address.begin()) {
-    auto before = std::prev(after);
-    if (before->second >= begin) {
-      begin = before->first;
-      end = std::max(end, before->second);
-      where.mapped_free_by_size.erase({before->second - before->first, before->first});
-      where.mapped_free_by_address.erase(before);
-    }
+  span* at = live_at_or_before(where, begin);
+  while (at->next != nullptr && at->next->start <= begin) at = at->next;
+  span* range = nullptr;
+  if (!at->live && at->end >= begin) {
+    range = at;
+    leave_mapped_free(where, range);
+    end = std::max(end, range->end);
+  } else {
+    range = new_span(begin, end, false);
+    link_after(at, range);
   }
-  while (after != where.mapped_free_by_address.end() && after->first <= end) {
-    end = std::max(end, after->second);
-    where.mapped_free_by_size.erase({after->second - after->first, after->first});
-    after = where.mapped_free_by_address.erase(after);
+  while (range->next != nullptr && !range->next->live && range->next->start <= end) {
+    span* joined = range->next;
+    leave_mapped_free(where, joined);
+    end = std::max(end, joined->end);
+    unlink(joined);
+    recycled_.push_back(joined);
   }
-  where.mapped_free_by_address.emplace(begin, end);
-  where.mapped_free_by_size.emplace(end - begin, begin);
+  range->end = end;
+  enter_mapped_free(where, range);
 }
 
 void rlmem_policy::remove_mapped_free(arena& where, std::uint64_t begin, std::uint64_t end) {
-  auto at = where.mapped_free_by_address.upper_bound(begin);
-  if (at != where.mapped_free_by_address.begin() && std::prev(at)->second > begin) --at;
-  while (at != where.mapped_free_by_address.end() && at->first < end) {
-    auto [start, stop] = *at;
-    where.mapped_free_by_size.erase({stop - start, start});
-    at = where.mapped_free_by_address.erase(at);
-    if (start < begin) {
-      where.mapped_free_by_address.emplace(start, begin);
-      where.mapped_free_by_size.emplace(begin - start, start);
+  span* at = live_at_or_before(where, begin);
+  while (at != nullptr && at->end <= begin) at = at->next;
+  while (at != nullptr && at->start < end) {
+    span* next = at->next;
+    if (!at->live) {
+      std::uint64_t start = at->start;
+      std::uint64_t stop = at->end;
+      leave_mapped_free(where, at);
+      if (start < begin) {
+        at->end = begin;
+        enter_mapped_free(where, at);
+      }
+      if (stop > end) {
+        span* rest = at;
+        if (start < begin) {
+          rest = new_span(end, stop, false);
+          link_after(at, rest);
+        } else {
+          rest->start = end;
+        }
+        enter_mapped_free(where, rest);
+        return;
+      }
+      if (start >= begin) {
+        unlink(at);
+        recycled_.push_back(at);
+      }
     }
-    if (stop > end) {
-      where.mapped_free_by_address.emplace(end, stop);
-      where.mapped_free_by_size.emplace(stop - end, end);
-      break;
-    }
+    at = next;
   }
 }
 
 void rlmem_policy::add_free_parts(arena& where, std::uint64_t begin, std::uint64_t end) {
-  std::uint64_t top = where.base + where.top;
-  add_mapped_free(where, std::max(begin, top), end);
-  auto gap = where.free_by_address.upper_bound(begin);
-  if (gap != where.free_by_address.begin()) --gap;
-  for (; gap != where.free_by_address.end() && gap->first < end; ++gap) {
-    add_mapped_free(where, std::max(begin, gap->first), std::min(end, gap->first + gap->second));
+  if (where.growable) return;  // its bytes are the buffer's, never free
+  // The free bytes after each live span from the one at or before `begin`, up to the next.
+  for (span* live = live_at_or_before(where, begin); live != nullptr;) {
+    span* next_live = live->next;
+    while (next_live != nullptr && !next_live->live) next_live = next_live->next;
+    std::uint64_t free_end = next_live != nullptr ? next_live->start : where.base + where.size;
+    add_mapped_free(where, std::max(begin, live->end), std::min(end, free_end));
+    if (free_end >= end) return;
+    live = next_live;
   }
 }
 
@@ -166,32 +272,6 @@ void rlmem_policy::add_mapped_parts(arena& where, std::uint64_t begin, std::uint
     run_end = at->first + page_bytes_;
   }
   add_mapped_free(where, std::max(begin, run_start), std::min(end, run_end));
-}
-
-// A range back to the arena's free gaps, joined with its neighbours; a gap reaching the top
-// lowers the top instead.
-void rlmem_policy::give_back(arena& where, std::uint64_t address, std::uint64_t size) {
-  auto after = where.free_by_address.lower_bound(address);
-  if (after != where.free_by_address.end() && after->first == address + size) {
-    size += after->second;
-    where.free_by_size.erase({after->second, after->first});
-    after = where.free_by_address.erase(after);
-  }
-  if (after != where.free_by_address.begin()) {
-    auto before = std::prev(after);
-    if (before->first + before->second == address) {
-      address = before->first;
-      size += before->second;
-      where.free_by_size.erase({before->second, before->first});
-      where.free_by_address.erase(before);
-    }
-  }
-  if (address + size == where.base + where.top) {
-    where.top = address - where.base;
-    return;
-  }
-  where.free_by_address.emplace(address, size);
-  where.free_by_size.emplace(size, address);
 }
 
 // Under the capacity (set_per_process_memory_fraction); the device's own memory is its to refuse.
@@ -243,26 +323,35 @@ bool rlmem_policy::map_new_run(arena& owner, std::uint64_t address, std::uint64_
 // Every page under [address, address + size) gains a user; those no one had are mapped, the
 // ones wholly inside the block in runs. On failure the pages taken so far are left again and
 // those this call mapped go back to the device: nothing changed.
-bool rlmem_policy::map_pages(arena& owner, std::uint64_t address, std::uint64_t size) {
+bool rlmem_policy::map_pages(arena& owner, span& block) {
+  std::uint64_t address = block.start;
+  std::uint64_t end = block.end;
   std::uint64_t first = address / page_bytes_ * page_bytes_;
-  std::uint64_t end = address + size;
   std::uint64_t last = (end - 1) / page_bytes_ * page_bytes_;
   std::uint64_t most = std::max(page_bytes_, options_.allocation_run_bytes / page_bytes_ * page_bytes_);
   // An end page mapped before this call has its free parts among the mapped free ranges already.
-  bool first_was_mapped = pages_.contains(first);
-  bool last_was_mapped = pages_.contains(last);
+  bool first_was_mapped = false;
+  bool last_was_mapped = false;
   std::vector<std::uint64_t> mapped_here;  // the start of each page or run this call mapped
   std::uint64_t at = first;
   bool ok = true;
+  // The first page at or after `at` that someone has: one search, then a step per page.
+  auto found = pages_.lower_bound(first);
   while (at < end) {
-    auto found = pages_.find(at);
-    if (found != pages_.end() && found->second.handle == 0) {
+    bool held = found != pages_.end() && found->first == at;
+    if (at == first) {
+      first_was_mapped = held;
+      block.first_page = found;
+    }
+    if (at == last) last_was_mapped = held;
+    if (held && found->second.handle == 0) {
       fault_ = "a block placed in a paused range";
       ok = false;
       break;
     }
-    if (found != pages_.end()) {
+    if (held) {
       if (found->second.users++ == 0) --cached_pages_;
+      ++found;
       at += page_bytes_;
       continue;
     }
@@ -270,7 +359,7 @@ bool rlmem_policy::map_pages(arena& owner, std::uint64_t address, std::uint64_t 
     // pages no one has as the block covers.
     std::uint64_t bytes = page_bytes_;
     if (at >= address) {
-      while (bytes < most && at + bytes + page_bytes_ <= end && pages_.find(at + bytes) == pages_.end()) bytes += page_bytes_;
+      while (bytes < most && at + bytes + page_bytes_ <= end && (found == pages_.end() || found->first != at + bytes)) bytes += page_bytes_;
     }
     if (!map_new_run(owner, at, bytes)) {
       ok = false;
@@ -282,12 +371,15 @@ bool rlmem_policy::map_pages(arena& owner, std::uint64_t address, std::uint64_t 
   if (ok) {
     // The free parts of end pages this call mapped are mapped free ranges now. (Walking them for
     // every request made small requests in pages shared by many blocks cost about 10 us each.)
-    if (!first_was_mapped) add_free_parts(owner, first, address);
+    if (!first_was_mapped) {
+      block.first_page = pages_.find(first);
+      add_free_parts(owner, first, address);
+    }
     if (!last_was_mapped) add_free_parts(owner, end, round_up(end, page_bytes_));
     return true;
   }
   // Pages mapped by this call were never used: no fence is needed to give them back.
-  if (at > first) leave_pages(first, at - first);
+  if (at > first) leave_pages(first, at - first, pages_.find(first));
   for (std::uint64_t start : mapped_here) {
     auto held = pages_.find(start);
     if (held == pages_.end() || held->second.users > 0) continue;  // already given back, or shared meanwhile
@@ -315,9 +407,10 @@ void rlmem_policy::unmap_page(std::uint64_t address) {
 
 // A page no block uses any more is cached, or (release_free_pages) unmapped once the device is
 // fenced; a paused one has no memory left to give back.
-void rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size) {
+bool rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size, page_map::iterator first_page) {
   std::uint64_t first = address / page_bytes_ * page_bytes_;
-  auto found = pages_.find(first);
+  auto found = first_page;
+  bool all_mapped = true;
   for (std::uint64_t at = first; at < address + size; at += page_bytes_) {
     // A block's pages are consecutive entries: step to the next rather than search for it.
     if (found == pages_.end() || found->first != at) found = pages_.find(at);
@@ -327,6 +420,7 @@ void rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size) {
     }
     if (found->second.handle == 0) {
       --paused_pages_;
+      all_mapped = false;
       found = pages_.erase(found);
       continue;
     }
@@ -335,11 +429,13 @@ void rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size) {
     if (options_.release_free_pages && (run == 0 || run_unused(run))) {
       gpu_.synchronize();
       release_unused_page(at);
+      all_mapped = false;
       found = pages_.lower_bound(at + page_bytes_);
       continue;
     }
     ++found;
   }
+  return all_mapped;
 }
 
 void rlmem_policy::release_unused_page(std::uint64_t address) {
@@ -436,46 +532,36 @@ bool rlmem_policy::unmap_run(std::uint64_t start) {
   return true;
 }
 
-model_block* rlmem_policy::new_block(std::uint64_t ptr, std::uint64_t size, std::uint64_t stream) {
-  model_block* block = nullptr;
-  if (!recycled_.empty()) {
-    block = recycled_.back();
-    recycled_.pop_back();
-  } else {
-    block = &storage_.emplace_back();
-  }
-  *block = model_block{};
-  block->ptr = ptr;
-  block->size = size;
-  block->stream = stream;
-  block->allocated = true;
-  block->in_use = true;
-  block->expandable = true;
-  return block;
-}
-
 model_block* rlmem_policy::allocate(std::uint64_t requested_bytes, std::uint64_t stream) {
   if (requested_bytes > options_.reservation_bytes) return nullptr;
   std::uint64_t size = round_up(std::max<std::uint64_t>(requested_bytes, 1), min_block_bytes);
   arena* where = arena_of(stream);
   if (where == nullptr) return nullptr;
-  std::uint64_t address = 0;
-  if (!place(*where, size, address)) return nullptr;
-  if (!map_pages(*where, address, size)) {
+  span* placed = place(*where, size);
+  if (placed == nullptr) return nullptr;
+  if (!map_pages(*where, *placed)) {
     // Short of memory: every cached page goes back, with one fence, and the request tries again
     // (as torch's allocator frees its whole cache: releasing a little each time fenced 10 times
     // as often under a cap of 1.1x the demand, for steps 15% slower).
     bool released = release_cached_pages();
-    bool mapped = released && map_pages(*where, address, size);
+    bool mapped = released && map_pages(*where, *placed);
     if (released) ++retries_;
     if (!mapped) {
-      give_back(*where, address, size);
-      add_mapped_parts(*where, address, address + size);
+      give_back(*where, placed);
+      add_mapped_parts(*where, placed->start, placed->end);
+      recycled_.push_back(placed);
       return nullptr;
     }
   }
   allocated_bytes_ += static_cast<std::int64_t>(size);
-  return new_block(address, size, stream);
+  model_block& block = placed->block;
+  block.ptr = placed->start;
+  block.size = size;
+  block.stream = stream;
+  block.allocated = true;
+  block.in_use = true;
+  block.expandable = true;
+  return &block;
 }
 
 void rlmem_policy::free_requested(model_block* block) {
@@ -485,13 +571,22 @@ void rlmem_policy::free_requested(model_block* block) {
 }
 
 void rlmem_policy::free_completed(model_block* block) {
+  static_assert(std::is_standard_layout_v<span>, "a span's address is its block's");
+  span* freed = reinterpret_cast<span*>(block);
   free_requested(block);
-  leave_pages(block->ptr, block->size);
-  arena& owner = arenas_.at(block->stream);
-  give_back(owner, block->ptr, block->size);
-  add_mapped_parts(owner, block->ptr, block->ptr + block->size);
   block->in_use = false;
-  recycled_.push_back(block);
+  arena& owner = arenas_.at(block->stream);
+  // Pages it gives back lie above the live block before it (whose own pages stay in use).
+  owner.cursor = live_before(freed);
+  bool all_mapped = leave_pages(freed->start, block->size, freed->first_page);
+  give_back(owner, freed);
+  // A live block's pages are mapped unless paused or just given back: only then walk them.
+  if (all_mapped) {
+    add_mapped_free(owner, freed->start, freed->end);
+  } else {
+    add_mapped_parts(owner, freed->start, freed->end);
+  }
+  recycled_.push_back(freed);
 }
 
 std::vector<model_block*> rlmem_policy::add_existing_segment(std::uint64_t, std::uint64_t, std::uint64_t stream,
@@ -518,16 +613,13 @@ std::uint64_t rlmem_policy::segments() const noexcept {
 }
 
 bool rlmem_policy::reserve_growable(std::uint64_t key, std::uint64_t max_bytes, std::uint64_t& base) {
-  arena made;
   if (max_bytes > options_.reservation_bytes) return false;  // and round_up cannot wrap past 2^64
-  made.size = round_up(std::max<std::uint64_t>(max_bytes, 1), page_bytes_);
-  if (device_errc code = gpu_.reserve(made.size, 0, made.base); code != device_errc::ok) {
+  std::uint64_t size = round_up(std::max<std::uint64_t>(max_bytes, 1), page_bytes_);
+  if (device_errc code = gpu_.reserve(size, 0, base); code != device_errc::ok) {
     if (code != device_errc::out_of_memory) fault_ = "reserve: " + std::string(device_error_name(code));
     return false;
   }
-  base = made.base;
-  made.key = key;
-  arenas_.emplace(key, std::move(made));
+  add_arena(key, base, size).growable = true;
   return true;
 }
 
@@ -535,8 +627,8 @@ bool rlmem_policy::grow(std::uint64_t key, std::uint64_t bytes) {
   arena& buffer = arenas_.at(key);
   if (bytes > buffer.size) return false;  // and round_up cannot wrap past 2^64
   std::uint64_t wanted = round_up(bytes, page_bytes_);
-  std::uint64_t start = buffer.top;
-  for (std::uint64_t at = buffer.base + start; buffer.top < wanted; at += page_bytes_) {
+  std::uint64_t start = buffer.grown_bytes;
+  for (std::uint64_t at = buffer.base + start; buffer.grown_bytes < wanted; at += page_bytes_) {
     bool mapped = map_page(buffer, at);
     if (!mapped && fault_.empty() && release_cached_pages()) {
       ++retries_;
@@ -545,17 +637,17 @@ bool rlmem_policy::grow(std::uint64_t key, std::uint64_t bytes) {
     if (!mapped) {
       // Pages mapped by this call were never used: no fence is needed to give them back.
       for (std::uint64_t back = buffer.base + start; back < at; back += page_bytes_) unmap_page(back);
-      buffer.top = start;
+      buffer.grown_bytes = start;
       return false;
     }
-    buffer.top += page_bytes_;
+    buffer.grown_bytes += page_bytes_;
   }
   return true;
 }
 
 std::uint64_t rlmem_policy::grown_bytes(std::uint64_t key) const {
   auto found = arenas_.find(key);
-  return found == arenas_.end() ? 0 : found->second.top;
+  return found == arenas_.end() ? 0 : found->second.grown_bytes;
 }
 
 void rlmem_policy::release_growable(std::uint64_t key) {

@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace rlmem {
@@ -148,24 +149,72 @@ class rlmem_policy final : public allocator_policy {
   void clear_fault() noexcept { fault_.clear(); }
 
  private:
-  struct arena {
-    std::uint64_t base = 0;
-    std::uint64_t size = 0;
-    std::uint64_t top = 0;                                      // offset of the first never-used byte
-    std::map<std::uint64_t, std::uint64_t> free_by_address;     // address -> size, below top
-    std::set<std::pair<std::uint64_t, std::uint64_t>> free_by_size;  // (size, address)
-    std::uint64_t mapped_pages = 0;
-    std::uint64_t key = 0;
-    // Free address ranges (in gaps or above the top) whose every byte lies on a mapped page:
-    // memory a block can take with no new page.
-    std::map<std::uint64_t, std::uint64_t> mapped_free_by_address;       // start -> end
-    std::set<std::pair<std::uint64_t, std::uint64_t>> mapped_free_by_size;  // (size, start)
+  /// A range of an arena, linked to its neighbours in address order as torch links its blocks:
+  /// a live block, or a mapped free range (free bytes that all lie on mapped pages: memory a
+  /// block can take with no new page), the longest such. The free bytes after a live span up to
+  /// the next live one are its gap; the other free bytes are on pages not mapped. Nothing is
+  /// searched by address: neighbours are a pointer away.
+  struct span;
+  /// (bytes, address): best fit is the first at or after (request, 0), the lowest among equals.
+  using size_key = std::pair<std::uint64_t, std::uint64_t>;
+  /// Live spans with a gap after them (the highest excepted), by (gap bytes, gap address).
+  struct by_gap {
+    using is_transparent = void;
+    static size_key key(const span* at);
+    bool operator()(const span* a, const span* b) const { return key(a) < key(b); }
+    bool operator()(const span* a, const size_key& b) const { return key(a) < b; }
+    bool operator()(const size_key& a, const span* b) const { return a < key(b); }
   };
+  /// Mapped free ranges, by (bytes, address).
+  struct by_length {
+    using is_transparent = void;
+    static size_key key(const span* at);
+    bool operator()(const span* a, const span* b) const { return key(a) < key(b); }
+    bool operator()(const span* a, const size_key& b) const { return key(a) < b; }
+    bool operator()(const size_key& a, const span* b) const { return a < key(b); }
+  };
+  using gap_set = std::set<span*, by_gap>;
+  using mapped_free_set = std::set<span*, by_length>;
+  struct arena;
   struct page {
     physical_handle handle = 0;  // 0 while paused
     std::uint32_t users = 0;
     arena* owner = nullptr;
     std::uint64_t run = 0;  // the start of the restored run it is mapped in; 0 when mapped alone
+  };
+  using page_map = std::map<std::uint64_t, page>;
+  struct span {
+    model_block block;  // first member: free_completed() finds the span from the block it handed out
+    std::uint64_t start = 0;
+    std::uint64_t end = 0;
+    span* prev = nullptr;
+    span* next = nullptr;
+    std::uint64_t gap_after = 0;  // live: free bytes up to the next live span; 0 on the highest
+    bool live = false;
+    // Where the span is in its set (live, with a gap after it; or mapped free): erased without a search.
+    gap_set::iterator gap_entry;
+    mapped_free_set::iterator mapped_free_entry;
+    page_map::iterator first_page;  // live: the page its first byte lies on, kept while it is used
+  };
+  struct arena {
+    arena() = default;
+    arena(const arena&) = delete;  // its spans point at `head`
+    arena& operator=(const arena&) = delete;
+    std::uint64_t base = 0;
+    std::uint64_t size = 0;
+    std::uint64_t mapped_pages = 0;
+    std::uint64_t key = 0;
+    /// A growable buffer's: no blocks, pages mapped from the base up to grown_bytes.
+    bool growable = false;
+    std::uint64_t grown_bytes = 0;
+    /// A live span of no bytes at the base: the gap before the lowest block is its gap.
+    span head;
+    span* highest = &head;  // the live span that ends where the never-used space above starts
+    /// A live span at or below the address last looked up: page-by-page walks (releasing the
+    /// cache, a pause, a restore) step on from it instead of from the base.
+    span* cursor = &head;
+    gap_set gaps_by_size;
+    mapped_free_set mapped_free_by_size;
   };
   /// Pages mapped as one allocation and one mapping (by allocate() or restore_range()).
   struct memory_run {
@@ -174,9 +223,17 @@ class rlmem_policy final : public allocator_policy {
   };
 
   arena* arena_of(std::uint64_t stream);
-  bool place(arena& where, std::uint64_t size, std::uint64_t& address);
-  /// Carves [address, address + size) out of the free gap holding it or the space above the top.
-  void take_range(arena& where, std::uint64_t address, std::uint64_t size);
+  arena& add_arena(std::uint64_t key, std::uint64_t base, std::uint64_t size);
+  /// Chooses where a block of `size` goes and carves it out; nullptr when the arena is full.
+  span* place(arena& where, std::uint64_t size);
+  /// A live span for [address, address + size), carved out of the gap after `before` (or the
+  /// space above the top when `before` is the highest) and out of the mapped free ranges.
+  span* carve(arena& where, span* before, std::uint64_t address, std::uint64_t size);
+  /// The live span `block` back to the gaps, joined with its neighbours; a gap reaching the
+  /// top lowers the top instead. Unlinks it, to be recycled by the caller.
+  void give_back(arena& where, span* block);
+  /// The live span nearest below or at `address` (found from the arena's cursor, which it moves).
+  span* live_at_or_before(arena& where, std::uint64_t address);
   /// [begin, end), free and mapped, joins the mapped free ranges (merged with those it touches).
   void add_mapped_free(arena& where, std::uint64_t begin, std::uint64_t end);
   /// [begin, end) is no longer free or no longer mapped.
@@ -185,8 +242,18 @@ class rlmem_policy final : public allocator_policy {
   void add_free_parts(arena& where, std::uint64_t begin, std::uint64_t end);
   /// The parts of [begin, end) on mapped pages join the mapped free ranges. Pre: [begin, end) is free.
   void add_mapped_parts(arena& where, std::uint64_t begin, std::uint64_t end);
-  void give_back(arena& where, std::uint64_t address, std::uint64_t size);
-  bool map_pages(arena& owner, std::uint64_t address, std::uint64_t size);
+  span* new_span(std::uint64_t start, std::uint64_t end, bool live);
+  /// Set entries in and out of the arena's two sets, their nodes kept for the next entry: in a
+  /// steady state no node is allocated.
+  void enter_gaps(arena& where, span* before);
+  void leave_gaps(arena& where, span* before);
+  void enter_mapped_free(arena& where, span* range);
+  void leave_mapped_free(arena& where, span* range);
+  /// The live span nearest below `at` (the head at least).
+  static span* live_before(span* at);
+  void link_after(span* at, span* added);
+  void unlink(span* gone);
+  bool map_pages(arena& owner, span& block);
   bool map_page(arena& owner, std::uint64_t address);
   /// Maps `bytes` of pages no one has at `address` as one run (one page: an ordinary page), each
   /// page with one user. False with nothing changed.
@@ -195,7 +262,9 @@ class rlmem_policy final : public allocator_policy {
   /// with fault_ set unless out of memory.
   physical_handle new_memory(std::uint64_t address, std::uint64_t bytes);
   void record(bool alloc, std::uint64_t address, const arena& owner);
-  void leave_pages(std::uint64_t address, std::uint64_t size);
+  /// The pages under [address, address + size) lose a user, from `first` (the first of them);
+  /// true when all of them are still mapped afterwards (none was paused or given back).
+  bool leave_pages(std::uint64_t address, std::uint64_t size, page_map::iterator first);
   void unmap_page(std::uint64_t address);
   /// Maps [address, address + bytes) of paused pages as one run; false with nothing changed.
   bool map_restored_run(std::uint64_t address, std::uint64_t bytes);
@@ -211,7 +280,6 @@ class rlmem_policy final : public allocator_policy {
   /// Contiguous runs of the pages in `range` for which `wanted(page)` holds.
   template <typename Wanted>
   std::vector<address_run> runs_of_pages(address_run range, Wanted wanted) const;
-  model_block* new_block(std::uint64_t ptr, std::uint64_t size, std::uint64_t stream);
 
   device& gpu_;
   rlmem_policy_options options_;
@@ -219,16 +287,21 @@ class rlmem_policy final : public allocator_policy {
   std::int64_t allocated_bytes_ = 0;
   std::uint64_t retries_ = 0;
   std::unordered_map<std::uint64_t, arena> arenas_;   // by stream
-  std::map<std::uint64_t, page> pages_;               // pages blocks use or cached, mapped or paused
+  page_map pages_;                                    // pages blocks use or cached, mapped or paused
   std::uint64_t mapped_pages_ = 0;
   std::uint64_t paused_pages_ = 0;
   std::uint64_t cached_pages_ = 0;                     // mapped pages no block uses
   std::map<std::uint64_t, memory_run> runs_;  // by start address
-  std::deque<model_block> storage_;
-  std::vector<model_block*> recycled_;
+  std::deque<span> storage_;
+  std::vector<span*> recycled_;
+  std::vector<gap_set::node_type> spare_gap_nodes_;
+  std::vector<mapped_free_set::node_type> spare_mapped_free_nodes_;
   std::vector<model_segment_event> events_;
   page_observer observer_;
   std::string fault_;
 };
+
+inline rlmem_policy::size_key rlmem_policy::by_gap::key(const span* at) { return {at->gap_after, at->end}; }
+inline rlmem_policy::size_key rlmem_policy::by_length::key(const span* at) { return {at->end - at->start, at->start}; }
 
 }  // namespace rlmem
