@@ -8,8 +8,8 @@
 //
 //   policy_digest SNAPSHOT
 
-#include <rlmem/snapshot_reader.hpp>
-#include <rlmem/trace_simulation.hpp>
+#include <rlmem/snapshot/snapshot_reader.hpp>
+#include <rlmem/model/trace_simulation.hpp>
 
 #include <cstdint>
 #include <cstdio>
@@ -38,7 +38,7 @@ run_summary run(const snapshot& snap, bool release_free_pages, std::uint64_t cap
   trace_simulation_options options;
   rlmem_policy_options policy;
   policy.release_free_pages = release_free_pages;
-  options.rlmem = policy;
+  options.allocator = policy;
   options.capacity_bytes = capacity_bytes;
   run_summary summary;
   summary.result = simulate_trace(snap, options, [&summary](const simulation_step& step) {
