@@ -13,8 +13,8 @@ snap="$testdata/snapshots/tiny_oom_cpp_stacks.pickle"
 log="$testdata/steplog/h100_grpo_clean.jsonl"
 plan=(plan --model qwen2.5-0.5b --phase generate --batch 1 --prompt-len 1 --new-tokens 1)
 
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
-ok() { echo "ok   $*"; }
+# shellcheck source=expect.sh
+. "$here/expect.sh"
 
 # Every subcommand that prints a report, and help.
 commands=("inspect $snap" "inspect $snap --json" "diff $snap $snap" "replay $snap" "${plan[*]}" "plan --list-models"
@@ -105,16 +105,6 @@ else
 fi
 
 # Numbers: one line naming the option, the value and the range; exit 2.
-expect_refused() {
-  local expected=$1; shift
-  "$rlmem" "$@" >"$work/out" 2>"$work/err"
-  local code=$?
-  if [ "$code" -ne 2 ] || [ "$(wc -l <"$work/err")" -ne 1 ] || [ -s "$work/out" ] || ! grep -qF -- "$expected" "$work/err"; then
-    fail "$*: expected exit 2, one line with '$expected', empty stdout; saw exit $code, stderr: $(cat "$work/err")"
-  else
-    ok "$*: $(cat "$work/err")"
-  fi
-}
 expect_refused "--top: '0' is not a whole number from 1 to 1000000" inspect "$snap" --top 0
 expect_refused "--top: '1e300' is not a whole number" inspect "$snap" --top 1e300
 expect_refused "--frames: '-1' is not a whole number from 0 to 10000" inspect "$snap" --frames -1

@@ -4,6 +4,7 @@
 set -u
 rlmem=$1
 testdata=$2
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -11,8 +12,8 @@ snap="$testdata/snapshots/tiny_oom_cpp_stacks.pickle"
 leak="$testdata/snapshots/grpo_leak_logits.pickle.zst"
 plan=(plan --model qwen2.5-0.5b --phase generate --batch 1 --prompt-len 1 --new-tokens 1)
 
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
-ok() { echo "ok   $*"; }
+# shellcheck source=expect.sh
+. "$here/expect.sh"
 
 # `same NAME FILE_A FILE_B`: both exist, are not empty and are equal byte for byte.
 same() {
@@ -53,16 +54,6 @@ same "watch --format json = --json (but the frame's time)" "$work/watch_json" "$
 
 # Refused in one line, exit 2, nothing written: an unknown format, a format a command does not
 # make, and two choices of format.
-expect_refused() {
-  local expected=$1; shift
-  "$rlmem" "$@" >"$work/out" 2>"$work/err"
-  local code=$?
-  if [ "$code" -ne 2 ] || [ "$(wc -l <"$work/err")" -ne 1 ] || [ -s "$work/out" ] || ! grep -qF -- "$expected" "$work/err"; then
-    fail "$*: expected exit 2, one line with '$expected', empty stdout; saw exit $code, stderr: $(cat "$work/err")"
-  else
-    ok "$*: $(cat "$work/err")"
-  fi
-}
 expect_refused "--format" inspect "$snap" --format yaml
 expect_refused "--format" watch --once --log "$testdata/steplog/h100_grpo_clean.jsonl" --format html
 expect_refused "excludes" inspect "$snap" --json --format text
