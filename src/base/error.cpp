@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The table of error names and messages; tests check it has one row per errc, in order.
+// The snapshot reader's table of error names and messages, checked at compile time to follow errc.
 
 #include <rlmem/base/error.hpp>
 
@@ -9,13 +9,7 @@ namespace rlmem {
 
 namespace {
 
-struct error_row {
-  errc code;
-  std::string_view name;
-  std::string_view message;
-};
-
-constexpr std::array<error_row, static_cast<std::size_t>(errc::count_)> error_table = {{
+constexpr error_rows<errc, static_cast<std::size_t>(errc::count_)> error_table = {{
     {errc::ok, "OK", "no error"},
     {errc::io_error, "IO_ERROR", "the file cannot be read"},
     {errc::empty_input, "EMPTY_INPUT", "the file is empty"},
@@ -50,33 +44,21 @@ constexpr std::array<error_row, static_cast<std::size_t>(errc::count_)> error_ta
     {errc::invalid_size, "INVALID_SIZE", "a size no allocator produces (negative, or 2^63 bytes and more)"},
 }};
 
-constexpr bool table_matches_enum() {
-  for (std::size_t i = 0; i < error_table.size(); ++i) {
-    if (static_cast<std::size_t>(error_table[i].code) != i) return false;
-  }
-  return true;
-}
-static_assert(table_matches_enum(), "error_table rows must follow errc order");
+static_assert(rows_follow_codes(error_table), "error_table rows must follow errc order");
 
 }  // namespace
 
-std::string_view errc_name(errc code) noexcept {
-  auto index = static_cast<std::size_t>(code);
-  return index < error_table.size() ? error_table[index].name : "UNKNOWN";
-}
+std::string_view error_name(errc code) noexcept { return name_in(error_table, code); }
 
-std::string_view errc_message(errc code) noexcept {
-  auto index = static_cast<std::size_t>(code);
-  return index < error_table.size() ? error_table[index].message : "unknown error";
-}
+std::string_view error_message(errc code) noexcept { return message_in(error_table, code); }
 
 std::string describe(const error& failure) {
-  std::string line(errc_name(failure.code));
+  std::string line(error_name(failure.code));
   if (failure.code != errc::io_error && failure.code != errc::empty_input && failure.code != errc::not_a_regular_file) {
     line += " at byte " + std::to_string(failure.offset);
   }
   line += ": ";
-  line += errc_message(failure.code);
+  line += error_message(failure.code);
   if (!failure.detail.empty()) line += " (" + failure.detail + ")";
   return line;
 }

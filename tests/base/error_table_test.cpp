@@ -14,11 +14,11 @@ TEST(error_table, every_code_has_a_distinct_name_and_message) {
   std::set<std::string_view> names;
   for (int i = 0; i < static_cast<int>(errc::count_); ++i) {
     auto code = static_cast<errc>(i);
-    EXPECT_NE(errc_name(code), "UNKNOWN") << "code " << i << " has no row";
-    EXPECT_FALSE(errc_message(code).empty()) << "code " << i;
-    EXPECT_TRUE(names.insert(errc_name(code)).second) << "duplicate name " << errc_name(code);
+    EXPECT_NE(error_name(code), "UNKNOWN") << "code " << i << " has no row";
+    EXPECT_FALSE(error_message(code).empty()) << "code " << i;
+    EXPECT_TRUE(names.insert(error_name(code)).second) << "duplicate name " << error_name(code);
   }
-  EXPECT_EQ(errc_name(errc::count_), "UNKNOWN");
+  EXPECT_EQ(error_name(errc::count_), "UNKNOWN");
 }
 
 TEST(error_table, describe_names_the_code_offset_and_detail) {

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Error codes and the result type that every rlmem parser returns; nothing in a parser throws.
+// One error model for every part: a `<part>_errc` enum whose codes have one {code, NAME, message}
+// row each in the part's table (checked at compile time), `basic_error<Code>` and `result<T, Code>`.
+// Every parser returns a result; nothing in a parser throws. The snapshot reader's codes are here.
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -45,44 +49,124 @@ enum class errc : std::uint8_t {
   count_
 };
 
-/// The code's name in upper case ("TRUNCATED"); "UNKNOWN" for values out of range.
-std::string_view errc_name(errc code) noexcept;
-/// A sentence saying what the code means for the user.
-std::string_view errc_message(errc code) noexcept;
+/// The snapshot reader's code's name in upper case ("TRUNCATED"); "UNKNOWN" out of range.
+std::string_view error_name(errc code) noexcept;
+/// A sentence saying what the reader's code means for the user.
+std::string_view error_message(errc code) noexcept;
 
-/// A failure: what went wrong, and where in the (decompressed) input.
-struct error {
-  errc code = errc::ok;
-  std::uint64_t offset = 0;  ///< byte offset in the decompressed stream
-  std::string detail;        ///< specifics: the opcode's name, the limit, the key
+/// One row of a part's error table: the code, its NAME for programs (the C ABI, Python, logs) and
+/// a sentence for people. Each part keeps one table for its own `<part>_errc` enum, in its .cpp,
+/// and checks it at compile time with `rows_follow_codes`.
+template <class Code>
+struct error_row {
+  Code code;                 ///< the enum value this row describes
+  std::string_view name;     ///< upper case, stable: "TRUNCATED", "UNKNOWN_KEY"
+  std::string_view message;  ///< what the code means, without the specifics of one failure
 };
+
+/// A part's error table: one row per code of `Code`, in the enum's order.
+template <class Code, std::size_t N>
+using error_rows = std::array<error_row<Code>, N>;
+
+/// True when the enum starts at `ok = 0` and ends with `count_`, the table has one row per code and
+/// row i holds code i: `static_assert(rows_follow_codes(rows))` makes a new code without its row
+/// fail to compile.
+template <class Code, std::size_t N>
+constexpr bool rows_follow_codes(const error_rows<Code, N>& rows) noexcept {
+  if (static_cast<std::size_t>(Code::ok) != 0 || N != static_cast<std::size_t>(Code::count_)) return false;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (static_cast<std::size_t>(rows[i].code) != i) return false;
+  }
+  return true;
+}
+
+/// The row of `code` in a table that follows its codes, or nothing for a value out of range.
+template <class Code, std::size_t N>
+constexpr const error_row<Code>* row_of(const error_rows<Code, N>& rows, Code code) noexcept {
+  auto index = static_cast<std::size_t>(code);
+  return index < N ? &rows[index] : nullptr;
+}
+
+/// `code`'s NAME in `rows`, or "UNKNOWN" for a value out of range.
+template <class Code, std::size_t N>
+constexpr std::string_view name_in(const error_rows<Code, N>& rows, Code code) noexcept {
+  const error_row<Code>* row = row_of(rows, code);
+  return row != nullptr ? row->name : "UNKNOWN";
+}
+
+/// `code`'s sentence in `rows`, or "unknown error" for a value out of range.
+template <class Code, std::size_t N>
+constexpr std::string_view message_in(const error_rows<Code, N>& rows, Code code) noexcept {
+  const error_row<Code>* row = row_of(rows, code);
+  return row != nullptr ? row->message : "unknown error";
+}
+
+/// A failure of any part: what went wrong (`code`, whose NAME and sentence come from the part's
+/// table through `error_name`/`error_message`), where in the input, and the specifics.
+template <class Code>
+struct basic_error {
+  Code code{};               ///< never the part's `ok` in a failed result
+  std::uint64_t offset = 0;  ///< where in the input: the byte of the decompressed stream for the
+                             ///< snapshot reader; 0 where a part's inputs have no position
+  std::string detail;        ///< specifics: the opcode's name, the limit, the key; for parts whose
+                             ///< refusals a person reads, the whole sentence printed
+};
+
+/// The snapshot reader's failure.
+using error = basic_error<errc>;
 
 /// One line for a person: "TRUNCATED at byte 1,234: <message> (<detail>)".
 std::string describe(const error& failure);
 
-/// A value or an error. Use `get(value)` to move the value out and learn the code.
-template <class T>
+/// A value or a failure, never both; every parser of every part returns one and never throws.
+/// Use `get(value)` to move the value out and learn the code.
+template <class T, class Code = errc>
 class [[nodiscard]] result {
  public:
-  result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
-  result(error failure) : error_(std::move(failure)) {}  // NOLINT: implicit by design
+  result(T value) : value_(std::move(value)) {}                      // NOLINT: implicit by design
+  result(basic_error<Code> failure) : error_(std::move(failure)) {}  // NOLINT: implicit by design
 
+  /// True when there is a value.
   bool ok() const noexcept { return value_.has_value(); }
-  errc code() const noexcept { return value_ ? errc::ok : error_.code; }
-  const error& failure() const noexcept { return error_; }
+  /// The part's `ok` code with a value, else the failure's code.
+  Code code() const noexcept { return value_ ? Code{} : error_.code; }
+  /// The failure; a default one (code `ok`, no detail) when there is a value.
+  const basic_error<Code>& failure() const noexcept { return error_; }
+  /// The value. Precondition: ok().
   T& value() & { return *value_; }
+  /// The value. Precondition: ok().
   const T& value() const& { return *value_; }
+  /// The value, moved out. Precondition: ok().
   T&& value() && { return std::move(*value_); }
 
   /// Moves the value into `out` when there is one; returns the code either way.
-  errc get(T& out) && {
+  Code get(T& out) && {
     if (value_) out = std::move(*value_);
     return code();
   }
 
  private:
   std::optional<T> value_;
-  error error_;
+  basic_error<Code> error_;
+};
+
+/// Success or a failure, for checks and actions that make no value.
+template <class Code>
+class [[nodiscard]] result<void, Code> {
+ public:
+  result() = default;  ///< success
+  result(basic_error<Code> failure) : error_(std::move(failure)), failed_(true) {}  // NOLINT: implicit by design
+
+  /// True on success.
+  bool ok() const noexcept { return !failed_; }
+  /// The part's `ok` code on success, else the failure's code.
+  Code code() const noexcept { return failed_ ? error_.code : Code{}; }
+  /// The failure; a default one (code `ok`, no detail) on success.
+  const basic_error<Code>& failure() const noexcept { return error_; }
+
+ private:
+  basic_error<Code> error_;
+  bool failed_ = false;
 };
 
 }  // namespace rlmem
