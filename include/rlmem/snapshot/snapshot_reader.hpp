@@ -32,7 +32,7 @@ struct read_limits {
   /// is this base (2^24 units: 128 MiB) plus one unit per `input_bytes_per_held_value` bytes
   /// read. The bundled real snapshots need under one unit per 4 bytes (a test reads them so).
   std::uint64_t max_held_values = std::uint64_t{1} << 24;
-  std::uint32_t input_bytes_per_held_value = 2;  ///< the budget's growth, above; 0 counts as 1
+  std::uint32_t input_bytes_per_held_value = 2;  ///< input bytes per unit the budget grows by; 0 counts as 1
   /// Decompressed bytes per compressed byte read, once past the first 64 MiB
   /// (LIMIT_COMPRESSION_RATIO). Real snapshots compress 15 to 40 times; gzip cannot pass 1,032.
   std::uint32_t max_compression_ratio = 1024;
