@@ -6,7 +6,7 @@ PACKAGES := cmake g++ make pkg-config nlohmann-json3-dev libfmt-dev libcli11-dev
 # The Python package's tests (Debian's torch 1.13 gives them a real gloo process group), the
 # terminal test of `rlmem watch`, the browser tests of `rlmem report` (headless chromium) and the
 # corpus test, whose reference reads the .zst snapshots with the zstd command; doxygen checks that
-# the C headers document every declaration.
+# the C headers and every part's C++ API header document every declaration.
 TEST_PACKAGES := python3 python3-venv python3-setuptools python3-wheel python3-pip python3-pytest python3-torch tmux \
                  chromium zstd doxygen
 FUZZ_PACKAGES := clang libclang-rt-dev
