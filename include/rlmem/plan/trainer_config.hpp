@@ -50,7 +50,7 @@ struct mapped_setting {
 struct ignored_setting {
   std::string key;     ///< dotted path in the file, as mapped_setting's
   std::string value;   ///< as the file gives it (strings bare, the rest as JSON, at most 80 characters), or the default
-  std::string reason;  ///< why the plan does not use it, and what it planned with instead
+  std::string reason;  ///< why the plan leaves it out, often with what it planned with instead
 };
 
 /// What read_trainer_config made of a file: the settings that became knobs and those left out.
