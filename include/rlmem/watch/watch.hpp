@@ -196,6 +196,7 @@ struct steplog_alert_seen {
 /// within `limits`.
 class steplog_follower {
  public:
+  /// Follows the file at `path`, which need not exist yet; nothing is read before the first poll().
   explicit steplog_follower(std::string path, steplog_limits limits = {});
   ~steplog_follower();
   steplog_follower(const steplog_follower&) = delete;
@@ -205,56 +206,34 @@ class steplog_follower {
   /// for it (only std::bad_alloc may escape).
   void poll();
 
-  const std::string& path() const noexcept { return path_; }
-  steplog_file_state state() const noexcept { return state_; }
+  /// The path as given.
+  const std::string& path() const noexcept;
+  /// Where following the file stands after the last poll().
+  steplog_file_state state() const noexcept;
   /// Why the file is unreadable, or "" (strerror's text).
-  const std::string& state_message() const noexcept { return state_message_; }
+  const std::string& state_message() const noexcept;
   /// Step ends of the current series, oldest first, at most limits.history_steps.
-  const std::deque<steplog_record>& records() const noexcept { return records_; }
+  const std::deque<steplog_record>& records() const noexcept;
   /// Alerts of the current series, oldest first, at most limits.alerts_kept.
-  const std::deque<steplog_alert_seen>& alerts() const noexcept { return alerts_; }
-  std::uint64_t lines_parsed() const noexcept { return lines_parsed_; }
-  std::uint64_t lines_skipped() const noexcept { return lines_skipped_; }
+  const std::deque<steplog_alert_seen>& alerts() const noexcept;
+  /// Lines that were records, of every series and rank, since the follower was made.
+  std::uint64_t lines_parsed() const noexcept;
+  /// Lines that were no record (or too long, or cut off), since the follower was made.
+  std::uint64_t lines_skipped() const noexcept;
   /// The last skipped line's reason with its byte offset: "at byte 1,234: not JSON".
-  const std::string& last_skip() const noexcept { return last_skip_; }
+  const std::string& last_skip() const noexcept;
   /// Lines of another rank than the first one seen (a log several ranks write into).
-  std::uint64_t other_rank_lines() const noexcept { return other_rank_lines_; }
+  std::uint64_t other_rank_lines() const noexcept;
   /// Times the file was truncated, replaced or removed.
-  std::uint64_t reopened() const noexcept { return reopened_; }
+  std::uint64_t reopened() const noexcept;
   /// Times the step count went back (the job restarted); each starts a new series.
-  std::uint64_t series_restarts() const noexcept { return series_restarts_; }
+  std::uint64_t series_restarts() const noexcept;
   /// Bytes of a last line still waiting for its newline.
-  std::size_t pending_bytes() const noexcept { return pending_.size(); }
+  std::size_t pending_bytes() const noexcept;
 
  private:
-  bool open_file(bool from_start);
-  void close_file();
-  bool read_available(std::uint64_t& budget);
-  void take_line(std::string_view line, std::uint64_t offset);
-  void skip(std::uint64_t offset, const std::string& reason);
-
-  std::string path_;
-  steplog_limits limits_;
-  int fd_ = -1;
-  std::uint64_t device_ = 0;   ///< st_dev and st_ino of the open file, to notice a replacement
-  std::uint64_t inode_ = 0;
-  std::uint64_t offset_ = 0;   ///< next byte to read
-  std::uint64_t line_start_ = 0;  ///< offset of the first byte of the line being assembled
-  bool ever_opened_ = false;
-  bool discard_to_newline_ = false;  ///< inside a line that is too long, or cut by the tail start
-  std::string pending_;              ///< bytes of an incomplete line
-  std::string before_offset_;        ///< the last bytes read, to notice the file was rewritten
-  steplog_file_state state_ = steplog_file_state::waiting;
-  std::string state_message_;
-  std::deque<steplog_record> records_;
-  std::deque<steplog_alert_seen> alerts_;
-  std::optional<std::int64_t> rank_;
-  std::uint64_t lines_parsed_ = 0;
-  std::uint64_t lines_skipped_ = 0;
-  std::string last_skip_;
-  std::uint64_t other_rank_lines_ = 0;
-  std::uint64_t reopened_ = 0;
-  std::uint64_t series_restarts_ = 0;
+  struct impl;  // the open file, the line being assembled, the series and the counts (follower.cpp)
+  std::unique_ptr<impl> impl_;
 };
 
 // ---- One refresh -------------------------------------------------------------------------------
@@ -362,16 +341,16 @@ class watch_session {
  public:
   /// `gpus` may be null (NVML unavailable; `nvml_message` says why): the log is shown alone.
   watch_session(std::unique_ptr<gpu_source> gpus, std::string nvml_message, watch_options options);
+  ~watch_session();
+  watch_session(watch_session&&) noexcept;             ///< the moved-from session may only be destroyed
+  watch_session& operator=(watch_session&&) noexcept;  ///< the moved-from session may only be destroyed
 
   /// Samples every GPU, reads what the log gained, and computes the advice. `now` is Unix seconds.
   watch_frame refresh(double now);
 
  private:
-  std::unique_ptr<gpu_source> gpus_;
-  std::string nvml_message_;
-  watch_options options_;
-  std::unique_ptr<steplog_follower> log_;
-  std::vector<std::deque<std::uint64_t>> used_history_;  ///< per device index
+  struct impl;  // the GPU source, the log follower and the used-memory histories (session.cpp)
+  std::unique_ptr<impl> impl_;
 };
 
 }  // namespace rlmem
