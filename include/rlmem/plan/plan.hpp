@@ -15,9 +15,12 @@ namespace rlmem {
 
 // ---------------------------------------------------------------- models
 
-/// The MLP of a decoder layer. gated: act(gate(x)) * up(x), then down (SwiGLU, GeGLU: Llama,
-/// Qwen, Gemma). relu2: relu(up(x))^2, then down (nanochat). gelu: gelu(up(x)), then down.
-enum class mlp_kind : std::uint8_t { gated, relu2, gelu };
+/// The MLP of a decoder layer.
+enum class mlp_kind : std::uint8_t {
+  gated,  ///< act(gate(x)) * up(x), then down (SwiGLU, GeGLU: Llama, Qwen, Gemma)
+  relu2,  ///< relu(up(x))^2, then down (nanochat)
+  gelu,   ///< gelu(up(x)), then down
+};
 
 /// A decoder-only transformer as its Hugging Face config.json (or nanochat's model config) describes it.
 struct model_architecture {
@@ -80,49 +83,72 @@ std::vector<std::string> similar_preset_names(std::string_view name, std::size_t
 
 // ---------------------------------------------------------------- knobs
 
-/// What is planned: one generation, one training step, or a whole GRPO step (rollout, reference
-/// and old log-probs, update, optimizer step).
-enum class plan_phase : std::uint8_t { generate, train, grpo_step };
+/// What is planned.
+enum class plan_phase : std::uint8_t {
+  generate,   ///< one generation: prompts in, new tokens out
+  train,      ///< one training step: micro-batches of forward and backward, then the optimizer step
+  grpo_step,  ///< a whole GRPO step: rollout, old and reference log-probs, update, optimizer step
+};
 /// Each enum of the knobs has one table of names: --phase, the reports and the configs read it.
 inline constexpr enum_names<plan_phase, 3> plan_phase_names{
     {{"generate", plan_phase::generate}, {"train", plan_phase::train}, {"grpo-step", plan_phase::grpo_step}}};
-/// muon: momentum per 2-D matrix of the decoder layers (Newton-Schulz orthogonalised, one matrix
-/// at a time), fused AdamW for the rest (embeddings, head, norms, biases), as nanochat trains.
-enum class optimizer_kind : std::uint8_t { adamw, sgd, muon };
+/// The optimizer, for the state it keeps and what its step allocates.
+enum class optimizer_kind : std::uint8_t {
+  adamw,  ///< torch's AdamW: exp_avg and exp_avg_sq per trainable parameter, in its dtype
+  sgd,    ///< no state
+  /// Momentum per 2-D matrix of the decoder layers (Newton-Schulz orthogonalised, one matrix at a
+  /// time), fused AdamW for the rest (embeddings, head, norms, biases), as nanochat trains.
+  muon,
+};
 /// --optimizer's names.
 inline constexpr enum_names<optimizer_kind, 3> optimizer_kind_names{
     {{"adamw", optimizer_kind::adamw}, {"sgd", optimizer_kind::sgd}, {"muon", optimizer_kind::muon}}};
-/// bf16: parameters, gradients and optimizer state in bf16 (torch AdamW keeps the parameter's dtype).
-/// fp32_master: fp32 parameters, gradients and state, bf16 compute through autocast.
-/// nanochat: fp32 parameters but a bf16 embedding, bf16 autocast around the forward; the residual
-/// stream is bf16 (it starts at the embedding) and autocast's fp32 pow keeps ReLU^2's input in fp32.
-enum class precision_kind : std::uint8_t { bf16, fp32_master, nanochat };
+/// The dtypes of the parameters, gradients, optimizer state and compute.
+enum class precision_kind : std::uint8_t {
+  bf16,         ///< parameters, gradients and optimizer state in bf16 (torch AdamW keeps the parameter's dtype)
+  fp32_master,  ///< fp32 parameters, gradients and state, bf16 compute through autocast
+  /// fp32 parameters but a bf16 embedding, bf16 autocast around the forward; the residual stream
+  /// is bf16 (it starts at the embedding) and autocast's fp32 pow keeps ReLU^2's input in fp32.
+  nanochat,
+};
 /// --precision's names.
 inline constexpr enum_names<precision_kind, 3> precision_kind_names{
     {{"bf16", precision_kind::bf16}, {"fp32-master", precision_kind::fp32_master}, {"nanochat", precision_kind::nanochat}}};
-/// full: bf16 logits of every position, response rows upcast to fp32, log_softmax, gather
-/// (transformers; OpenRLHF). chunked: bf16 logits kept, fp32 log-softmax one chunk of rows at a time,
-/// gradient written into the logits (verl with flash-attn's cross entropy). fused: the head and
-/// the log-prob fused chunk by chunk, no full logits (Liger, verl use_fused_kernels).
-/// softcap: nanochat's GPT.forward with targets: the logits of every position softcapped in bf16
-/// (15 * tanh(logits / 15), tanh's output saved) and cast to fp32 for the cross-entropy over
-/// every position (gpt.py until 2025-11-23, commit 16788ee). softcap_fp32: cast to fp32 first,
-/// then softcapped in fp32 (gpt.py since that commit).
-enum class logprob_impl : std::uint8_t { full, chunked, fused, softcap, softcap_fp32 };
+/// How the log-probs (or the loss) come from the hidden states.
+enum class logprob_impl : std::uint8_t {
+  /// bf16 logits of every position, response rows upcast to fp32, log_softmax, gather
+  /// (transformers; OpenRLHF).
+  full,
+  /// bf16 logits kept, fp32 log-softmax one chunk of rows at a time, gradient written into the
+  /// logits (verl with flash-attn's cross entropy).
+  chunked,
+  fused,  ///< the head and the log-prob fused chunk by chunk, no full logits (Liger, verl use_fused_kernels)
+  /// nanochat's GPT.forward with targets: the logits of every position softcapped in bf16
+  /// (15 * tanh(logits / 15), tanh's output saved) and cast to fp32 for the cross-entropy over
+  /// every position (gpt.py until 2025-11-23, commit 16788ee).
+  softcap,
+  softcap_fp32,  ///< as softcap, but cast to fp32 first, then softcapped in fp32 (gpt.py since that commit)
+};
 /// --logprob-impl's names.
 inline constexpr enum_names<logprob_impl, 5> logprob_impl_names{{{"full", logprob_impl::full},
                                                                   {"chunked", logprob_impl::chunked},
                                                                   {"fused", logprob_impl::fused},
                                                                   {"softcap", logprob_impl::softcap},
                                                                   {"softcap-fp32", logprob_impl::softcap_fp32}}};
-/// grow: Hugging Face DynamicCache, one torch.cat per layer and token. prealloc: one buffer of
-/// kv_rows x kv_len positions allocated before the prompt (nanochat's engine).
-enum class kv_cache_kind : std::uint8_t { grow, prealloc };
+/// How the generation's KV cache is held.
+enum class kv_cache_kind : std::uint8_t {
+  grow,      ///< Hugging Face DynamicCache, one torch.cat per layer and token
+  prealloc,  ///< one buffer of kv_rows x kv_len positions allocated before the prompt (nanochat's engine)
+};
 /// --kv-cache's names.
 inline constexpr enum_names<kv_cache_kind, 2> kv_cache_kind_names{{{"grow", kv_cache_kind::grow}, {"prealloc", kv_cache_kind::prealloc}}};
-/// What is divided over the GPUs: none (replicated; DDP's gradient buckets when gpus > 1); zero1 optimizer state; zero2 + gradients;
-/// fsdp (= ZeRO-3, FULL_SHARD) + weights, with unsharded layers in flight.
-enum class shard_kind : std::uint8_t { none, zero1, zero2, fsdp };
+/// What is divided over the GPUs.
+enum class shard_kind : std::uint8_t {
+  none,   ///< nothing: replicated (DDP's gradient buckets when gpus > 1)
+  zero1,  ///< the optimizer state
+  zero2,  ///< the optimizer state and the gradients
+  fsdp,   ///< ZeRO-3, FULL_SHARD: state, gradients and weights, with unsharded layers in flight
+};
 /// --shard's names; zero3 is another name of fsdp, parsed but never printed.
 inline constexpr enum_names<shard_kind, 5> shard_kind_names{{{"none", shard_kind::none},
                                                              {"zero1", shard_kind::zero1},
@@ -131,15 +157,22 @@ inline constexpr enum_names<shard_kind, 5> shard_kind_names{{{"none", shard_kind
                                                              {"zero3", shard_kind::fsdp}}};
 /// Where the optimizer state (and, with all, the weights) live between uses: the GPU, or the
 /// CPU (plan_knobs::offload_optimizer and offload_weights).
-enum class offload_level : std::uint8_t { none, optimizer, all };
+enum class offload_level : std::uint8_t {
+  none,       ///< everything on the GPU
+  optimizer,  ///< the optimizer state on the CPU
+  all,        ///< the optimizer state, the gradients and the weights on the CPU (FSDP's CPU offload)
+};
 /// --offload's names.
 inline constexpr enum_names<offload_level, 3> offload_level_names{
     {{"none", offload_level::none}, {"optimizer", offload_level::optimizer}, {"all", offload_level::all}}};
-/// Where grpo-step's reference log-probs come from. none: no reference pass (a KL weight of 0).
-/// copy: a frozen bf16 copy of the base weights. adapter_disabled: the policy's own base weights
-/// with the LoRA adapter switched off (peft's disable_adapter(), as TRL and verl do with LoRA), so
-/// no second copy; needs a LoRA rank.
-enum class reference_kind : std::uint8_t { none, copy, adapter_disabled };
+/// Where grpo-step's reference log-probs come from.
+enum class reference_kind : std::uint8_t {
+  none,  ///< no reference pass (a KL weight of 0)
+  copy,  ///< a frozen bf16 copy of the base weights
+  /// The policy's own base weights with the LoRA adapter switched off (peft's disable_adapter(), as
+  /// TRL and verl do with LoRA), so no second copy; needs a LoRA rank.
+  adapter_disabled,
+};
 /// --ref-model's names.
 inline constexpr enum_names<reference_kind, 3> reference_kind_names{
     {{"none", reference_kind::none}, {"copy", reference_kind::copy}, {"adapter-disabled", reference_kind::adapter_disabled}}};
@@ -168,10 +201,13 @@ struct resident_buffer {
 /// `rows` or `epochs`, joined by x or *. False with a message on error.
 bool parse_buffer_spec(std::string_view spec, resident_buffer& buffer, std::string& message);
 
-/// What generates the rollout. hf: transformers' generate in the trainer's process (the cache
-/// grows token by token). vllm, sglang: an inference engine on the same GPU that reserves its
-/// memory up front (its weights, a KV pool sized from a memory fraction, activation workspace).
-enum class rollout_kind : std::uint8_t { hf, vllm, sglang };
+/// What generates the rollout. vllm and sglang are inference engines on the same GPU that reserve
+/// their memory up front (their weights, a KV pool sized from a memory fraction, activation workspace).
+enum class rollout_kind : std::uint8_t {
+  hf,      ///< transformers' generate in the trainer's process (the cache grows token by token)
+  vllm,    ///< vLLM, its budget a share of the card's total (gpu_memory_utilization)
+  sglang,  ///< SGLang, its budget a share of the memory free when it starts (mem_fraction_static)
+};
 /// --rollout's names.
 inline constexpr enum_names<rollout_kind, 3> rollout_kind_names{
     {{"hf", rollout_kind::hf}, {"vllm", rollout_kind::vllm}, {"sglang", rollout_kind::sglang}}};
@@ -192,18 +228,28 @@ struct rollout_engine_knobs {
 };
 
 /// How a colocated step hands the GPU between the trainer and its rollout engine (docs/plan.md,
-/// "Colocated hand-offs"). unmodelled: no transitions are planned (the trainer stays resident and
-/// the engine's wake-ups are not phases). keep: the trainer keeps its state on the GPU through the
-/// rollout (TRL colocate, OpenRLHF without --ds.enable_sleep). offload: its weights, the reference
-/// copy and the optimizer state go to host memory before the engine wakes and come back after it
-/// sleeps (verl's param_offload and optimizer_offload). rlmem_pause: rlmem.runtime's
-/// pause("train", keep="host") of the same state and of DDP's buckets (the whole tag).
-enum class handoff_kind : std::uint8_t { unmodelled, keep, offload, rlmem_pause };
-/// The order the engine comes back in. staged: its weights, then the weight sync, then (the sync's
-/// copy freed) its KV pool (vLLM wake_up(tags=["weights"]) then ["kv_cache"]; SGLang's
-/// resume_memory_occupation(tags); verl, TRL). together: weights and KV at once, then the sync
-/// (vLLM's wake_up() without tags: the old weights, the new ones and the KV at once).
-enum class wake_order_kind : std::uint8_t { staged, together };
+/// "Colocated hand-offs").
+enum class handoff_kind : std::uint8_t {
+  /// No transitions are planned (the trainer stays resident and the engine's wake-ups are not phases).
+  unmodelled,
+  /// The trainer keeps its state on the GPU through the rollout (TRL colocate, OpenRLHF without
+  /// --ds.enable_sleep).
+  keep,
+  /// Its weights, the reference copy and the optimizer state go to host memory before the engine
+  /// wakes and come back after it sleeps (verl's param_offload and optimizer_offload).
+  offload,
+  /// rlmem.runtime's pause("train", keep="host") of the same state and of DDP's buckets (the whole tag).
+  rlmem_pause,
+};
+/// The order the engine comes back in.
+enum class wake_order_kind : std::uint8_t {
+  /// Its weights, then the weight sync, then (the sync's copy freed) its KV pool (vLLM
+  /// wake_up(tags=["weights"]) then ["kv_cache"]; SGLang's resume_memory_occupation(tags); verl, TRL).
+  staged,
+  /// Weights and KV at once, then the sync (vLLM's wake_up() without tags: the old weights, the new
+  /// ones and the KV at once).
+  together,
+};
 /// --handoff's names; unmodelled prints only: --handoff takes the other three.
 inline constexpr enum_names<handoff_kind, 4> handoff_kind_names{{{"unmodelled", handoff_kind::unmodelled},
                                                                  {"keep", handoff_kind::keep},
@@ -213,9 +259,12 @@ inline constexpr enum_names<handoff_kind, 4> handoff_kind_names{{{"unmodelled", 
 inline constexpr enum_names<wake_order_kind, 2> wake_order_kind_names{{{"staged", wake_order_kind::staged},
                                                                        {"together", wake_order_kind::together}}};
 
-/// How a preallocated KV cache's rows follow the knobs: a number, the generation batch (the
-/// rows generated together), or the group (nanochat's engine sizes it for num_samples).
-enum class kv_rows_kind : std::uint8_t { fixed, generation_batch, group };
+/// How a preallocated KV cache's rows follow the knobs.
+enum class kv_rows_kind : std::uint8_t {
+  fixed,             ///< a number: plan_knobs::kv_rows (0: the generation batch)
+  generation_batch,  ///< the rows generated together
+  group,             ///< the group (nanochat's engine sizes it for num_samples)
+};
 
 /// Everything about how the model is run that shapes its memory, one field per option of `rlmem
 /// plan`. Only the fields of `phase` are read; validate_knobs says which must be set.
