@@ -476,7 +476,6 @@ enum class search_knob : std::uint8_t {
 inline constexpr unsigned search_bit(search_knob knob) noexcept { return 1u << static_cast<unsigned>(knob); }
 /// "group" -> search_knob::group; false when the name is not a knob --vary opens.
 bool parse_search_knob(std::string_view name, search_knob& knob);
-/// The name --vary takes for `knob` ("new-tokens", "lora-r", ...).
 std::string_view to_string(search_knob knob) noexcept;
 /// Why `knob` cannot be varied in `knobs`' phase, or empty when it can.
 std::string why_not_varied(search_knob knob, const plan_knobs& knobs);
