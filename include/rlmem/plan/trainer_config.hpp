@@ -11,11 +11,13 @@
 
 namespace rlmem {
 
+/// Which trainer's config a file is, and in which form (recognised from its keys).
 enum class trainer_config_format : std::uint8_t {
   trl_json,   ///< TrainingArguments.to_json_string() of a GRPOConfig (with TRL's ModelConfig keys if present)
   trl_yaml,   ///< a `trl grpo --config recipe.yaml` recipe (GRPOConfig and ModelConfig keys)
   verl_yaml,  ///< a verl Hydra config (ppo_trainer.yaml's tree: actor_rollout_ref, data, trainer, ...)
 };
+/// The format's name in the reports: "trl-grpo-json", "trl-grpo-yaml", "verl-yaml".
 /// Inline, so that the report renders a mapping without linking the reader (and yaml-cpp).
 inline std::string_view to_string(trainer_config_format format) noexcept {
   switch (format) {
@@ -46,16 +48,17 @@ struct mapped_setting {
 
 /// A setting that shapes memory but does not reach the plan, and why.
 struct ignored_setting {
-  std::string key;
-  std::string value;
-  std::string reason;
+  std::string key;     ///< dotted path in the file, as mapped_setting's
+  std::string value;   ///< as the file gives it (strings bare, the rest as JSON, at most 80 characters), or the default
+  std::string reason;  ///< why the plan leaves it out, often with what it planned with instead
 };
 
+/// What read_trainer_config made of a file: the settings that became knobs and those left out.
 struct trainer_config_mapping {
-  trainer_config_format format = trainer_config_format::trl_json;
+  trainer_config_format format = trainer_config_format::trl_json;  ///< as recognised from the keys
   std::string defaults_from;  ///< the trainer and commit whose defaults fill keys the file leaves out
-  std::vector<mapped_setting> mapped;
-  std::vector<ignored_setting> ignored;
+  std::vector<mapped_setting> mapped;    ///< the settings that became knobs
+  std::vector<ignored_setting> ignored;  ///< settings that shape memory but do not reach the plan
 };
 
 /// The command line's say in the mapping: TRL's generation batch is per_device_train_batch_size x
