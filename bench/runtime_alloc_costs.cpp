@@ -10,7 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
+#include <memory>
+#include <utility>
 
 namespace {
 
@@ -25,12 +26,12 @@ double nanoseconds_each(int count, Body body) {
 
 int main(int argc, char** argv) {
   int pairs = argc > 1 ? std::atoi(argv[1]) : 100000;
-  std::string why;
-  auto gpu = rlmem::open_cuda_device(0, why);
-  if (!gpu) {
-    std::fprintf(stderr, "runtime_alloc_costs: no CUDA device: %s\n", why.c_str());
+  auto opened = rlmem::open_cuda_device(0);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "runtime_alloc_costs: no CUDA device: %s\n", opened.failure().detail.c_str());
     return 2;
   }
+  std::unique_ptr<rlmem::device> gpu = std::move(opened).value();
   std::printf("stream_capturing            %8.1f ns\n", nanoseconds_each(pairs, [&](int) { (void)gpu->stream_capturing(0); }));
   {
     rlmem::runtime_options options;

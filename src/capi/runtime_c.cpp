@@ -318,15 +318,14 @@ int rlmem_runtime_open_cuda(int ordinal, const rlmem_runtime_options* options, c
   if (error_out != nullptr) *error_out = nullptr;
   if (!valid_ordinal(ordinal)) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "device " + std::to_string(ordinal) + " is out of range");
   try {
-    std::string why;
-    std::unique_ptr<rlmem::device> gpu = rlmem::open_cuda_device(ordinal, why);
-    if (!gpu) return report(error_out, RLMEM_E_DEVICE, why);
+    auto opened = rlmem::open_cuda_device(ordinal);
+    if (!opened.ok()) return report(error_out, RLMEM_E_DEVICE, opened.failure().detail);
     rlmem_runtime_options given{};
     if (options == nullptr) {
       std::lock_guard hold(configured_lock);
       given = configured;
     }
-    return install(ordinal, std::move(gpu), options != nullptr ? options : (given.struct_size != 0 ? &given : nullptr), error_out);
+    return install(ordinal, std::move(opened).value(), options != nullptr ? options : (given.struct_size != 0 ? &given : nullptr), error_out);
   } catch (const std::bad_alloc&) {
     return report(error_out, RLMEM_E_NO_MEMORY, "out of host memory");
   } catch (...) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 namespace rlmem {
@@ -22,9 +23,9 @@ constexpr std::uint64_t mib = std::uint64_t{1} << 20;
 class runtime_on_cuda : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string why;
-    gpu_ = open_cuda_device(0, why);
-    if (!gpu_) GTEST_SKIP() << "no GPU to test on: " << why;
+    auto opened = open_cuda_device(0);
+    if (!opened.ok()) GTEST_SKIP() << "no GPU to test on: " << opened.failure().detail;
+    gpu_ = std::move(opened).value();
     runtime_options options;
     options.policy.reservation_bytes = 4096 * mib;
     options.copy_chunk_bytes = 16 * mib;
