@@ -38,13 +38,12 @@ int main(int argc, char** argv) {
     options.policy.reservation_bytes = gpu->config().total_bytes;
     rlmem::runtime rt(*gpu, options);
     for (std::uint64_t size : {std::uint64_t{512}, std::uint64_t{64} << 10, std::uint64_t{1} << 20, std::uint64_t{24} << 20}) {
-      std::uint64_t address = 0;
-      rt.allocate(size, 0, address);  // the pages, mapped once and cached after
-      rt.free(address);
-      double each = nanoseconds_each(pairs, [&](int) {
-        rt.allocate(size, 0, address);
-        rt.free(address);
-      });
+      auto allocate_and_free = [&] {
+        auto made = rt.allocate(size, 0);
+        if (made.ok()) (void)rt.free(made.value());
+      };
+      allocate_and_free();  // the pages, mapped once and cached after
+      double each = nanoseconds_each(pairs, [&](int) { allocate_and_free(); });
       std::printf("runtime allocate+free %8llu B %8.1f ns\n", static_cast<unsigned long long>(size), each);
     }
   }
