@@ -141,6 +141,9 @@ int status_of(rlmem::runtime_errc code) noexcept {
   return RLMEM_E_DEVICE;
 }
 
+// What a call made of the runtime returns when it has no value of its own to pass on.
+using runtime_outcome = rlmem::result<void, rlmem::runtime_errc>;
+
 // A runtime call that makes an address: the address into `out` on success (untouched on failure),
 // and the outcome for with_runtime.
 runtime_outcome delivered(rlmem::result<std::uint64_t, rlmem::runtime_errc> made, std::uint64_t& out) {
@@ -189,9 +192,6 @@ int install(int ordinal, std::unique_ptr<rlmem::device> gpu, const rlmem_runtime
   slot.open = std::move(made);
   return RLMEM_OK;
 }
-
-// What a call made of the runtime returns when it has no value of its own to pass on.
-using runtime_outcome = rlmem::result<void, rlmem::runtime_errc>;
 
 // Runs `call(runtime&)`, which returns the runtime's result, on the open runtime of `ordinal`
 // under the shared lock, turning every failure into a status and its message: the failure's
@@ -280,7 +280,9 @@ void* torch_allocate(std::size_t size, int device, void* stream, std::string& wh
       status = rlmem_runtime_allocate(device, size, on_stream, &address, &error);
       break;
     case rlmem::capi::torch_request::library:
-      status = with_runtime(device, &error, [&](rlmem::runtime& rt) { return delivered(rt.allocate_for_library(size, on_stream), address); });
+      status = with_runtime(device, &error, [&](rlmem::runtime& rt) {
+        return delivered(rt.allocate_for_library(size, on_stream), address);
+      });
       break;
     case rlmem::capi::torch_request::unproven:
       status = with_runtime(device, &error, [&](rlmem::runtime& rt) {
@@ -332,7 +334,8 @@ int rlmem_runtime_open_cuda(int ordinal, const rlmem_runtime_options* options, c
       std::lock_guard hold(configured_lock);
       given = configured;
     }
-    return install(ordinal, std::move(opened).value(), options != nullptr ? options : (given.struct_size != 0 ? &given : nullptr), error_out);
+    return install(ordinal, std::move(opened).value(), options != nullptr ? options : (given.struct_size != 0 ? &given : nullptr),
+                   error_out);
   } catch (const std::bad_alloc&) {
     return report(error_out, RLMEM_E_NO_MEMORY, "out of host memory");
   } catch (...) {

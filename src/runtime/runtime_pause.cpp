@@ -249,7 +249,9 @@ result<void, runtime_errc> runtime::poison(tag_state& tag) {
   if (fresh && !tag.poisoned.empty()) {
     device_errc code = gpu_.fill_async(tag.poisoned.front(), page, options_.check_fill);
     if (code == device_errc::ok) code = gpu_.wait_copies();
-    if (code != device_errc::ok) return fail(runtime_errc::device_error, "checking mode: filling the check page: " + std::string(error_name(code)));
+    if (code != device_errc::ok) {
+      return fail(runtime_errc::device_error, "checking mode: filling the check page: " + std::string(error_name(code)));
+    }
   }
   return {};
 }
