@@ -141,7 +141,7 @@ struct runtime_totals {
 /// host_buffers_limit(): the most reserve_host_buffers() takes, and which bound it is.
 struct host_buffers_bound {
   std::uint64_t bytes = 0;  ///< the limit
-  std::string_view why;     ///< "half the host's physical memory", or the device's memory or capacity
+  std::string_view why;     ///< static text: "half the host's physical memory", or the device's memory or capacity
 };
 
 /// Thread-safe: every member takes one lock (a pause lets it go while it waits for copies).
@@ -274,6 +274,8 @@ class runtime {
   };
 
   tag_state& tag_named(std::string_view name);
+  /// allocate()'s work in tag `tag_id`, the lock held; `unproven` says why the block may be a
+  /// library's (allocate_unproven), empty otherwise.
   result<std::uint64_t, runtime_errc> allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std::uint64_t stream,
                                                   std::string_view unproven = {});
   void free_block(std::unordered_map<std::uint64_t, live_block>::iterator found);
