@@ -99,7 +99,7 @@ class yaml_converter {
 
  private:
   bool fail(plan_errc code, std::string sentence) {
-    failure_ = refuse(code, std::move(sentence));
+    failure_ = refuse(code, sentence);
     return false;
   }
 

@@ -58,7 +58,7 @@ setting settings_reader::get(std::string_view path, nlohmann::json fallback) con
 bool settings_reader::has(std::string_view path) const { return find_path(document_, path) != nullptr; }
 
 bool settings_reader::fail(std::string sentence, plan_errc code) {
-  if (!failed_) failure_ = refuse(code, std::move(sentence));
+  if (!failed_) failure_ = refuse(code, sentence);
   failed_ = true;
   return false;
 }

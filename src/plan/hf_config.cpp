@@ -66,7 +66,7 @@ class field_reader {
 
  private:
   std::uint64_t fail(plan_errc code, std::string sentence) {
-    if (!failed_) failure_ = refuse(code, std::move(sentence));
+    if (!failed_) failure_ = refuse(code, sentence);
     failed_ = true;
     return 0;
   }

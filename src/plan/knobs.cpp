@@ -58,7 +58,7 @@ check refuse_knobs_that_do_not_apply(const plan_knobs& knobs) {
   } else {
     return {};
   }
-  return refuse(plan_errc::knob_conflict, std::move(message));
+  return refuse(plan_errc::knob_conflict, message);
 }
 
 // Knobs that describe a transformer's passes, refused for a policy known only by its parameter count.
@@ -70,7 +70,7 @@ check refuse_for_opaque_policy(const plan_knobs& knobs) {
   else if (knobs.reference != reference_kind::none || knobs.old_logprobs) message = "--ref-model and --old-logprobs score with a transformer; give --model";
   else if (knobs.shard == shard_kind::fsdp) message = "--shard fsdp unshards a transformer's layers; a policy given only as --params has none";
   else return {};
-  return refuse(plan_errc::knob_conflict, std::move(message));
+  return refuse(plan_errc::knob_conflict, message);
 }
 
 }  // namespace

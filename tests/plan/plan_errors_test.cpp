@@ -39,5 +39,13 @@ TEST(PlanErrors, RefusalsCarryTheirCodeAndTheLinePrinted) {
   EXPECT_EQ(validate_engine_knobs(plan_knobs{}).code(), plan_errc::ok) << "hf generates in the trainer: nothing to check";
 }
 
+// A refusal quotes what the user gave; a newline or an escape in it must not break the line.
+TEST(PlanErrors, ADetailIsOnePrintableLineWhateverTheInputHolds) {
+  EXPECT_EQ(parse_buffer_spec("a=2:fp32\n@x").failure().detail,
+            "--buffer 'a=2:fp32\\x0a@x': unknown phase 'x' (rollout, old-logprobs, reference, update, optimizer)");
+  EXPECT_EQ(parse_search_knob("group\x1b[2J").failure().detail,
+            "--vary 'group\\x1b[2J': expected a comma list of group, new-tokens, prompt-len, lora-r, batch");
+}
+
 }  // namespace
 }  // namespace rlmem
