@@ -17,8 +17,8 @@ enum class document_syntax : std::uint8_t { json, yaml };
 
 /// A config file's settings as one JSON value, and the syntax the file used.
 struct config_document {
-  nlohmann::json settings;
-  document_syntax syntax = document_syntax::json;
+  nlohmann::json settings;                         ///< the file's tree, YAML's scalars typed
+  document_syntax syntax = document_syntax::json;  ///< which syntax the file was read as
 };
 
 /// JSON when the text starts with '{', else YAML, whose plain scalars are typed as PyYAML and

@@ -6,11 +6,12 @@
 
 #include <rlmem/plan/trainer_config.hpp>
 
-#include <cstdint>
+#include <string>
 
 namespace rlmem::detail {
 
-/// TRL's GRPOConfig (and ModelConfig), from a JSON or YAML document.
+/// TRL's GRPOConfig (and ModelConfig), from a JSON or YAML document. Each mapper returns false
+/// once `read` has recorded a refusal (settings_reader::failure).
 bool map_trl_config(settings_reader& read, const trainer_config_context& context, trainer_config_mapping& mapping);
 /// A verl Hydra config (ppo_trainer.yaml's tree).
 bool map_verl_config(settings_reader& read, const trainer_config_context& context, trainer_config_mapping& mapping);
