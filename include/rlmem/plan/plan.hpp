@@ -4,6 +4,7 @@
 // code path (what each step allocates and keeps), and the search for the best configuration.
 
 #include <rlmem/base/enum_names.hpp>
+#include <rlmem/plan/plan_errors.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -69,10 +70,23 @@ struct parameter_count {
 /// Exact parameter count, as `sum(p.numel() for p in model.parameters())` gives it.
 parameter_count count_parameters(const model_architecture& model);
 
+/// Bounds on what parse_hf_config accepts: a field beyond one refuses the config (LIMIT_EXCEEDED).
+/// The defaults keep every parameter count inside 64 bits.
+struct hf_config_limits {
+  std::uint64_t max_dimension = 1u << 20;  ///< hidden size, heads, head_dim, intermediate sizes, positions; heads x head_dim
+  std::uint64_t max_vocab = 1u << 24;      ///< vocab_size
+  std::uint64_t max_layers = 4096;         ///< num_hidden_layers, n_layer
+  std::uint64_t max_experts = 4096;        ///< num_experts, num_local_experts
+  std::uint64_t max_expert_width = 1u << 24;  ///< experts x each expert's intermediate size
+  std::uint32_t max_nesting = 64;          ///< objects and arrays inside one another (configs nest 2 or 3 levels)
+};
+
 /// Reads a Hugging Face config.json, or nanochat's model config (n_layer, n_head, n_kv_head,
 /// n_embd, vocab_size, sequence_len at the top level or under "model_config", without
-/// "model_type"); on failure returns false with a one-line message naming the field.
-bool parse_hf_config(std::string_view json_text, model_architecture& model, std::string& message);
+/// "model_type"). A refusal's detail is one line naming the field, which the command line prints
+/// after the file's name: NOT_JSON, UNSUPPORTED_ARCHITECTURE, MISSING_FIELD, INVALID_FIELD or
+/// LIMIT_EXCEEDED.
+result<model_architecture, plan_errc> parse_hf_config(std::string_view json_text, const hf_config_limits& limits = {});
 
 /// Built-in architectures (Qwen2.5, Qwen3, Llama 3.x, Mistral, Gemma): nullptr when unknown.
 const model_architecture* find_preset(std::string_view name);
@@ -197,9 +211,23 @@ struct resident_buffer {
   unsigned phases = all_phases;  ///< phase_ bits; without `@phases`: every phase, the optimizer step included
 };
 
+/// Bounds on single knobs, on the tokens a pass handles and on --buffer tensors, beyond which
+/// parse_buffer_spec and validate_knobs refuse (LIMIT_EXCEEDED); plan_memory still flags any
+/// estimate beyond a double's exact range (plan_result::out_of_range).
+struct knob_limits {
+  std::uint64_t max_rows = 1u << 20;              ///< --batch, --micro-batch, --prompts, --group, --grad-accum, --epochs, --kv-rows
+  std::uint64_t max_length = 1u << 24;            ///< --prompt-len, --new-tokens, --seq-len, --logprob-tokens, --kv-len, --logprob-chunk
+  std::uint64_t max_gpus = 1u << 16;              ///< --gpus
+  std::uint64_t max_tokens_per_pass = 1ull << 32;  ///< rows x length of a generation, a micro-batch, a rollout or a KV cache
+  std::size_t max_buffers = 64;                   ///< --buffer options
+  std::uint32_t max_buffer_dims = 16;             ///< dims of one --buffer
+  std::uint64_t max_buffer_bytes = 1ull << 50;    ///< one --buffer's bytes (1 PiB), as given and with the knobs' rows and epochs
+};
+
 /// "traj=rows*50*263*1*196:fp32", "latents=8x50x263x196:bf16@rollout,update": dims are numbers,
-/// `rows` or `epochs`, joined by x or *. False with a message on error.
-bool parse_buffer_spec(std::string_view spec, resident_buffer& buffer, std::string& message);
+/// `rows` or `epochs`, joined by x or *. A refusal (INVALID_BUFFER_SPEC, LIMIT_EXCEEDED) carries
+/// the line printed.
+result<resident_buffer, plan_errc> parse_buffer_spec(std::string_view spec, const knob_limits& limits = {});
 
 /// What generates the rollout. vllm and sglang are inference engines on the same GPU that reserve
 /// their memory up front (their weights, a KV pool sized from a memory fraction, activation workspace).
@@ -335,11 +363,13 @@ std::uint64_t generation_rows(const plan_knobs& knobs);
 /// Rows a preallocated KV cache holds.
 std::uint64_t kv_cache_rows(const plan_knobs& knobs);
 
-/// Checks an engine's knobs (fractions in (0, 1], block size, sleep level, the card); true for hf.
-bool validate_engine_knobs(const plan_knobs& knobs, std::string& message);
+/// Checks an engine's knobs (fractions in (0, 1], block size, sleep level, the card); success for
+/// hf. A refusal (INVALID_KNOB, MISSING_KNOB, KNOB_CONFLICT) carries the line printed.
+result<void, plan_errc> validate_engine_knobs(const plan_knobs& knobs);
 
-/// Checks the knobs against the phase and the model (zero lengths, divisibility, LoRA targets...).
-bool validate_knobs(const model_architecture& model, const plan_knobs& knobs, std::string& message);
+/// Checks the knobs against the phase, the model and `limits` (zero lengths, divisibility, LoRA
+/// targets...). A refusal (INVALID_KNOB, KNOB_CONFLICT, LIMIT_EXCEEDED) carries the line printed.
+result<void, plan_errc> validate_knobs(const model_architecture& model, const plan_knobs& knobs, const knob_limits& limits = {});
 
 // ---------------------------------------------------------------- estimates
 
@@ -474,8 +504,9 @@ enum class search_knob : std::uint8_t {
 };
 /// The bit of `knob` in fit_options::vary.
 inline constexpr unsigned search_bit(search_knob knob) noexcept { return 1u << static_cast<unsigned>(knob); }
-/// "group" -> search_knob::group; false when the name is not a knob --vary opens.
-bool parse_search_knob(std::string_view name, search_knob& knob);
+/// "group" -> search_knob::group; UNKNOWN_SEARCH_KNOB, with the line --vary prints, for a name
+/// that is not a knob --vary opens.
+result<search_knob, plan_errc> parse_search_knob(std::string_view name);
 std::string_view to_string(search_knob knob) noexcept;
 /// Why `knob` cannot be varied in `knobs`' phase, or empty when it can.
 std::string why_not_varied(search_knob knob, const plan_knobs& knobs);
@@ -569,9 +600,10 @@ struct length_quantile {
   std::uint64_t length = 0;   ///< tokens
 };
 
-/// "p50=312,p90=810,p99=1500" into quantiles of ascending fraction and length; false with a
-/// one-line message when a point is malformed, repeated or out of order.
-bool parse_length_quantiles(std::string_view text, std::vector<length_quantile>& quantiles, std::string& message);
+/// "p50=312,p90=810,p99=1500" into quantiles of ascending fraction and length; INVALID_QUANTILES
+/// with a one-line detail (printed after --response-len-percentiles) when a point is malformed,
+/// repeated or out of order.
+result<std::vector<length_quantile>, plan_errc> parse_length_quantiles(std::string_view text);
 
 /// The share of samples at most `length` tokens long: piecewise linear through (0, 0), the
 /// quantiles and (max_length, 1); 1 from max_length on.
@@ -644,7 +676,8 @@ constexpr std::string_view to_string(offload_level level) noexcept { return name
 constexpr std::string_view to_string(handoff_kind kind) noexcept { return name_of(handoff_kind_names, kind); }
 /// The printed name of a --wake-order value, from wake_order_kind_names.
 constexpr std::string_view to_string(wake_order_kind kind) noexcept { return name_of(wake_order_kind_names, kind); }
-/// Checks the hand-off knobs against the phase and the rollout (an engine, grpo-step).
-bool validate_handoff_knobs(const plan_knobs& knobs, std::string& message);
+/// Checks the hand-off knobs against the phase and the rollout (an engine, grpo-step). A refusal
+/// (MISSING_KNOB, KNOB_CONFLICT) carries the line printed.
+result<void, plan_errc> validate_handoff_knobs(const plan_knobs& knobs);
 
 }  // namespace rlmem

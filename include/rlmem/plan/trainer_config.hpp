@@ -4,6 +4,8 @@
 // YAML, a verl config as YAML) read into plan's knobs, each setting that shapes memory named with
 // the flag it became, and each it could not use named with the reason.
 
+#include <rlmem/plan/plan_errors.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -28,11 +30,15 @@ inline std::string_view to_string(trainer_config_format format) noexcept {
   return "unknown";
 }
 
-/// Bounds on what the reader accepts; beyond any of them it refuses the file with a message.
+/// Bounds on what the reader accepts; beyond any of them it refuses the file (LIMIT_EXCEEDED).
+/// validate_knobs then checks the knobs the file gave against the model.
 struct trainer_config_limits {
   std::uint64_t max_bytes = std::uint64_t{1} << 20;  ///< a full verl config is about 25 kB
   std::uint32_t max_depth = 32;                      ///< verl nests 5 levels
   std::uint64_t max_nodes = 20000;                   ///< values and keys, aliases counted each time they expand
+  std::uint64_t max_rows = std::uint64_t{1} << 20;    ///< a batch, a group, micro-batches or steps a setting gives
+  std::uint64_t max_length = std::uint64_t{1} << 24;  ///< a prompt's, a completion's or a model's length in tokens
+  std::uint64_t max_gpus = std::uint64_t{1} << 16;    ///< processes, GPUs per node, nodes, tensor-parallel size
 };
 
 /// One setting of the file that became a knob: `key value -> flag flag_value`.
@@ -68,10 +74,10 @@ struct trainer_config_context {
   std::uint64_t gpus = 0;  ///< --gpus as given; 0 when not given
 };
 
-/// Reads `text` (JSON or YAML; the format is recognised from the keys) into `mapping`. On failure
-/// returns false with a one-line message (a parse error, a limit passed, a key of the wrong type,
-/// a file that is neither trainer's config); never throws.
-bool read_trainer_config(std::string_view text, const trainer_config_limits& limits, const trainer_config_context& context,
-                         trainer_config_mapping& mapping, std::string& message);
+/// Reads `text` (JSON or YAML; the format is recognised from the keys) into a mapping; never
+/// throws. A refusal's detail is one line, printed after the file's name: NOT_JSON, NOT_YAML,
+/// LIMIT_EXCEEDED, INVALID_FIELD (a key of the wrong type or value) or NOT_A_TRAINER_CONFIG.
+result<trainer_config_mapping, plan_errc> read_trainer_config(std::string_view text, const trainer_config_limits& limits = {},
+                                                              const trainer_config_context& context = {});
 
 }  // namespace rlmem
