@@ -507,6 +507,7 @@ inline constexpr unsigned search_bit(search_knob knob) noexcept { return 1u << s
 /// "group" -> search_knob::group; UNKNOWN_SEARCH_KNOB, with the line --vary prints, for a name
 /// that is not a knob --vary opens.
 result<search_knob, plan_errc> parse_search_knob(std::string_view name);
+/// The name --vary takes for `knob` ("new-tokens", "lora-r", ...).
 std::string_view to_string(search_knob knob) noexcept;
 /// Why `knob` cannot be varied in `knobs`' phase, or empty when it can.
 std::string why_not_varied(search_knob knob, const plan_knobs& knobs);

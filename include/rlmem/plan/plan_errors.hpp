@@ -24,7 +24,7 @@ enum class plan_errc : std::uint8_t {
   invalid_knob,              ///< a knob outside what it may be (zero, a fraction beyond 1, an unknown module)
   missing_knob,              ///< a knob the others need is not given (--card for an engine, ...)
   knob_conflict,             ///< knobs that contradict each other, the phase or the model
-  invalid_buffer_spec,       ///< a --buffer that is not NAME=DIMS:DTYPE[@PHASES]
+  invalid_buffer_spec,       ///< a --buffer that is not `NAME=DIMS:DTYPE[@PHASES]`
   invalid_quantiles,         ///< response-length percentiles malformed, repeated or out of order
   unknown_search_knob,       ///< a name that is not a knob --vary opens
   not_a_trainer_config,      ///< neither a TRL GRPOConfig nor a verl config (binary, not a mapping, other keys)
