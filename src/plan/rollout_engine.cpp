@@ -18,7 +18,7 @@ constexpr double gib = 1024.0 * 1024.0 * 1024.0;
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
-double in_gib(double bytes) { return std::round(bytes / gib * 100) / 100; }
+double in_gib(double byte_count) { return std::round(byte_count / gib * 100) / 100; }
 
 std::uint64_t rollout_rows(const plan_knobs& knobs) {
   return knobs.phase == plan_phase::generate ? knobs.batch : knobs.prompts * knobs.group / knobs.gpus;

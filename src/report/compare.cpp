@@ -19,7 +19,8 @@ using json = nlohmann::ordered_json;
 
 std::string signed_change_text(std::int64_t bytes) { return (bytes > 0 ? "+" : "") + format_bytes(bytes); }
 
-std::string fit(const std::string& text, std::size_t width) {
+// `text` cut to `width` bytes, "..." marking the cut (watch.cpp's fit counts terminal columns).
+std::string fit_bytes(const std::string& text, std::size_t width) {
   return text.size() <= width ? text : text.substr(0, width > 3 ? width - 3 : 0) + "...";
 }
 
@@ -36,7 +37,7 @@ void append_rows(std::string& out, std::string_view title, const std::vector<dif
     if (row.delta() == 0) continue;
     ++shown;
     out += fmt::format("  {:>11} {:>11} {:>11}  {}\n", format_bytes(row.a_bytes), format_bytes(row.b_bytes), signed_change_text(row.delta()),
-                       fit(printable_text(row.key), key_width));
+                       fit_bytes(printable_text(row.key), key_width));
   }
   if (changed > shown) out += fmt::format("  ({} more; --top N shows more)\n", changed - shown);
 }
@@ -107,13 +108,13 @@ std::string render_ranks_text(const std::vector<rank_result>& ranks, const rank_
   for (const rank_result& one : ranks) {
     std::string name = printable_text(std::filesystem::path(one.file).filename().string());
     if (!one.ok) {
-      out += fmt::format("  {:>5} {:>11} {:>11} {:>6} {:>18}  {}\n", one.rank, "ERROR", "", "", "", fit(name, file_width));
-      out += fmt::format("        {}\n", fit(printable_text(one.failure), options.width - 8));
+      out += fmt::format("  {:>5} {:>11} {:>11} {:>6} {:>18}  {}\n", one.rank, "ERROR", "", "", "", fit_bytes(name, file_width));
+      out += fmt::format("        {}\n", fit_bytes(printable_text(one.failure), options.width - 8));
       continue;
     }
     const inspection& result = one.result;
     out += fmt::format("  {:>5} {:>11} {:>11} {:>6} {:>18}  {}\n", one.rank, format_bytes(result.peak_allocated_bytes),
-                       format_bytes(result.peak_reserved_bytes), result.leaks.size(), oom_summary(result), fit(name, file_width));
+                       format_bytes(result.peak_reserved_bytes), result.leaks.size(), oom_summary(result), fit_bytes(name, file_width));
   }
   if (imbalance.max_rank >= 0) {
     std::string ratio = imbalance.max_over_min ? fmt::format("{:.2f}x", *imbalance.max_over_min) : "no ratio to 0 B";
@@ -125,7 +126,7 @@ std::string render_ranks_text(const std::vector<rank_result>& ranks, const rank_
   for (const rank_result& one : ranks) {
     if (!one.ok) continue;
     for (const leak& found : one.result.leaks) {
-      out += fmt::format("  rank {}: LEAK {} +{} per step\n", one.rank, fit(printable_text(found.site.label), options.width - 40),
+      out += fmt::format("  rank {}: LEAK {} +{} per step\n", one.rank, fit_bytes(printable_text(found.site.label), options.width - 40),
                          format_bytes(found.bytes_per_step));
     }
   }
