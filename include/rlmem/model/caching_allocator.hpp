@@ -20,6 +20,7 @@
 #include <deque>
 #include <map>
 #include <memory_resource>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -78,6 +79,11 @@ class caching_allocator_model final : public allocator_policy {
   /// trace-start memory, or two segments or pages fell at one address (a crafted dump). Empty
   /// while all is well.
   const std::string& fault() const noexcept override { return fault_; }
+  /// Totals: allocated bytes within [0, reserved bytes]. Whole: also every block linked to the
+  /// next of its segment where it ends, the allocated and the mapped blocks summing to the two
+  /// counters, and the free pools and unmapped sets holding exactly the free mapped and the
+  /// unmapped blocks. O(blocks log blocks).
+  std::optional<std::string> broken_invariant(invariant_scope scope) const override;
 
  private:
   struct by_stream_size_address {

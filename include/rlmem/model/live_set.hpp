@@ -6,13 +6,16 @@
 // does. Block sizes follow the allocator's rules (allocator_rules.hpp) under the recorded
 // settings.
 
+#include <rlmem/base/invariants.hpp>
 #include <rlmem/model/allocator_settings.hpp>
 #include <rlmem/snapshot/snapshot.hpp>
 
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace rlmem {
@@ -82,6 +85,13 @@ class live_set {
   /// live one).
   std::uint64_t inconsistencies() const noexcept { return inconsistencies_; }
 
+  /// Totals: allocated bytes not below 0. Whole: also allocated bytes equal to the sum over the
+  /// live blocks not pending free. Nothing once a sum reached the int64 limits (sizes near 2^63,
+  /// in no real trace). That reserved ranges do not overlap, nor live blocks, holds only for
+  /// traces that never map mapped memory or allocate inside a live block, so it is no invariant
+  /// of the set. O(blocks).
+  std::optional<std::string> broken_invariant(invariant_scope scope) const;
+
  private:
   // The size of the block an `alloc` got: the caching allocator hands out a whole free block
   // when should_split says so, and the free space between two live blocks of a segment is one
@@ -96,6 +106,8 @@ class live_set {
   block_map::iterator find_block(std::uint64_t address);
   void map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream);
   void unmap_range(std::uint64_t address, std::uint64_t size);
+  // allocated_bytes_ += bytes, held at the int64 limits; allocated_saturated_ remembers it did.
+  void add_allocated(std::int64_t bytes);
 
   block_map blocks_;
   range_map mapped_;  // reserved ranges by address
@@ -135,6 +147,7 @@ class live_set {
   const snapshot* snap_ = nullptr;  // for the streams of segment events
   allocator_settings settings_;  // the recording's
   std::int64_t allocated_bytes_ = 0;
+  bool allocated_saturated_ = false;  // allocated_bytes_ reached a limit once: no longer the blocks' sum
   std::uint64_t frees_of_earlier_blocks_ = 0;
   std::uint64_t inconsistencies_ = 0;
 };

@@ -4,7 +4,10 @@
 // running over a device (device.hpp; replay's is the fake). caching_allocator_model (PyTorch's
 // native allocator, with or without expandable segments) and rlmem_policy implement it.
 
+#include <rlmem/base/invariants.hpp>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +74,9 @@ class allocator_policy {
   /// could not go where it must): what the policy's results cannot be trusted after. Empty while
   /// all is well.
   virtual const std::string& fault() const noexcept = 0;
+  /// The first of the policy's invariants that does not hold, as text; nothing while all hold,
+  /// or once fault() is set (nothing is promised after one). `scope` says how much it reads.
+  virtual std::optional<std::string> broken_invariant(invariant_scope scope) const = 0;
 };
 
 }  // namespace rlmem

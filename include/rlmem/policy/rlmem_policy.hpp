@@ -16,6 +16,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -147,6 +148,12 @@ class rlmem_policy final : public allocator_policy {
   const std::string& fault() const noexcept override { return fault_; }
   /// The caller has reported the fault.
   void clear_fault() noexcept { fault_.clear(); }
+  /// Totals: the pages mapped, paused and cached against the page map's size and the arenas'
+  /// counts. Whole: also every page's users against the live blocks on it, its arena and run;
+  /// the spans of each arena linked in address order without overlap, their gaps and the two
+  /// sets that index them; and the mapped free ranges covering exactly the free bytes on mapped
+  /// pages. O(pages + spans + pages under live blocks).
+  std::optional<std::string> broken_invariant(invariant_scope scope) const override;
 
  private:
   /// A range of an arena, linked to its neighbours in address order as torch links its blocks:
