@@ -7,12 +7,12 @@
 // mapping and handle.
 
 #include <rlmem/device/device.hpp>
+#include <rlmem/device/detail/fake_device_parts.hpp>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -106,17 +106,10 @@ class fake_device final : public device {
   const std::vector<device_call>& log() const noexcept { return log_; }
 
  private:
-  struct handle_state {
-    std::uint64_t size = 0;
-    bool released = false;
-    std::uint32_t mappings = 0;  // a handle may be mapped at several addresses, as CUDA allows
-    std::unique_ptr<std::byte[]> bytes;  // host_backed only
-  };
-  struct mapping {
-    std::uint64_t size = 0;
-    physical_handle handle = 0;
-    bool accessible = false;
-  };
+  // The records (rlmem/device/detail/fake_device_parts.hpp), by their names here.
+  using handle_state = detail::fake_handle_state;
+  using mapping = detail::fake_mapping;
+  using host_buffer = detail::fake_host_buffer;
 
   bool aligned(std::uint64_t value) const noexcept { return (value & (config_.granularity - 1)) == 0; }
   bool sized(std::uint64_t size) const noexcept { return size > 0 && aligned(size); }
@@ -152,10 +145,6 @@ class fake_device final : public device {
   std::map<std::uint64_t, mapping> mappings_;            // start -> mapping
   std::unordered_map<physical_handle, handle_state> handles_;
   std::vector<device_call> log_;
-  struct host_buffer {
-    std::unique_ptr<std::byte[]> bytes;
-    std::uint64_t size = 0;
-  };
   std::unordered_map<void*, host_buffer> host_buffers_;
   std::uint64_t host_bytes_ = 0;
   std::uint64_t fences_ = 0;

@@ -8,9 +8,9 @@
 
 #include <rlmem/base/invariants.hpp>
 #include <rlmem/model/allocator_settings.hpp>
+#include <rlmem/model/detail/live_set_hints.hpp>
 #include <rlmem/snapshot/snapshot.hpp>
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -111,38 +111,8 @@ class live_set {
 
   block_map blocks_;
   range_map mapped_;  // reserved ranges by address
-  // What apply() keeps from one event to the next to spare the trees work: in the forward pass
-  // the descents to a block (a mispredicted branch a level) and malloc were most of its time.
-  // A copy of the set starts without them (they name nodes of this set's own trees).
-  struct pass_hints {
-    pass_hints() = default;
-    pass_hints(const pass_hints&) noexcept {}
-    pass_hints& operator=(const pass_hints&) noexcept {
-      known = {};
-      spare = {};
-      range_known = false;
-      return *this;
-    }
-    // Blocks by address, direct-mapped, for the frees' lookups: each slot names a node of
-    // blocks_ with that address (set when a block is made or found, cleared when it goes). A
-    // free's block is usually still there, so its lookup takes no descent of the tree.
-    struct known_block {
-      std::uint64_t address = 0;
-      block_map::iterator block;
-      bool set = false;
-    };
-    static constexpr int known_slot_bits = 9;
-    static std::size_t known_slot(std::uint64_t address) {
-      return static_cast<std::size_t>((address * 0x9e3779b97f4a7c15ULL) >> (64 - known_slot_bits));
-    }
-    std::array<known_block, std::size_t{1} << known_slot_bits> known{};
-    // The node of the block freed last, for the next alloc: allocations and frees come in pairs.
-    block_map::node_type spare;
-    // The range the last allocation fell in: most fall in the one before's. Forgotten when a
-    // range is mapped or unmapped.
-    bool range_known = false;
-    range_map::const_iterator range;
-  };
+  // What apply() keeps from one event to the next (rlmem/model/detail/live_set_hints.hpp).
+  using pass_hints = detail::pass_hints<block_map, range_map>;
   pass_hints hints_;
   const snapshot* snap_ = nullptr;  // for the streams of segment events
   allocator_settings settings_;  // the recording's
