@@ -23,6 +23,8 @@ namespace rlmem {
 /// One live allocation.
 struct live_block {
   std::uint64_t bytes = 0;    ///< the block's size: rounded, or the whole free block it took
+  /// The alloc event's stack; for a block from before the trace, its first free's when the
+  /// trace frees it, else the dump's. 0: none recorded.
   stack_id stack = 0;
   bool pending_free = false;  ///< freed by the user, waiting on another stream
   bool before_trace = false;  ///< allocated before the first event
@@ -32,21 +34,21 @@ struct live_block {
 struct allocation_change {
   std::int64_t bytes = 0;  ///< +size on alloc, -size when the user frees, else 0
   std::int32_t count = 0;  ///< +1 on alloc, -1 when the user frees, else 0
-  stack_id stack = 0;
-  bool before_trace = false;
+  stack_id stack = 0;          ///< the allocation's stack; 0 when the event changed no allocation
+  bool before_trace = false;   ///< the allocation was live before the first event
   /// An alloc at an address still live (the trace contradicts itself): the live block it
   /// replaced, which is no longer counted (bytes <= 0).
   std::int64_t replaced_bytes = 0;
-  stack_id replaced_stack = 0;
-  bool replaced_before_trace = false;
+  stack_id replaced_stack = 0;         ///< the replaced block's stack
+  bool replaced_before_trace = false;  ///< the replaced block was live before the first event
 };
 
 /// Free space of one reserved range (a segment) at some moment.
 struct free_space {
-  std::uint64_t segment_bytes = 0;
-  std::uint64_t stream = 0;  ///< raw cudaStream_t
-  std::uint64_t largest_free_bytes = 0;
-  std::uint64_t free_bytes = 0;
+  std::uint64_t segment_bytes = 0;       ///< the range's size
+  std::uint64_t stream = 0;              ///< raw cudaStream_t
+  std::uint64_t largest_free_bytes = 0;  ///< the longest run of bytes no live block holds; 0 when full
+  std::uint64_t free_bytes = 0;          ///< all bytes no live block holds
 };
 
 /// The live blocks and reserved ranges of one device at one moment of its trace.
@@ -66,9 +68,11 @@ class live_set {
 
   /// A reserved range: a segment, or a mapped run of an expandable one.
   struct mapped_range {
-    std::uint64_t bytes = 0;
-    std::uint64_t stream = 0;  // raw cudaStream_t
+    std::uint64_t bytes = 0;   ///< bytes reserved from its start
+    std::uint64_t stream = 0;  ///< raw cudaStream_t of the segment
   };
+  /// The reserved ranges now, by start address (under expandable segments, touching runs of one
+  /// stream are one range).
   const std::map<std::uint64_t, mapped_range>& mapped() const noexcept { return mapped_; }
 
   /// The free space of every reserved range now: gaps between live blocks (pending frees

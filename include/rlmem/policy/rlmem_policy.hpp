@@ -25,6 +25,7 @@
 
 namespace rlmem {
 
+/// How the rlmem policy places blocks and gives pages back; the defaults are the runtime's.
 struct rlmem_policy_options {
   /// Unmap a page as soon as no block uses it: reserved stays closest to what is live, at the
   /// cost of a map and an unmap per reuse. Otherwise free pages stay mapped until a request
@@ -67,11 +68,13 @@ using page_observer = std::function<void(bool mapped, std::uint64_t address, std
 
 /// A range of addresses and its length in bytes.
 struct address_run {
-  std::uint64_t address = 0;
-  std::uint64_t bytes = 0;
+  std::uint64_t address = 0;  ///< the first byte
+  std::uint64_t bytes = 0;    ///< the length; 0 for an empty run
+  /// Same address and length.
   bool operator==(const address_run&) const = default;
 };
 
+/// The rlmem allocator policy over a device (see the file comment).
 class rlmem_policy final : public allocator_policy {
  public:
   /// Pre: `gpu` outlives the policy and is used by nothing else.
@@ -102,6 +105,7 @@ class rlmem_policy final : public allocator_policy {
   // Pausing (the runtime's pause and resume). Arenas are keyed by what allocate() calls a stream;
   // pages never span two arenas, so a range of one arena holds only its own blocks' pages.
 
+  /// The device's granularity: every page the policy maps is this many bytes.
   std::uint64_t page_bytes() const noexcept { return page_bytes_; }
   /// The address range of the arena keyed `stream`; false when it has none yet.
   bool arena_range(std::uint64_t stream, address_run& range) const;
