@@ -21,7 +21,7 @@ import sys
 LAYERS = {
     "base": [],  # formats, files, usable cores, saturating arithmetic, enum names, the error type
     "device": ["base"],  # the device seam, under every allocator policy: base for the error model alone
-    "policy": ["device"],  # allocator_policy (model_block) and the rlmem policy over the device
+    "policy": ["device", "base"],  # allocator_policy (model_block) and the rlmem policy over the device; base for its debug checks
     "runtime": ["policy"],  # the rlmem policy running for real: the policy and the device only
     "step_rules": ["base"],  # plain arithmetic over sampled figures
     "snapshot": ["base"],  # the reader and the snapshot's records

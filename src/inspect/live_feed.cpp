@@ -3,6 +3,7 @@
 
 #include "live_feed.hpp"
 
+#include <rlmem/base/invariants.hpp>
 #include <rlmem/base/saturating.hpp>
 
 #include <algorithm>
@@ -44,6 +45,7 @@ live_feed::~live_feed() {
 void live_feed::step(std::size_t index, allocation_change& change) {
   const trace_event& event = events_[index];
   change = state_.apply(event);
+  RLMEM_CHECK_INVARIANTS(state_);
   reserved_now_ = saturating_add(reserved_now_, reserved_delta(event));
   allocated_[index] = state_.allocated_bytes();
   reserved_[index] = reserved_now_;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <string>
 #include <unordered_map>
 
 namespace rlmem {
@@ -146,9 +147,35 @@ live_set live_set::at_trace_start(const snapshot& snap, std::int64_t device, std
   }
   for (auto& [address, held] : state.blocks_) {
     held.before_trace = true;
-    if (!held.pending_free) state.allocated_bytes_ = saturating_add(state.allocated_bytes_, signed_bytes(held.bytes));
+    if (!held.pending_free) state.add_allocated(signed_bytes(held.bytes));
   }
   return state;
+}
+
+void live_set::add_allocated(std::int64_t bytes) {
+  std::int64_t sum = 0;
+  if (!__builtin_add_overflow(allocated_bytes_, bytes, &sum)) {
+    allocated_bytes_ = sum;
+    return;
+  }
+  allocated_bytes_ = saturating_add(allocated_bytes_, bytes);
+  allocated_saturated_ = true;
+}
+
+std::optional<std::string> live_set::broken_invariant(invariant_scope scope) const {
+  if (allocated_saturated_) return std::nullopt;
+  if (allocated_bytes_ < 0) return "allocated bytes below 0: " + std::to_string(allocated_bytes_);
+  if (scope == invariant_scope::totals) return std::nullopt;
+  std::int64_t allocated = 0;
+  for (const auto& [address, held] : blocks_) {
+    if (!held.pending_free && __builtin_add_overflow(allocated, signed_bytes(held.bytes), &allocated)) {
+      return "allocated bytes: counted " + std::to_string(allocated_bytes_) + ", the live blocks not pending free hold 2^63 or more";
+    }
+  }
+  if (allocated != allocated_bytes_) {
+    return "allocated bytes: counted " + std::to_string(allocated_bytes_) + ", the live blocks not pending free hold " + std::to_string(allocated);
+  }
+  return std::nullopt;
 }
 
 live_set::block_map::iterator live_set::find_block(std::uint64_t address) {
@@ -162,7 +189,7 @@ live_set::block_map::iterator live_set::find_block(std::uint64_t address) {
 allocation_change live_set::apply(const trace_event& event) {
   allocation_change change;
   auto freed = [&](const live_block& held) {
-    allocated_bytes_ = saturating_add(allocated_bytes_, -signed_bytes(held.bytes));
+    add_allocated(-signed_bytes(held.bytes));
     change.bytes = -signed_bytes(held.bytes);
     change.count = -1;
     change.stack = held.stack;
@@ -178,7 +205,7 @@ allocation_change live_set::apply(const trace_event& event) {
         ++inconsistencies_;
         const live_block& replaced = found->second;
         if (!replaced.pending_free) {
-          allocated_bytes_ = saturating_add(allocated_bytes_, -signed_bytes(replaced.bytes));
+          add_allocated(-signed_bytes(replaced.bytes));
           change.replaced_bytes = -signed_bytes(replaced.bytes);
           change.replaced_stack = replaced.stack;
           change.replaced_before_trace = replaced.before_trace;
@@ -195,7 +222,7 @@ allocation_change live_set::apply(const trace_event& event) {
         }
         hints_.known[pass_hints::known_slot(event.addr)] = {event.addr, inserted, true};
       }
-      allocated_bytes_ = saturating_add(allocated_bytes_, signed_bytes(made.bytes));
+      add_allocated(signed_bytes(made.bytes));
       change.bytes = signed_bytes(made.bytes);
       change.count = 1;
       change.stack = made.stack;

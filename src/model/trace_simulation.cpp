@@ -4,6 +4,7 @@
 
 #include <rlmem/model/allocator_rules.hpp>
 #include <rlmem/base/format.hpp>
+#include <rlmem/base/invariants.hpp>
 #include <rlmem/model/caching_allocator.hpp>
 #include <rlmem/device/fake_device.hpp>
 #include <rlmem/model/live_set.hpp>
@@ -201,6 +202,7 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
   // The state at trace start, as the recording's settings made it: each reserved range with its
   // live blocks, gaps free.
   live_set start = live_set::at_trace_start(snap, device, events, recorded);
+  RLMEM_CHECK_INVARIANTS(start);
   std::pmr::unsynchronized_pool_resource live_nodes;
   std::pmr::unordered_map<std::uint64_t, model_block*> live(&live_nodes);
   live.reserve(1u << 12);
@@ -260,6 +262,7 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
     return result;
   }
   model.close_existing_reservations();
+  RLMEM_CHECK_INVARIANTS(model);
   if (!model.fault().empty()) {
     result.unsupported = "the simulated device cannot hold the memory at trace start as the recording placed it (" + model.fault() + ")";
     return result;
@@ -327,6 +330,7 @@ trace_simulation simulate_trace(const snapshot& snap, const trace_simulation_opt
       default:
         break;
     }
+    RLMEM_CHECK_INVARIANTS(model);
     if (ended) break;
     ++result.events_applied;
     if (observe) {

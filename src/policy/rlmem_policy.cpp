@@ -4,6 +4,7 @@
 
 #include <rlmem/policy/allocator_policy.hpp>
 #include <rlmem/policy/rlmem_policy.hpp>
+#include <rlmem/base/invariants.hpp>
 
 #include <algorithm>
 #include <string>
@@ -414,6 +415,7 @@ bool rlmem_policy::leave_pages(std::uint64_t address, std::uint64_t size, page_m
   for (std::uint64_t at = first; at < address + size; at += page_bytes_) {
     // A block's pages are consecutive entries: step to the next rather than search for it.
     if (found == pages_.end() || found->first != at) found = pages_.find(at);
+    RLMEM_ASSERT(found != pages_.end() && found->second.users > 0);
     if (--found->second.users > 0) {
       ++found;
       continue;
@@ -572,6 +574,7 @@ void rlmem_policy::free_requested(model_block* block) {
 
 void rlmem_policy::free_completed(model_block* block) {
   static_assert(std::is_standard_layout_v<span>, "a span's address is its block's");
+  RLMEM_ASSERT(block->in_use);
   span* freed = reinterpret_cast<span*>(block);
   free_requested(block);
   block->in_use = false;

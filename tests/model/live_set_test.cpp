@@ -49,9 +49,20 @@ TEST(live_set, every_recording_replays_from_its_trace_start_to_its_dump) {
     ASSERT_FALSE(events.empty());
     live_set state = live_set::at_trace_start(snap, device, events, settings_of(snap));
     std::int64_t reserved = reserved_at_trace_start(snap, device, events);
-    for (const trace_event& event : events) {
-      state.apply(event);
-      reserved += reserved_delta(event);
+    ASSERT_EQ(state.broken_invariant(invariant_scope::whole), std::nullopt) << "at trace start";
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      state.apply(events[i]);
+      reserved += reserved_delta(events[i]);
+      // The counted invariants after every event, the sums over the blocks after every 61st.
+      ASSERT_EQ(state.broken_invariant(i % 61 == 0 ? invariant_scope::whole : invariant_scope::totals), std::nullopt) << "after event " << i;
+    }
+    EXPECT_EQ(state.broken_invariant(invariant_scope::whole), std::nullopt) << "after the last event";
+    // Ranges that do not overlap are no invariant of the set (a trace may map mapped memory), but
+    // the recordings' do not.
+    std::uint64_t range_end = 0;
+    for (const auto& [address, range] : state.mapped()) {
+      EXPECT_GE(address, range_end) << "expected the reserved range at " << address << " to start after the one before it ends";
+      range_end = address + range.bytes;
     }
     EXPECT_EQ(state.inconsistencies(), 0u) << "expected every event to fit the live set";
     dump_figures dump = dump_of(snap, device);

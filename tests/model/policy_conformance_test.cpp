@@ -6,8 +6,12 @@
 // match the blocks and the memory the device maps, a refusal under a capacity or by the device
 // that changes nothing, and memory back at the end.
 
+#include "fixtures.hpp"
+#include "model/fixture_files.hpp"
+
 #include <rlmem/policy/allocator_policy.hpp>
 #include <rlmem/model/caching_allocator.hpp>
+#include <rlmem/model/trace_simulation.hpp>
 #include <rlmem/device/fake_device.hpp>
 #include <rlmem/policy/rlmem_policy.hpp>
 
@@ -16,7 +20,10 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace rlmem {
@@ -105,8 +112,10 @@ TYPED_TEST(policy_conformance, live_blocks_never_overlap_and_the_counters_match_
     ASSERT_GE(policy.reserved_bytes(), policy.allocated_bytes()) << "step " << step;
     ASSERT_EQ(static_cast<std::uint64_t>(policy.reserved_bytes()), made.gpu.mapped_bytes()) << "reserved is what the device maps, step " << step;
     ASSERT_EQ(made.gpu.used_bytes(), made.gpu.mapped_bytes()) << "no memory held unmapped, step " << step;
+    ASSERT_EQ(policy.broken_invariant(invariant_scope::whole), std::nullopt) << "expected every invariant to hold, step " << step;
   }
   for (auto& [address, block] : live) policy.free_completed(block);
+  EXPECT_EQ(policy.broken_invariant(invariant_scope::whole), std::nullopt) << "expected every invariant to hold with nothing live";
   EXPECT_EQ(policy.allocated_bytes(), 0);
   policy.empty_cache();
   EXPECT_EQ(policy.reserved_bytes(), 0) << "everything back after empty_cache";
@@ -145,6 +154,8 @@ TYPED_TEST(policy_conformance, a_failed_device_call_is_an_out_of_memory_that_lea
       ASSERT_EQ(policy.allocated_bytes(), allocated) << "failing call " << call << ", request " << request;
       ASSERT_EQ(static_cast<std::uint64_t>(policy.reserved_bytes()), made.gpu.mapped_bytes()) << "failing call " << call;
       ASSERT_EQ(made.gpu.used_bytes(), made.gpu.mapped_bytes()) << "failing call " << call << ": memory created and not mapped";
+      ASSERT_EQ(policy.broken_invariant(invariant_scope::whole), std::nullopt) << "failing call " << call << ", request " << request
+                                                                           << ": expected every invariant to hold";
     }
     EXPECT_EQ(policy.fault(), "") << "failing call " << call << ": an injected out_of_memory is no fault";
     for (model_block* block : held) policy.free_completed(block);
@@ -184,6 +195,39 @@ TYPED_TEST(policy_conformance, freed_memory_serves_the_next_request_of_its_size)
   ASSERT_NE(second, nullptr);
   EXPECT_EQ(policy.reserved_bytes(), reserved) << "no more memory taken for the same request again";
   policy.free_completed(second);
+}
+
+// Every bundled recording replayed under torch's allocator (the recorded settings) and under the
+// rlmem policy: the counted invariants hold after every event, and all of them (a walk of the
+// whole structure) at trace start, after every 61st event and after the trace's last.
+TEST(policy_invariants, hold_through_every_bundled_recording_under_each_policy) {
+  const std::vector<std::pair<std::string, allocator_choice>> choices{{"torch", torch_allocator_options{}},
+                                                                       {"rlmem", rlmem_policy_options{}}};
+  std::size_t replayed = 0;
+  for (const std::string& name : testing::snapshot_fixture_names()) {
+    const snapshot& snap = testing::fixture(name);
+    const device_trace* trace = snap.trace_for(default_device(snap));
+    const std::size_t events = trace ? snap.events_of(*trace).size() : 0;
+    for (const auto& [policy_name, choice] : choices) {
+      SCOPED_TRACE(name + " under " + policy_name);
+      trace_simulation_options options;
+      options.allocator = choice;
+      std::optional<std::string> broken;
+      std::size_t walked = 0;
+      trace_simulation result = simulate_trace(snap, options, [&](const simulation_step& step) {
+        if (broken) return;
+        bool whole = step.events_applied % 61 == 0 || step.events_applied == events;
+        walked += whole ? 1 : 0;
+        broken = step.model.broken_invariant(whole ? invariant_scope::whole : invariant_scope::totals);
+        if (broken) *broken = "after " + std::to_string(step.events_applied) + " events: " + *broken;
+      });
+      if (!result.unsupported.empty()) continue;
+      ++replayed;
+      EXPECT_EQ(broken, std::nullopt) << "expected every invariant to hold";
+      EXPECT_GT(walked, 0u) << "expected at least one whole walk";
+    }
+  }
+  EXPECT_GE(replayed, 40u) << "expected most of the recordings to replay under both policies";
 }
 
 }  // namespace

@@ -32,10 +32,10 @@ device_errc map_new_memory(device& gpu, std::uint64_t address, std::uint64_t byt
 
 /// Filled once when the device is opened.
 struct device_config {
-  int ordinal = 0;
+  int ordinal = 0;  ///< CUDA's index of the device; 0 on a fake
   /// Every size and address given to reserve, create, map, set_access and unmap is a multiple of it.
   std::uint64_t granularity = 0;
-  std::uint64_t total_bytes = 0;
+  std::uint64_t total_bytes = 0;  ///< physical memory of the device, in bytes
 };
 
 /// A GPU's virtual memory. Not thread-safe: a policy serialises its calls (but wait_mark, where
@@ -46,6 +46,7 @@ class device {
  public:
   virtual ~device() = default;
 
+  /// What the device was opened with: its granularity and memory. Valid as long as the device.
   virtual const device_config& config() const noexcept = 0;
 
   /// Reserves `size` bytes of address space with no memory behind them; `address` is aligned to
@@ -84,6 +85,7 @@ class device {
   /// Synchronous copies between host memory and mapped device memory. Pre: the device range is
   /// covered by mappings with access set; size > 0.
   virtual device_errc copy_to_host(void* destination, std::uint64_t source, std::uint64_t size) noexcept = 0;
+  /// The other way: `size` bytes from host memory at `source` to the device at `destination`.
   virtual device_errc copy_from_host(std::uint64_t destination, const void* source, std::uint64_t size) noexcept = 0;
 
   /// Waits until every stream of the device is idle: the fence before unmapping memory a kernel
@@ -100,6 +102,7 @@ class device {
   /// them on this stream only: fence other streams first. Pre: as the synchronous copies; the
   /// host side stays valid until wait_copies(). A fake device does them at once.
   virtual device_errc copy_to_host_async(void* destination, std::uint64_t source, std::uint64_t size) noexcept = 0;
+  /// As copy_to_host_async(), from host memory at `source` to the device at `destination`.
   virtual device_errc copy_from_host_async(std::uint64_t destination, const void* source, std::uint64_t size) noexcept = 0;
   /// Sets every byte of a mapped range with access set to `value`.
   virtual device_errc fill_async(std::uint64_t destination, std::uint64_t size, std::uint8_t value) noexcept = 0;
@@ -109,6 +112,7 @@ class device {
   /// run (a pause unmaps a chunk once its backup is done, while the next chunk copies). Pre: every
   /// mark is waited for exactly once.
   virtual device_errc mark_copies(std::uint64_t& mark) noexcept = 0;
+  /// Returns once every copy and fill enqueued before mark_copies() gave `mark` is done.
   virtual device_errc wait_mark(std::uint64_t mark) noexcept = 0;
 
   /// Whether wait_mark may run on one thread while other calls run on another: then a runtime

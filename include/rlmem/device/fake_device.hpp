@@ -7,12 +7,12 @@
 // mapping and handle.
 
 #include <rlmem/device/device.hpp>
+#include <rlmem/device/detail/fake_device_parts.hpp>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -20,9 +20,10 @@
 
 namespace rlmem {
 
+/// How a fake_device behaves: its size, its addresses, an injected failure, what it keeps.
 struct fake_device_options {
-  std::uint64_t total_bytes = std::uint64_t{80} << 30;
-  std::uint64_t granularity = std::uint64_t{2} << 20;
+  std::uint64_t total_bytes = std::uint64_t{80} << 30;  ///< physical memory handles can take, in bytes
+  std::uint64_t granularity = std::uint64_t{2} << 20;   ///< the page: sizes and addresses are multiples of it
   /// Addresses are handed out upward from here, never reused, and past reservations made at a
   /// requested address: a run gives the same addresses every time. A requested address is
   /// honoured anywhere the range is aligned, does not wrap and overlaps no reservation (replay
@@ -43,14 +44,16 @@ struct fake_device_options {
 
 /// One call as the fake saw it.
 struct device_call {
-  device_op op = device_op::reserve;
-  std::uint64_t address = 0;
-  std::uint64_t size = 0;
-  physical_handle handle = 0;
-  device_errc result = device_errc::ok;
+  device_op op = device_op::reserve;    ///< the primitive called
+  std::uint64_t address = 0;            ///< the device address it named; 0 for none (create, release)
+  std::uint64_t size = 0;               ///< bytes it named; 0 for none (release)
+  physical_handle handle = 0;           ///< the handle it named or made; 0 for none
+  device_errc result = device_errc::ok; ///< what it returned
+  /// Field by field, for tests that compare logs.
   bool operator==(const device_call&) const = default;
 };
 
+/// The device seam in host memory, strict about every precondition (see the file comment).
 class fake_device final : public device {
  public:
   /// Bytes a new handle's pages hold when host-backed: not zero, so a policy that hands out
@@ -92,31 +95,31 @@ class fake_device final : public device {
   /// (the total becomes used_bytes() + free_bytes, at most 2^64 - 1). What a recorded oom's
   /// device_free tells replay.
   void set_free_bytes(std::uint64_t free_bytes) noexcept;
+  /// Bytes under mappings now (a handle mapped twice counts twice).
   std::uint64_t mapped_bytes() const noexcept { return mapped_bytes_; }
+  /// Reservations not yet freed.
   std::size_t reservations() const noexcept { return reservations_.size(); }
+  /// Handles not yet both released and unmapped everywhere.
   std::size_t live_handles() const noexcept { return handles_.size(); }
+  /// Primitive calls so far, failed ones included (memory_info and config excepted): what
+  /// fail_call counts.
   std::uint64_t calls() const noexcept { return calls_; }
   /// Calls of `op` that succeeded so far (what a driver would have been asked to do).
   std::uint64_t succeeded(device_op op) const noexcept { return succeeded_[static_cast<std::size_t>(op)]; }
   /// Host buffers from host_allocate not yet freed.
   std::size_t host_buffers() const noexcept { return host_buffers_.size(); }
+  /// Bytes of those host buffers.
   std::uint64_t host_bytes() const noexcept { return host_bytes_; }
   /// synchronize() calls so far: a policy must fence before it unmaps.
   std::uint64_t fences() const noexcept { return fences_; }
+  /// Every call in order, when keep_log is set (else empty).
   const std::vector<device_call>& log() const noexcept { return log_; }
 
  private:
-  struct handle_state {
-    std::uint64_t size = 0;
-    bool released = false;
-    std::uint32_t mappings = 0;  // a handle may be mapped at several addresses, as CUDA allows
-    std::unique_ptr<std::byte[]> bytes;  // host_backed only
-  };
-  struct mapping {
-    std::uint64_t size = 0;
-    physical_handle handle = 0;
-    bool accessible = false;
-  };
+  // The records (rlmem/device/detail/fake_device_parts.hpp), by their names here.
+  using handle_state = detail::fake_handle_state;
+  using mapping = detail::fake_mapping;
+  using host_buffer = detail::fake_host_buffer;
 
   bool aligned(std::uint64_t value) const noexcept { return (value & (config_.granularity - 1)) == 0; }
   bool sized(std::uint64_t size) const noexcept { return size > 0 && aligned(size); }
@@ -152,10 +155,6 @@ class fake_device final : public device {
   std::map<std::uint64_t, mapping> mappings_;            // start -> mapping
   std::unordered_map<physical_handle, handle_state> handles_;
   std::vector<device_call> log_;
-  struct host_buffer {
-    std::unique_ptr<std::byte[]> bytes;
-    std::uint64_t size = 0;
-  };
   std::unordered_map<void*, host_buffer> host_buffers_;
   std::uint64_t host_bytes_ = 0;
   std::uint64_t fences_ = 0;

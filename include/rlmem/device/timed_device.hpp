@@ -14,19 +14,24 @@ namespace rlmem {
 
 /// Per primitive of the seam: calls made and seconds spent in them, wall clock.
 struct device_call_totals {
+  /// One primitive's figures.
   struct totals_of_one {
-    std::uint64_t calls = 0;
-    double seconds = 0;
+    std::uint64_t calls = 0;  ///< calls made, failed ones included
+    double seconds = 0;       ///< wall-clock seconds spent in them
   };
+  /// Indexed by device_op.
   std::array<totals_of_one, static_cast<std::size_t>(device_op::count_)> by_op{};
+  /// The figures of `op`. Pre: op < device_op::count_.
   const totals_of_one& operator[](device_op op) const noexcept { return by_op[static_cast<std::size_t>(op)]; }
 };
 
+/// A device that forwards every call to another, counting and timing it per primitive.
 class timed_device final : public device {
  public:
   /// Pre: `inner` outlives the adaptor. As thread-safe as `inner`; the counters always are.
   explicit timed_device(device& inner) noexcept : inner_(inner) {}
 
+  /// The figures so far, copied under the lock.
   device_call_totals totals() const;
   bool concurrent_wait() const noexcept override { return inner_.concurrent_wait(); }
 

@@ -22,6 +22,7 @@ class device;
 
 /// PyTorch's caching allocator, configured by the simulation's allocator_settings.
 struct torch_allocator_options {
+  /// Always equal: the options are the simulation's allocator_settings, not here.
   bool operator==(const torch_allocator_options&) const = default;
 };
 

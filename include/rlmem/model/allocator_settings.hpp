@@ -15,12 +15,15 @@ namespace rlmem {
 
 /// The caching allocator's settings that change its decisions (CUDAAllocatorConfig).
 struct allocator_settings {
-  bool expandable_segments = false;
+  bool expandable_segments = false;  ///< pages mapped into reserved ranges as needed, instead of cudaMalloc'd segments
   std::uint64_t max_split_size = UINT64_MAX;                          ///< max_split_size_mb
   std::uint64_t max_non_split_rounding = std::uint64_t{20} << 20;     ///< max_non_split_rounding_mb
   std::array<std::uint32_t, 16> roundup_power2_divisions{};           ///< per 2^k MiB bucket; 0 = off
+  /// garbage_collection_threshold, a fraction of the capacity: above it, freed segments that
+  /// waited longest go back. 0 = off; applies only under a capacity.
   double garbage_collection_threshold = 0.0;
 
+  /// Field by field: two runs under equal settings decide alike.
   bool operator==(const allocator_settings&) const = default;
 };
 

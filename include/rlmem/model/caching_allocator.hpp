@@ -14,13 +14,14 @@
 
 #include <rlmem/policy/allocator_policy.hpp>
 #include <rlmem/model/allocator_settings.hpp>
+#include <rlmem/model/detail/caching_allocator_parts.hpp>
 #include <rlmem/device/device.hpp>
 
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory_resource>
-#include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,23 +79,18 @@ class caching_allocator_model final : public allocator_policy {
   /// trace-start memory, or two segments or pages fell at one address (a crafted dump). Empty
   /// while all is well.
   const std::string& fault() const noexcept override { return fault_; }
+  /// Totals: allocated bytes within [0, reserved bytes]. Whole: also every block linked to the
+  /// next of its segment where it ends, the allocated and the mapped blocks summing to the two
+  /// counters, and the free pools and unmapped sets holding exactly the free mapped and the
+  /// unmapped blocks. O(blocks log blocks).
+  std::optional<std::string> broken_invariant(invariant_scope scope) const override;
 
  private:
-  struct by_stream_size_address {
-    bool operator()(const model_block* a, const model_block* b) const noexcept {
-      if (a->stream != b->stream) return a->stream < b->stream;
-      if (a->size != b->size) return a->size < b->size;
-      return a->ptr < b->ptr;
-    }
-  };
-  struct by_stream_address {
-    bool operator()(const model_block* a, const model_block* b) const noexcept {
-      return a->stream != b->stream ? a->stream < b->stream : a->ptr < b->ptr;
-    }
-  };
-  // Set nodes come from a pool resource: the free lists change on every allocation and free.
-  using pool = std::pmr::set<model_block*, by_stream_size_address>;
-  using unmapped_pool = std::pmr::set<model_block*, by_stream_address>;
+  // The parts (rlmem/model/detail/caching_allocator_parts.hpp), by their names here.
+  using pool = detail::free_pool;
+  using unmapped_pool = detail::unmapped_pool;
+  using device_memory = detail::device_memory;
+  using reservation = detail::expandable_reservation;
 
   /// A reservation of `size` (asked for at `requested`) with physical memory mapped into it and
   /// access set: cudaMalloc, or one page of an expandable segment. `address` is where the model
@@ -139,11 +135,6 @@ class caching_allocator_model final : public allocator_policy {
   // expandable segment, by the model's address. The device's address is the same unless that
   // range was taken (a crafted dump: a segment at address 0, or overlapping another). Invariant:
   // the device bytes sum to reserved_bytes_ when every trace-start segment is on the grid.
-  struct device_memory {
-    std::uint64_t address = 0;  // on the device
-    std::uint64_t bytes = 0;
-    physical_handle handle = 0;
-  };
   std::map<std::uint64_t, device_memory> memory_;
   std::deque<model_block> storage_;
   std::vector<model_block*> recycled_;
@@ -156,11 +147,6 @@ class caching_allocator_model final : public allocator_policy {
   // is checked in log time (a scan of every reservation per address was quadratic). The range is
   // the model's: its end is known only when the recording's next reservation is met (and may be
   // cut there), so the device reserves each page where it is mapped, not the range at once.
-  struct reservation {
-    std::uint64_t end = 0;
-    std::uint64_t stream = 0;
-    bool small = false;
-  };
   std::map<std::uint64_t, reservation> reservations_;
   std::vector<model_block*> existing_runs_;  // first blocks of expandable runs, until closed
   recorded_addresses recorded_;

@@ -6,13 +6,16 @@
 // does. Block sizes follow the allocator's rules (allocator_rules.hpp) under the recorded
 // settings.
 
+#include <rlmem/base/invariants.hpp>
 #include <rlmem/model/allocator_settings.hpp>
+#include <rlmem/model/detail/live_set_hints.hpp>
 #include <rlmem/snapshot/snapshot.hpp>
 
-#include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace rlmem {
@@ -20,6 +23,8 @@ namespace rlmem {
 /// One live allocation.
 struct live_block {
   std::uint64_t bytes = 0;    ///< the block's size: rounded, or the whole free block it took
+  /// The alloc event's stack; for a block from before the trace, its first free's when the
+  /// trace frees it, else the dump's. 0: none recorded.
   stack_id stack = 0;
   bool pending_free = false;  ///< freed by the user, waiting on another stream
   bool before_trace = false;  ///< allocated before the first event
@@ -29,21 +34,21 @@ struct live_block {
 struct allocation_change {
   std::int64_t bytes = 0;  ///< +size on alloc, -size when the user frees, else 0
   std::int32_t count = 0;  ///< +1 on alloc, -1 when the user frees, else 0
-  stack_id stack = 0;
-  bool before_trace = false;
+  stack_id stack = 0;          ///< the allocation's stack; 0 when the event changed no allocation
+  bool before_trace = false;   ///< the allocation was live before the first event
   /// An alloc at an address still live (the trace contradicts itself): the live block it
   /// replaced, which is no longer counted (bytes <= 0).
   std::int64_t replaced_bytes = 0;
-  stack_id replaced_stack = 0;
-  bool replaced_before_trace = false;
+  stack_id replaced_stack = 0;         ///< the replaced block's stack
+  bool replaced_before_trace = false;  ///< the replaced block was live before the first event
 };
 
 /// Free space of one reserved range (a segment) at some moment.
 struct free_space {
-  std::uint64_t segment_bytes = 0;
-  std::uint64_t stream = 0;  ///< raw cudaStream_t
-  std::uint64_t largest_free_bytes = 0;
-  std::uint64_t free_bytes = 0;
+  std::uint64_t segment_bytes = 0;       ///< the range's size
+  std::uint64_t stream = 0;              ///< raw cudaStream_t
+  std::uint64_t largest_free_bytes = 0;  ///< the longest run of bytes no live block holds; 0 when full
+  std::uint64_t free_bytes = 0;          ///< all bytes no live block holds
 };
 
 /// The live blocks and reserved ranges of one device at one moment of its trace.
@@ -63,9 +68,11 @@ class live_set {
 
   /// A reserved range: a segment, or a mapped run of an expandable one.
   struct mapped_range {
-    std::uint64_t bytes = 0;
-    std::uint64_t stream = 0;  // raw cudaStream_t
+    std::uint64_t bytes = 0;   ///< bytes reserved from its start
+    std::uint64_t stream = 0;  ///< raw cudaStream_t of the segment
   };
+  /// The reserved ranges now, by start address (under expandable segments, touching runs of one
+  /// stream are one range).
   const std::map<std::uint64_t, mapped_range>& mapped() const noexcept { return mapped_; }
 
   /// The free space of every reserved range now: gaps between live blocks (pending frees
@@ -82,6 +89,13 @@ class live_set {
   /// live one).
   std::uint64_t inconsistencies() const noexcept { return inconsistencies_; }
 
+  /// Totals: allocated bytes not below 0. Whole: also allocated bytes equal to the sum over the
+  /// live blocks not pending free. Nothing once a sum reached the int64 limits (sizes near 2^63,
+  /// in no real trace). That reserved ranges do not overlap, nor live blocks, holds only for
+  /// traces that never map mapped memory or allocate inside a live block, so it is no invariant
+  /// of the set. O(blocks).
+  std::optional<std::string> broken_invariant(invariant_scope scope) const;
+
  private:
   // The size of the block an `alloc` got: the caching allocator hands out a whole free block
   // when should_split says so, and the free space between two live blocks of a segment is one
@@ -96,45 +110,18 @@ class live_set {
   block_map::iterator find_block(std::uint64_t address);
   void map_range(std::uint64_t address, std::uint64_t size, std::uint64_t stream);
   void unmap_range(std::uint64_t address, std::uint64_t size);
+  // allocated_bytes_ += bytes, held at the int64 limits; allocated_saturated_ remembers it did.
+  void add_allocated(std::int64_t bytes);
 
   block_map blocks_;
   range_map mapped_;  // reserved ranges by address
-  // What apply() keeps from one event to the next to spare the trees work: in the forward pass
-  // the descents to a block (a mispredicted branch a level) and malloc were most of its time.
-  // A copy of the set starts without them (they name nodes of this set's own trees).
-  struct pass_hints {
-    pass_hints() = default;
-    pass_hints(const pass_hints&) noexcept {}
-    pass_hints& operator=(const pass_hints&) noexcept {
-      known = {};
-      spare = {};
-      range_known = false;
-      return *this;
-    }
-    // Blocks by address, direct-mapped, for the frees' lookups: each slot names a node of
-    // blocks_ with that address (set when a block is made or found, cleared when it goes). A
-    // free's block is usually still there, so its lookup takes no descent of the tree.
-    struct known_block {
-      std::uint64_t address = 0;
-      block_map::iterator block;
-      bool set = false;
-    };
-    static constexpr int known_slot_bits = 9;
-    static std::size_t known_slot(std::uint64_t address) {
-      return static_cast<std::size_t>((address * 0x9e3779b97f4a7c15ULL) >> (64 - known_slot_bits));
-    }
-    std::array<known_block, std::size_t{1} << known_slot_bits> known{};
-    // The node of the block freed last, for the next alloc: allocations and frees come in pairs.
-    block_map::node_type spare;
-    // The range the last allocation fell in: most fall in the one before's. Forgotten when a
-    // range is mapped or unmapped.
-    bool range_known = false;
-    range_map::const_iterator range;
-  };
+  // What apply() keeps from one event to the next (rlmem/model/detail/live_set_hints.hpp).
+  using pass_hints = detail::pass_hints<block_map, range_map>;
   pass_hints hints_;
   const snapshot* snap_ = nullptr;  // for the streams of segment events
   allocator_settings settings_;  // the recording's
   std::int64_t allocated_bytes_ = 0;
+  bool allocated_saturated_ = false;  // allocated_bytes_ reached a limit once: no longer the blocks' sum
   std::uint64_t frees_of_earlier_blocks_ = 0;
   std::uint64_t inconsistencies_ = 0;
 };

@@ -25,6 +25,7 @@
 
 namespace rlmem {
 
+/// What simulate_trace() replays and under which policy.
 struct trace_simulation_options {
   std::int64_t device = -1;                    ///< -1: the device with the longest trace
   std::optional<allocator_settings> settings;  ///< none: the snapshot's own (settings_of)
@@ -43,7 +44,7 @@ struct simulated_oom {
   std::uint64_t event = 0;            ///< index of the alloc or oom in the device's trace
   std::uint64_t requested_bytes = 0;  ///< rounded under the simulated settings
   std::int64_t allocated_bytes = 0;   ///< the model's, after its failed attempts
-  std::int64_t reserved_bytes = 0;
+  std::int64_t reserved_bytes = 0;    ///< the model's, after its failed attempts
   bool recorded = false;              ///< a recorded oom: the recording could not serve it either
 };
 
@@ -51,7 +52,7 @@ struct simulated_oom {
 struct simulation_step {
   /// Trace events applied so far: 0 is the state at trace start, n the state after event n - 1.
   std::size_t events_applied = 0;
-  const allocator_policy& model;
+  const allocator_policy& model;  ///< the policy that decides, valid during the call only
   /// The device the model runs on: what it holds is what the model reserved.
   const fake_device& device;
   /// The block the event's alloc got; nullptr for other events and at trace start.
@@ -66,7 +67,7 @@ using simulation_observer = std::function<void(const simulation_step&)>;
 /// What one pass did.
 struct trace_simulation {
   std::string unsupported;      ///< set when the trace cannot be simulated faithfully, and why; nothing else is
-  std::int64_t device = 0;
+  std::int64_t device = 0;      ///< the device whose trace ran (options' device, or the default)
   allocator_settings settings;  ///< what the model ran under
   bool expandable_trace = false;  ///< the recording used expandable segments
   /// Events applied; short of the trace's size when the simulation ended at an OOM.
@@ -77,8 +78,8 @@ struct trace_simulation {
   std::vector<simulated_oom> ooms;
   /// The model served a request the recording failed (a recorded oom event).
   bool served_a_recorded_oom = false;
-  std::int64_t peak_allocated_bytes = 0;
-  std::int64_t peak_reserved_bytes = 0;
+  std::int64_t peak_allocated_bytes = 0;  ///< the model's highest, trace start included
+  std::int64_t peak_reserved_bytes = 0;   ///< the model's highest, trace start included
   std::uint64_t segments = 0;        ///< cudaMalloc segments held at the end
   std::uint64_t alloc_retries = 0;   ///< num_alloc_retries
   std::vector<model_segment_event> segment_events;  ///< every one the model made, in order

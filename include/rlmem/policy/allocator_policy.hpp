@@ -4,7 +4,10 @@
 // running over a device (device.hpp; replay's is the fake). caching_allocator_model (PyTorch's
 // native allocator, with or without expandable segments) and rlmem_policy implement it.
 
+#include <rlmem/base/invariants.hpp>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,24 +20,24 @@ inline constexpr std::uint64_t min_block_bytes = 512;
 /// A block a policy hands out (Block in CUDACachingAllocator.cpp): the unit the driver and every
 /// policy exchange.
 struct model_block {
-  std::uint64_t ptr = 0;
-  std::uint64_t size = 0;
-  std::uint64_t stream = 0;
-  bool small_pool = false;
+  std::uint64_t ptr = 0;     ///< address of its first byte
+  std::uint64_t size = 0;    ///< bytes, a multiple of min_block_bytes: the request rounded, or a whole free block
+  std::uint64_t stream = 0;  ///< raw cudaStream_t it was allocated on (the rlmem policy's arena key)
+  bool small_pool = false;   ///< in torch's small pool (requests up to 1 MiB); never under the rlmem policy
   bool allocated = false;  ///< handed out and not yet freed by the user
   bool in_use = false;     ///< allocated or waiting for free_completed
   bool mapped = true;      ///< false: reserved address space of an expandable segment, no memory
-  bool expandable = false;
-  model_block* prev = nullptr;  ///< neighbours in the same segment, address order
-  model_block* next = nullptr;
+  bool expandable = false;      ///< in an expandable segment (always under the rlmem policy)
+  model_block* prev = nullptr;  ///< the block before it in its segment; nullptr at the start, and under the rlmem policy
+  model_block* next = nullptr;  ///< the block after it in its segment; nullptr at the end, and under the rlmem policy
   std::uint64_t gc_clock = 0;  ///< the pool's lookup count when the block became free (gc_count_base)
 };
 
 /// A cudaMalloc/map or cudaFree/unmap a policy made.
 struct model_segment_event {
-  bool alloc = true;
-  std::uint64_t address = 0;
-  std::uint64_t size = 0;
+  bool alloc = true;          ///< true for cudaMalloc or a map, false for cudaFree or an unmap
+  std::uint64_t address = 0;  ///< the segment's or page's start, as the policy places it
+  std::uint64_t size = 0;     ///< its bytes
 };
 
 /// An allocator policy: the decisions of an allocator, fed one trace event at a time.
@@ -71,6 +74,9 @@ class allocator_policy {
   /// could not go where it must): what the policy's results cannot be trusted after. Empty while
   /// all is well.
   virtual const std::string& fault() const noexcept = 0;
+  /// The first of the policy's invariants that does not hold, as text; nothing while all hold,
+  /// or once fault() is set (nothing is promised after one). `scope` says how much it reads.
+  virtual std::optional<std::string> broken_invariant(invariant_scope scope) const = 0;
 };
 
 }  // namespace rlmem

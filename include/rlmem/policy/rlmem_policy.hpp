@@ -10,13 +10,14 @@
 // The same code runs in replay over the fake device and, in the runtime, over CUDA.
 
 #include <rlmem/policy/allocator_policy.hpp>
+#include <rlmem/policy/detail/rlmem_policy_parts.hpp>
 #include <rlmem/device/device.hpp>
 
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
-#include <set>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -24,6 +25,7 @@
 
 namespace rlmem {
 
+/// How the rlmem policy places blocks and gives pages back; the defaults are the runtime's.
 struct rlmem_policy_options {
   /// Unmap a page as soon as no block uses it: reserved stays closest to what is live, at the
   /// cost of a map and an unmap per reuse. Otherwise free pages stay mapped until a request
@@ -66,11 +68,13 @@ using page_observer = std::function<void(bool mapped, std::uint64_t address, std
 
 /// A range of addresses and its length in bytes.
 struct address_run {
-  std::uint64_t address = 0;
-  std::uint64_t bytes = 0;
+  std::uint64_t address = 0;  ///< the first byte
+  std::uint64_t bytes = 0;    ///< the length; 0 for an empty run
+  /// Same address and length.
   bool operator==(const address_run&) const = default;
 };
 
+/// The rlmem allocator policy over a device (see the file comment).
 class rlmem_policy final : public allocator_policy {
  public:
   /// Pre: `gpu` outlives the policy and is used by nothing else.
@@ -101,6 +105,7 @@ class rlmem_policy final : public allocator_policy {
   // Pausing (the runtime's pause and resume). Arenas are keyed by what allocate() calls a stream;
   // pages never span two arenas, so a range of one arena holds only its own blocks' pages.
 
+  /// The device's granularity: every page the policy maps is this many bytes.
   std::uint64_t page_bytes() const noexcept { return page_bytes_; }
   /// The address range of the arena keyed `stream`; false when it has none yet.
   bool arena_range(std::uint64_t stream, address_run& range) const;
@@ -147,80 +152,23 @@ class rlmem_policy final : public allocator_policy {
   const std::string& fault() const noexcept override { return fault_; }
   /// The caller has reported the fault.
   void clear_fault() noexcept { fault_.clear(); }
+  /// Totals: the pages mapped, paused and cached against the page map's size and the arenas'
+  /// counts. Whole: also every page's users against the live blocks on it, its arena and run;
+  /// the spans of each arena linked in address order without overlap, their gaps and the two
+  /// sets that index them; and the mapped free ranges covering exactly the free bytes on mapped
+  /// pages. O(pages + spans + pages under live blocks).
+  std::optional<std::string> broken_invariant(invariant_scope scope) const override;
 
  private:
-  /// A range of an arena, linked to its neighbours in address order as torch links its blocks:
-  /// a live block, or a mapped free range (free bytes that all lie on mapped pages: memory a
-  /// block can take with no new page), the longest such. The free bytes after a live span up to
-  /// the next live one are its gap; the other free bytes are on pages not mapped. Nothing is
-  /// searched by address: neighbours are a pointer away.
-  struct span;
-  /// (bytes, address): best fit is the first at or after (request, 0), the lowest among equals.
-  using size_key = std::pair<std::uint64_t, std::uint64_t>;
-  /// Live spans with a gap after them (the highest excepted), by (gap bytes, gap address).
-  struct by_gap {
-    using is_transparent = void;
-    static size_key key(const span* at);
-    bool operator()(const span* a, const span* b) const { return key(a) < key(b); }
-    bool operator()(const span* a, const size_key& b) const { return key(a) < b; }
-    bool operator()(const size_key& a, const span* b) const { return a < key(b); }
-  };
-  /// Mapped free ranges, by (bytes, address).
-  struct by_length {
-    using is_transparent = void;
-    static size_key key(const span* at);
-    bool operator()(const span* a, const span* b) const { return key(a) < key(b); }
-    bool operator()(const span* a, const size_key& b) const { return key(a) < b; }
-    bool operator()(const size_key& a, const span* b) const { return a < key(b); }
-  };
-  using gap_set = std::set<span*, by_gap>;
-  using mapped_free_set = std::set<span*, by_length>;
-  struct arena;
-  struct page {
-    physical_handle handle = 0;  // 0 while paused
-    std::uint32_t users = 0;
-    arena* owner = nullptr;
-    std::uint64_t run = 0;  // the start of the restored run it is mapped in; 0 when mapped alone
-  };
-  using page_map = std::map<std::uint64_t, page>;
-  struct span {
-    model_block block;  // first member: free_completed() finds the span from the block it handed out
-    std::uint64_t start = 0;
-    std::uint64_t end = 0;
-    span* prev = nullptr;
-    span* next = nullptr;
-    std::uint64_t gap_after = 0;  // live: free bytes up to the next live span; 0 on the highest
-    bool live = false;
-    // Where the span is in its set (live, with a gap after it; or mapped free): erased without a search.
-    gap_set::iterator gap_entry;
-    mapped_free_set::iterator mapped_free_entry;
-    page_map::iterator first_page;  // live: the page its first byte lies on, kept while it is used
-  };
-  struct arena {
-    arena() = default;
-    arena(const arena&) = delete;  // its spans point at `head`
-    arena& operator=(const arena&) = delete;
-    std::uint64_t base = 0;
-    std::uint64_t size = 0;
-    std::uint64_t mapped_pages = 0;
-    std::uint64_t key = 0;
-    /// A growable buffer's: no blocks, pages mapped from the base up to grown_bytes.
-    bool growable = false;
-    std::uint64_t grown_bytes = 0;
-    /// A live span of no bytes at the base: the gap before the lowest block is its gap.
-    span head;
-    span* highest = &head;  // the live span that ends where the never-used space above starts
-    /// A live span at or below the address last looked up: page-by-page walks (releasing the
-    /// cache, a pause, a restore) step on from it instead of from the base.
-    span* cursor = &head;
-    gap_set gaps_by_size;
-    mapped_free_set mapped_free_by_size;
-  };
-  /// Pages mapped as one allocation and one mapping (by allocate() or restore_range()).
-  struct memory_run {
-    physical_handle handle = 0;
-    std::uint64_t bytes = 0;
-  };
+  // The parts (rlmem/policy/detail/rlmem_policy_parts.hpp), by their names here.
+  using span = detail::policy_span;
+  using arena = detail::policy_arena;
+  using page = detail::policy_page;
+  using page_map = detail::page_map;
+  using memory_run = detail::memory_run;
+  using size_key = detail::size_key;
+  using gap_set = detail::gap_set;
+  using mapped_free_set = detail::mapped_free_set;
 
   arena* arena_of(std::uint64_t stream);
   arena& add_arena(std::uint64_t key, std::uint64_t base, std::uint64_t size);
@@ -300,8 +248,5 @@ class rlmem_policy final : public allocator_policy {
   page_observer observer_;
   std::string fault_;
 };
-
-inline rlmem_policy::size_key rlmem_policy::by_gap::key(const span* at) { return {at->gap_after, at->end}; }
-inline rlmem_policy::size_key rlmem_policy::by_length::key(const span* at) { return {at->end - at->start, at->start}; }
 
 }  // namespace rlmem

@@ -27,6 +27,7 @@ enum class keep_contents : std::uint8_t {
   host,     ///< copied to pinned host memory, restored bit-exact by resume, then freed
 };
 
+/// How a runtime places, pauses and records memory.
 struct runtime_options {
   /// The policy's options (capacity, release of free pages, address space per stream and tag).
   /// keep_segment_events is forced off: a runtime runs for days.
@@ -64,11 +65,12 @@ struct runtime_options {
 
 /// One event of the runtime's history, as a torch trace entry names it.
 struct history_event {
+  /// The trace entry's action: a page mapped or unmapped is a segment_map or segment_unmap.
   enum class kind : std::uint8_t { alloc, free_requested, free_completed, segment_map, segment_unmap, oom };
-  kind action = kind::alloc;
-  std::uint64_t address = 0;
-  std::uint64_t size = 0;
-  std::uint64_t stream = 0;
+  kind action = kind::alloc;      ///< what happened
+  std::uint64_t address = 0;      ///< the block's or page's address; 0 for an oom
+  std::uint64_t size = 0;         ///< the block's bytes (rounded), the page's, or for an oom the bytes requested
+  std::uint64_t stream = 0;       ///< raw cudaStream_t; 0 for a growable buffer's pages
   std::int64_t time_us = 0;      ///< microseconds since the Unix epoch
   std::uint64_t device_free = 0; ///< oom only: free bytes on the device as the driver said
 };
@@ -76,18 +78,20 @@ struct history_event {
 /// The runtime's state and history in the shape of torch's memory snapshot: each mapped run of
 /// pages is an expandable segment holding the live blocks in it.
 struct runtime_snapshot {
+  /// A live block.
   struct block {
-    std::uint64_t address = 0;
-    std::uint64_t size = 0;
-    std::uint64_t requested = 0;
+    std::uint64_t address = 0;    ///< its first byte
+    std::uint64_t size = 0;       ///< bytes it takes (the request rounded up to 512)
+    std::uint64_t requested = 0;  ///< bytes the program asked for
   };
+  /// A contiguous run of mapped pages of one arena (one tag and stream, or one growable buffer).
   struct segment {
-    std::uint64_t address = 0;
-    std::uint64_t size = 0;
-    std::uint64_t stream = 0;
+    std::uint64_t address = 0;  ///< its first byte
+    std::uint64_t size = 0;     ///< bytes mapped, a multiple of the page
+    std::uint64_t stream = 0;   ///< raw cudaStream_t; 0 for a growable buffer
     std::vector<block> blocks;  ///< live blocks in address order
   };
-  std::vector<segment> segments;
+  std::vector<segment> segments;  ///< by arena, each arena's in address order
   std::vector<history_event> events;  ///< oldest first
   std::uint64_t events_dropped = 0;   ///< older events the ring no longer holds
 };
@@ -95,26 +99,29 @@ struct runtime_snapshot {
 /// {current, peak, total} as torch's memory_stats() and RMM's statistics adaptor count them;
 /// total sums every increase.
 struct counter {
-  std::uint64_t current = 0;
-  std::uint64_t peak = 0;
-  std::uint64_t total = 0;
+  std::uint64_t current = 0;  ///< now
+  std::uint64_t peak = 0;     ///< the highest current since the start or reset_peaks()
+  std::uint64_t total = 0;    ///< every increase summed
+  /// Raises current (and total, and peak if passed) by `amount`.
   void add(std::uint64_t amount) noexcept;
+  /// Lowers current by `amount`. Pre: amount <= current.
   void remove(std::uint64_t amount) noexcept { current -= amount; }
   /// Moves current to `value`, counting a rise as an increase.
   void set(std::uint64_t value) noexcept;
 };
 
+/// One tag's figures.
 struct tag_statistics {
-  std::string name;
-  bool paused = false;
+  std::string name;     ///< as enter_region() named it
+  bool paused = false;  ///< paused and not yet resumed
   counter allocated_bytes;   ///< bytes handed out (requests rounded up to 512)
   counter allocations;       ///< blocks handed out
   counter mapped_bytes;      ///< physical memory held by the tag's pages
   std::uint64_t paused_bytes = 0;       ///< released by pause and still in use: resume maps them again
   std::uint64_t host_backup_bytes = 0;  ///< pinned host memory holding the contents
-  std::uint64_t pauses = 0;
-  std::uint64_t resumes = 0;
-  std::uint64_t failed_allocations = 0;
+  std::uint64_t pauses = 0;              ///< pause() calls that paused it
+  std::uint64_t resumes = 0;             ///< resume() calls that resumed it
+  std::uint64_t failed_allocations = 0;  ///< allocations refused: out of memory, or while paused
   /// Checking mode: resumes that found the tag's paused memory written while it was paused.
   std::uint64_t writes_while_paused = 0;
   /// Blocks a CUDA graph capture allocated that the program has freed since: kept, because every
@@ -123,17 +130,18 @@ struct tag_statistics {
   /// The last pause and resume: bytes copied (0 for a discard) and seconds, from the call to
   /// its return, copies included.
   std::uint64_t last_pause_copied_bytes = 0;
-  double last_pause_seconds = 0;
-  std::uint64_t last_resume_copied_bytes = 0;
-  double last_resume_seconds = 0;
+  double last_pause_seconds = 0;              ///< the last pause's wall-clock seconds
+  std::uint64_t last_resume_copied_bytes = 0; ///< bytes the last resume copied back; 0 for a discard
+  double last_resume_seconds = 0;             ///< the last resume's wall-clock seconds
 };
 
+/// The runtime's figures over every tag.
 struct runtime_totals {
-  counter allocated_bytes;
-  counter allocations;
+  counter allocated_bytes;  ///< bytes handed out (requests rounded up to 512)
+  counter allocations;      ///< blocks handed out
   counter reserved_bytes;  ///< pages mapped, every tag together
-  std::uint64_t alloc_retries = 0;
-  std::uint64_t ooms = 0;
+  std::uint64_t alloc_retries = 0;  ///< requests that released cached pages and tried again
+  std::uint64_t ooms = 0;           ///< allocations and growths refused for want of memory
   std::uint64_t host_buffer_bytes = 0;  ///< pinned slabs held: backups and those kept for reuse
   device_call_totals device_calls;      ///< every device call the runtime made, counted and timed
 };
@@ -169,6 +177,7 @@ class runtime {
   result<void, runtime_errc> enter_region(std::string_view tag);
   /// Back to the enclosing region's tag; invalid_argument when no region is open.
   result<void, runtime_errc> leave_region();
+  /// The innermost open region's tag (regions are the runtime's, not a thread's); default_tag when none is open.
   std::string current_tag() const;
 
   /// `bytes` (> 0) on `stream` in the current tag: the block's address, or the failure. Blocks of
@@ -227,7 +236,7 @@ class runtime {
 
   /// Reads mapped memory through the device (tests, and bit-exactness checks).
   result<void, runtime_errc> read(std::uint64_t address, void* destination, std::uint64_t size);
-  /// Writes mapped memory through the device (tests, and bit-exactness checks).
+  /// The other way: `size` bytes from `source` to mapped memory at `address`.
   result<void, runtime_errc> write(std::uint64_t address, const void* source, std::uint64_t size);
 
   /// The live blocks of `tag` (not paused) whose every byte is still the fill a discard left
@@ -239,8 +248,11 @@ class runtime {
   /// Every peak back to its current value (a per-step peak, as torch.cuda.reset_peak_memory_stats).
   void reset_peaks();
 
+  /// Every tag's figures, in the order the tags were first used (default_tag, library_tag first).
   std::vector<tag_statistics> statistics() const;
+  /// The mapped memory with its live blocks now, and the history kept (history_entries).
   runtime_snapshot snapshot() const;
+  /// The figures over every tag, with the device calls made so far.
   runtime_totals totals() const;
 
  private:
