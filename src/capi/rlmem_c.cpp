@@ -288,12 +288,12 @@ int rlmem_read_option_file(const char* path, char** text_out, size_t* size_out, 
   *text_out = nullptr;
   *size_out = 0;
   try {
-    std::string text;
-    std::string message;
-    if (!rlmem::read_option_file(path, text, message)) {
-      set_error(error_out, message);
+    auto read = rlmem::read_option_file(path);
+    if (!read.ok()) {
+      set_error(error_out, read.failure().detail);
       return RLMEM_E_BAD_INPUT;
     }
+    const std::string& text = read.value();
     *text_out = copy_out(text);
     if (*text_out == nullptr) {
       set_error(error_out, "out of memory");

@@ -117,8 +117,12 @@ CLI::Validator decimal_in(double min, double max) {
 }
 
 bool load_category_rules(const std::string& path, std::vector<category_rule>& rules, std::string& message) {
-  std::string text;
-  if (!read_option_file(path, text, message)) return false;
+  auto read = read_option_file(path);
+  if (!read.ok()) {
+    message = read.failure().detail;
+    return false;
+  }
+  const std::string& text = read.value();
   if (!parse_category_rules(text, rules, message)) {
     message = path + ": " + message;
     return false;

@@ -187,9 +187,10 @@ bool load_model(const std::string& name, model_architecture& model) {
   const bool looks_like_file = name.ends_with(".json") || name.find('/') != std::string::npos;
   std::error_code ignored;
   if (std::filesystem::exists(name, ignored)) {  // a path that exists is a config.json, whatever its name
-    std::string text;
+    auto read = read_option_file(name);
+    if (!read.ok()) return fail(read.failure().detail);
+    const std::string& text = read.value();
     std::string message;
-    if (!read_option_file(name, text, message)) return fail(message);
     if (!parse_hf_config(text, model, message)) return fail(fmt::format("{}: {}", name, message));
     return true;
   }
@@ -483,9 +484,10 @@ void drop_unplanned_engine(plan_arguments& args, const CLI::App& command, traine
 
 // --from FILE: reads the config and sets every option the command line does not give.
 bool apply_trainer_config(plan_arguments& args, const CLI::App& command) {
-  std::string text;
+  auto read = read_option_file(args.from);
+  if (!read.ok()) return fail(read.failure().detail);
+  const std::string& text = read.value();
   std::string message;
-  if (!read_option_file(args.from, text, message)) return fail(message);
   trainer_config_context context;
   if (command.count("--gpus") > 0) context.gpus = args.knobs.gpus;
   trainer_config_mapping mapping;
