@@ -122,11 +122,12 @@ bool load_category_rules(const std::string& path, std::vector<category_rule>& ru
     message = read.failure().detail;
     return false;
   }
-  const std::string& text = read.value();
-  if (!parse_category_rules(text, rules, message)) {
-    message = path + ": " + message;
+  auto parsed = parse_category_rules(read.value());
+  if (!parsed.ok()) {
+    message = path + ": " + parsed.failure().detail;
     return false;
   }
+  rules = std::move(parsed).value();
   if (rules.empty()) {
     message = path + ": no rules";
     return false;
