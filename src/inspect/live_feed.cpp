@@ -17,7 +17,7 @@ std::vector<live_block> live_blocks_of(const live_set& state) {
   return blocks;
 }
 
-result<std::unique_ptr<live_feed>, inspect_errc> live_feed::start(const live_set& start, std::span<const trace_event> events,
+result<std::unique_ptr<live_feed>, inspect_errc> live_feed::start(const live_set& state_at_start, std::span<const trace_event> events,
                                                                   std::int64_t reserved_at_start, std::span<std::int64_t> allocated,
                                                                   std::span<std::int64_t> reserved, std::vector<std::size_t> moments,
                                                                   bool on_thread, std::size_t chunk_events, std::size_t ring_chunks) {
@@ -27,7 +27,7 @@ result<std::unique_ptr<live_feed>, inspect_errc> live_feed::start(const live_set
   }
   // The constructor is private: make_unique cannot call it.
   return std::unique_ptr<live_feed>(
-      new live_feed(start, events, reserved_at_start, allocated, reserved, std::move(moments), on_thread, chunk_events, ring_chunks));
+      new live_feed(state_at_start, events, reserved_at_start, allocated, reserved, std::move(moments), on_thread, chunk_events, ring_chunks));
 }
 
 live_feed::live_feed(const live_set& start, std::span<const trace_event> events, std::int64_t reserved_at_start,

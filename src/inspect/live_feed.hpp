@@ -37,16 +37,16 @@ struct live_moment {
 /// order, up to the last event, for moments it asked to keep.
 class live_feed {
  public:
-  /// Starts the thread, which applies `events` to a copy of `start` and writes allocated[i] and
+  /// Starts the thread, which applies `events` to a copy of `state_at_start` and writes allocated[i] and
   /// reserved[i] after event i (reserved counted from `reserved_at_start` by reserved_delta).
   /// `moments`: event indices to keep a live_moment at. Holds at most `ring_chunks` chunks of
   /// `chunk_events` changes unread. With `on_thread` false (one usable core, where a thread
   /// only adds switches) there is no thread: change() applies each event as it is asked for.
   /// Fails with inspect_errc::timeline_size_mismatch, starting nothing, unless `allocated` and
   /// `reserved` are each events.size() long.
-  /// IMPORTANT: `events`, `allocated` and `reserved`, and the snapshot `start` points to, must
+  /// IMPORTANT: `events`, `allocated` and `reserved`, and the snapshot `state_at_start` points to, must
   /// outlive the feed; allocated and reserved are read only through change() having passed the index.
-  static result<std::unique_ptr<live_feed>, inspect_errc> start(const live_set& start, std::span<const trace_event> events,
+  static result<std::unique_ptr<live_feed>, inspect_errc> start(const live_set& state_at_start, std::span<const trace_event> events,
                                                                 std::int64_t reserved_at_start, std::span<std::int64_t> allocated,
                                                                 std::span<std::int64_t> reserved, std::vector<std::size_t> moments,
                                                                 bool on_thread = true, std::size_t chunk_events = 16384,
