@@ -6,7 +6,7 @@ PACKAGES := cmake g++ make pkg-config nlohmann-json3-dev libfmt-dev libcli11-dev
 # The Python package's tests (Debian's torch 1.13 gives them a real gloo process group), the
 # terminal test of `rlmem watch`, the browser tests of `rlmem report` (headless chromium) and the
 # corpus test, whose reference reads the .zst snapshots with the zstd command; doxygen checks that
-# the C headers document every declaration.
+# the C headers and every part's C++ API header document every declaration.
 TEST_PACKAGES := python3 python3-venv python3-setuptools python3-wheel python3-pip python3-pytest python3-torch tmux \
                  chromium zstd doxygen
 FUZZ_PACKAGES := clang libclang-rt-dev
@@ -14,7 +14,7 @@ FUZZ_PACKAGES := clang libclang-rt-dev
 PYTHON := /usr/bin/python3
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build install wheel demo test test-release test-sanitize test-python test-wheel bench fuzz clean
+.PHONY: all deps build install wheel demo test test-release test-sanitize test-python test-wheel python-tests wheel-tests bench fuzz clean
 
 all: build
 
@@ -60,8 +60,18 @@ demo: build
 	        format(leak["bytes_per_step"], ","), "B per step")'
 
 # Every C++ test twice (a Release build, then an AddressSanitizer + UBSan build), the Python
-# package's tests once, against the Release librlmem, and the wheel's once.
-test: test-release test-python test-wheel test-sanitize
+# package's tests once, against the Release librlmem, and the wheel's once. Those two run on one
+# core each, so they run beside the sanitize build, which is all compiling, and their output is
+# printed after it in one piece: the two cores of a small CI machine are never half idle.
+test: test-release
+	@rm -f build/python-and-wheel.log build/python-and-wheel.status; \
+	( $(MAKE) --no-print-directory python-tests wheel-tests > build/python-and-wheel.log 2>&1; \
+	  echo $$? > build/python-and-wheel.status ) & \
+	$(MAKE) --no-print-directory test-sanitize; sanitize=$$?; wait; \
+	echo "== the Python package's and the wheel's tests (run beside the sanitize build):"; \
+	cat build/python-and-wheel.log; python_and_wheel=$$(cat build/python-and-wheel.status 2>/dev/null || echo 1); \
+	echo "== sanitize: exit $$sanitize; Python and wheel: exit $$python_and_wheel"; \
+	[ "$$sanitize" = 0 ] && [ "$$python_and_wheel" = 0 ]
 
 test-release:
 	$(MAKE) deps EXTRA_PACKAGES="$(TEST_PACKAGES)"
@@ -70,12 +80,19 @@ test-release:
 	ctest --preset release -j $(JOBS)
 
 test-python: test-release
-	RLMEM_LIBRARY=$(CURDIR)/build/librlmem.so RLMEM_CLI=$(CURDIR)/build/rlmem \
-	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+	$(MAKE) --no-print-directory python-tests
 
 # The wheel's archive and binaries, then the wheel installed into a venv of a Python that is not
 # Debian's (skipped, with the reason, where the machine has none) running rlmem and import rlmem.
-test-wheel: test-release wheel
+test-wheel: test-release
+	$(MAKE) --no-print-directory wheel-tests
+
+# The two suites alone, over the Release build that test-release made and tested.
+python-tests:
+	RLMEM_LIBRARY=$(CURDIR)/build/librlmem.so RLMEM_CLI=$(CURDIR)/build/rlmem \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+
+wheel-tests: wheel
 	RLMEM_BUILD=$(CURDIR)/build $(PYTHON) -m pytest -q -rs -p no:cacheprovider tests/wheel
 
 test-sanitize: deps

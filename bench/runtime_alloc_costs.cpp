@@ -10,7 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
+#include <memory>
+#include <utility>
 
 namespace {
 
@@ -25,25 +26,24 @@ double nanoseconds_each(int count, Body body) {
 
 int main(int argc, char** argv) {
   int pairs = argc > 1 ? std::atoi(argv[1]) : 100000;
-  std::string why;
-  auto gpu = rlmem::open_cuda_device(0, why);
-  if (!gpu) {
-    std::fprintf(stderr, "runtime_alloc_costs: no CUDA device: %s\n", why.c_str());
+  auto opened = rlmem::open_cuda_device(0);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "runtime_alloc_costs: no CUDA device: %s\n", opened.failure().detail.c_str());
     return 2;
   }
+  std::unique_ptr<rlmem::device> gpu = std::move(opened).value();
   std::printf("stream_capturing            %8.1f ns\n", nanoseconds_each(pairs, [&](int) { (void)gpu->stream_capturing(0); }));
   {
     rlmem::runtime_options options;
     options.policy.reservation_bytes = gpu->config().total_bytes;
     rlmem::runtime rt(*gpu, options);
     for (std::uint64_t size : {std::uint64_t{512}, std::uint64_t{64} << 10, std::uint64_t{1} << 20, std::uint64_t{24} << 20}) {
-      std::uint64_t address = 0;
-      rt.allocate(size, 0, address);  // the pages, mapped once and cached after
-      rt.free(address);
-      double each = nanoseconds_each(pairs, [&](int) {
-        rt.allocate(size, 0, address);
-        rt.free(address);
-      });
+      auto allocate_and_free = [&] {
+        auto made = rt.allocate(size, 0);
+        if (made.ok()) (void)rt.free(made.value());
+      };
+      allocate_and_free();  // the pages, mapped once and cached after
+      double each = nanoseconds_each(pairs, [&](int) { allocate_and_free(); });
       std::printf("runtime allocate+free %8llu B %8.1f ns\n", static_cast<unsigned long long>(size), each);
     }
   }

@@ -48,11 +48,10 @@ pass_costs replay_pass(runtime& rt, std::span<const trace_event> events) {
   std::unordered_map<std::uint64_t, std::uint64_t> ours;  // the recording's address -> the runtime's
   for (const trace_event& event : events) {
     if (event.action == trace_action::alloc) {
-      std::uint64_t address = 0;
       auto start = clock_type::now();
-      runtime_errc code = rt.allocate(event.size, 0, address);
+      result<std::uint64_t, runtime_errc> made = rt.allocate(event.size, 0);
       double ns = std::chrono::duration<double, std::nano>(clock_type::now() - start).count();
-      if (code != runtime_errc::ok) {
+      if (!made.ok()) {
         ++costs.failed;
         continue;
       }
@@ -60,7 +59,7 @@ pass_costs replay_pass(runtime& rt, std::span<const trace_event> events) {
       ++costs.allocations;
       costs.allocate_ns_by_class[class_of(event.size)] += ns;
       ++costs.allocations_by_class[class_of(event.size)];
-      ours[event.addr] = address;
+      ours[event.addr] = made.value();
     } else if (event.action == trace_action::free_completed) {
       auto found = ours.find(event.addr);
       if (found == ours.end()) continue;  // made before the recording began

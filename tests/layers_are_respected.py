@@ -20,7 +20,7 @@ import sys
 # follows from theirs. A new part gets a row here before the test passes.
 LAYERS = {
     "base": [],  # formats, files, usable cores, saturating arithmetic, enum names, the error type
-    "device": [],  # the device seam: the lowest part, under every allocator policy
+    "device": ["base"],  # the device seam, under every allocator policy: base for the error model alone
     "policy": ["device"],  # allocator_policy (model_block) and the rlmem policy over the device
     "runtime": ["policy"],  # the rlmem policy running for real: the policy and the device only
     "step_rules": ["base"],  # plain arithmetic over sampled figures

@@ -141,6 +141,17 @@ int status_of(rlmem::runtime_errc code) noexcept {
   return RLMEM_E_DEVICE;
 }
 
+// What a call made of the runtime returns when it has no value of its own to pass on.
+using runtime_outcome = rlmem::result<void, rlmem::runtime_errc>;
+
+// A runtime call that makes an address: the address into `out` on success (untouched on failure),
+// and the outcome for with_runtime.
+runtime_outcome delivered(rlmem::result<std::uint64_t, rlmem::runtime_errc> made, std::uint64_t& out) {
+  if (!made.ok()) return made.failure();
+  out = made.value();
+  return {};
+}
+
 bool valid_ordinal(int ordinal) noexcept { return ordinal >= 0 && ordinal < max_devices; }
 
 // Growable buffers of 2^63 bytes or more are refused here: no device has that much address
@@ -182,12 +193,10 @@ int install(int ordinal, std::unique_ptr<rlmem::device> gpu, const rlmem_runtime
   return RLMEM_OK;
 }
 
-// Runs `call(runtime&)` on the open runtime of `ordinal` under the shared lock, turning every
-// failure into a status and a message. The message is the runtime's last_error(), which is the
-// calling thread's own: read on this thread right after the call that failed, it is that call's
-// reason even while other threads fail too. Every failing runtime call sets it; `call` itself
-// reports a failure of its own (out of host memory) by throwing, never by a code without a
-// message.
+// Runs `call(runtime&)`, which returns the runtime's result, on the open runtime of `ordinal`
+// under the shared lock, turning every failure into a status and its message: the failure's
+// detail, the call's own reason even while other threads fail too. Every failing runtime call
+// carries one; `call` itself reports a failure of its own (out of host memory) by throwing.
 template <typename Call>
 int with_runtime(int ordinal, char** error_out, Call call) noexcept {
   if (error_out != nullptr) *error_out = nullptr;
@@ -197,11 +206,9 @@ int with_runtime(int ordinal, char** error_out, Call call) noexcept {
     std::shared_lock hold(slot.lock);
     open_runtime* open = slot.open.get();
     if (open == nullptr) return report(error_out, RLMEM_E_STATE, "the runtime of device " + std::to_string(ordinal) + " is not open");
-    rlmem::runtime_errc code = call(*open->rt);
-    if (code == rlmem::runtime_errc::ok) return RLMEM_OK;
-    std::string message = open->rt->last_error();
-    if (message.empty()) message = "the runtime failed with " + std::string(rlmem::runtime_error_name(code)) + " and gave no reason";
-    return report(error_out, status_of(code), message);
+    auto outcome = call(*open->rt);
+    if (outcome.ok()) return RLMEM_OK;
+    return report(error_out, status_of(outcome.code()), outcome.failure().detail);
   } catch (const std::bad_alloc&) {
     return report(error_out, RLMEM_E_NO_MEMORY, "out of host memory");
   } catch (const std::exception& error) {
@@ -273,11 +280,13 @@ void* torch_allocate(std::size_t size, int device, void* stream, std::string& wh
       status = rlmem_runtime_allocate(device, size, on_stream, &address, &error);
       break;
     case rlmem::capi::torch_request::library:
-      status = with_runtime(device, &error, [&](rlmem::runtime& rt) { return rt.allocate_for_library(size, on_stream, address); });
+      status = with_runtime(device, &error, [&](rlmem::runtime& rt) {
+        return delivered(rt.allocate_for_library(size, on_stream), address);
+      });
       break;
     case rlmem::capi::torch_request::unproven:
       status = with_runtime(device, &error, [&](rlmem::runtime& rt) {
-        return rt.allocate_unproven(size, on_stream, unproven_request_reason, address);
+        return delivered(rt.allocate_unproven(size, on_stream, unproven_request_reason), address);
       });
       break;
   }
@@ -318,15 +327,15 @@ int rlmem_runtime_open_cuda(int ordinal, const rlmem_runtime_options* options, c
   if (error_out != nullptr) *error_out = nullptr;
   if (!valid_ordinal(ordinal)) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "device " + std::to_string(ordinal) + " is out of range");
   try {
-    std::string why;
-    std::unique_ptr<rlmem::device> gpu = rlmem::open_cuda_device(ordinal, why);
-    if (!gpu) return report(error_out, RLMEM_E_DEVICE, why);
+    auto opened = rlmem::open_cuda_device(ordinal);
+    if (!opened.ok()) return report(error_out, RLMEM_E_DEVICE, opened.failure().detail);
     rlmem_runtime_options given{};
     if (options == nullptr) {
       std::lock_guard hold(configured_lock);
       given = configured;
     }
-    return install(ordinal, std::move(gpu), options != nullptr ? options : (given.struct_size != 0 ? &given : nullptr), error_out);
+    return install(ordinal, std::move(opened).value(), options != nullptr ? options : (given.struct_size != 0 ? &given : nullptr),
+                   error_out);
   } catch (const std::bad_alloc&) {
     return report(error_out, RLMEM_E_NO_MEMORY, "out of host memory");
   } catch (...) {
@@ -376,7 +385,7 @@ int rlmem_runtime_is_open(int ordinal) {
 
 int rlmem_runtime_allocate(int ordinal, uint64_t size, uint64_t stream, uint64_t* address, char** error_out) {
   if (address == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "address is NULL");
-  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.allocate(size, stream, *address); });
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return delivered(rt.allocate(size, stream), *address); });
 }
 
 int rlmem_runtime_free(int ordinal, uint64_t address, char** error_out) {
@@ -412,13 +421,14 @@ int rlmem_runtime_blocks_still_filled_json(int ordinal, const char* tag, char** 
   if (json_out == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "json_out is NULL");
   *json_out = nullptr;
   if (tag == nullptr) return report(error_out, RLMEM_E_INVALID_ARGUMENT, "tag is NULL");
-  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
-    std::vector<rlmem::address_run> blocks;
-    if (rlmem::runtime_errc code = rt.blocks_still_filled(tag, blocks); code != rlmem::runtime_errc::ok) return code;
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) -> runtime_outcome {
+    auto blocks = rt.blocks_still_filled(tag);
+    if (!blocks.ok()) return blocks.failure();
     nlohmann::json listed = nlohmann::json::array();
-    for (const rlmem::address_run& block : blocks) listed.push_back({{"address", block.address}, {"size", block.bytes}});
+    for (const rlmem::address_run& block : blocks.value()) listed.push_back({{"address", block.address}, {"size", block.bytes}});
     *json_out = copy_out(listed.dump());
-    return *json_out != nullptr ? rlmem::runtime_errc::ok : rlmem::runtime_errc::out_of_memory;
+    if (*json_out == nullptr) throw std::bad_alloc();
+    return {};
   });
 }
 
@@ -429,7 +439,7 @@ int rlmem_runtime_empty_cache(int ordinal, char** error_out) {
 int rlmem_runtime_release_host_buffers(int ordinal, char** error_out) {
   return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
     rt.release_host_buffers();
-    return rlmem::runtime_errc::ok;
+    return runtime_outcome{};
   });
 }
 
@@ -440,7 +450,7 @@ int rlmem_runtime_reserve_host_buffers(int ordinal, uint64_t bytes, char** error
 int rlmem_runtime_reset_peaks(int ordinal, char** error_out) {
   return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
     rt.reset_peaks();
-    return rlmem::runtime_errc::ok;
+    return runtime_outcome{};
   });
 }
 
@@ -449,14 +459,14 @@ int rlmem_runtime_growable_reserve(int ordinal, uint64_t max_bytes, uint64_t* ad
   if (max_bytes >= growable_size_limit) {
     return report(error_out, RLMEM_E_INVALID_ARGUMENT, "a growable buffer of " + std::to_string(max_bytes) + " bytes: 2^63 or more");
   }
-  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return rt.reserve_growable(max_bytes, *address); });
+  return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) { return delivered(rt.reserve_growable(max_bytes), *address); });
 }
 
 int rlmem_runtime_grow(int ordinal, uint64_t address, uint64_t bytes, uint64_t* grown, char** error_out) {
   return with_runtime(ordinal, error_out, [&](rlmem::runtime& rt) {
-    rlmem::runtime_errc code = rt.grow(address, bytes);
-    if (grown != nullptr && code != rlmem::runtime_errc::invalid_argument) *grown = rt.grown_bytes(address);
-    return code;
+    runtime_outcome grew = rt.grow(address, bytes);
+    if (grown != nullptr && grew.code() != rlmem::runtime_errc::invalid_argument) *grown = rt.grown_bytes(address);
+    return grew;
   });
 }
 
@@ -509,7 +519,7 @@ int rlmem_runtime_statistics_json(int ordinal, char** json_out, char** error_out
     // Tag names are the caller's bytes: replace what is not UTF-8 rather than fail.
     *json_out = copy_out(document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (*json_out == nullptr) throw std::bad_alloc();
-    return rlmem::runtime_errc::ok;
+    return runtime_outcome{};
   });
 }
 
@@ -563,7 +573,7 @@ int rlmem_runtime_snapshot_json(int ordinal, char** json_out, char** error_out) 
                                {"rlmem", {{"events_dropped", taken.events_dropped}}}};
     *json_out = copy_out(document.dump());
     if (*json_out == nullptr) throw std::bad_alloc();
-    return rlmem::runtime_errc::ok;
+    return runtime_outcome{};
   });
 }
 

@@ -187,11 +187,11 @@ bool load_model(const std::string& name, model_architecture& model) {
   const bool looks_like_file = name.ends_with(".json") || name.find('/') != std::string::npos;
   std::error_code ignored;
   if (std::filesystem::exists(name, ignored)) {  // a path that exists is a config.json, whatever its name
-    auto read = read_option_file(name);
-    if (!read.ok()) return fail(read.failure().detail);
-    const std::string& text = read.value();
-    std::string message;
-    if (!parse_hf_config(text, model, message)) return fail(fmt::format("{}: {}", name, message));
+    auto file = read_option_file(name);
+    if (!file.ok()) return fail(file.failure().detail);
+    auto parsed = parse_hf_config(file.value());
+    if (!parsed.ok()) return fail(fmt::format("{}: {}", name, parsed.failure().detail));
+    model = std::move(parsed).value();
     return true;
   }
   if (const model_architecture* preset = find_preset(name)) {
@@ -298,10 +298,9 @@ bool refuse_options_that_do_not_apply(const plan_arguments& args, const CLI::App
 bool parse_vary(const std::string& list, const plan_knobs& knobs, unsigned& vary) {
   std::stringstream names(list);
   for (std::string name; std::getline(names, name, ',');) {
-    search_knob knob{};
-    if (!parse_search_knob(name, knob)) {
-      return fail(fmt::format("--vary '{}': expected a comma list of group, new-tokens, prompt-len, lora-r, batch", name.substr(0, 40)));
-    }
+    const auto parsed = parse_search_knob(name);
+    if (!parsed.ok()) return fail(parsed.failure().detail);
+    const search_knob knob = parsed.value();
     if (const std::string why = why_not_varied(knob, knobs); !why.empty()) return fail(why);
     vary |= search_bit(knob);
   }
@@ -484,14 +483,13 @@ void drop_unplanned_engine(plan_arguments& args, const CLI::App& command, traine
 
 // --from FILE: reads the config and sets every option the command line does not give.
 bool apply_trainer_config(plan_arguments& args, const CLI::App& command) {
-  auto read = read_option_file(args.from);
-  if (!read.ok()) return fail(read.failure().detail);
-  const std::string& text = read.value();
-  std::string message;
+  auto file = read_option_file(args.from);
+  if (!file.ok()) return fail(file.failure().detail);
   trainer_config_context context;
   if (command.count("--gpus") > 0) context.gpus = args.knobs.gpus;
-  trainer_config_mapping mapping;
-  if (!read_trainer_config(text, trainer_config_limits{}, context, mapping, message)) return fail(fmt::format("{}: {}", args.from, message));
+  auto read = read_trainer_config(file.value(), trainer_config_limits{}, context);
+  if (!read.ok()) return fail(fmt::format("{}: {}", args.from, read.failure().detail));
+  trainer_config_mapping mapping = std::move(read).value();
   if (args.phase.empty()) args.phase = "grpo-step";
   if (args.phase != "grpo-step") {
     return fail(fmt::format("--from {} describes an RL step: give --phase grpo-step or leave --phase out", args.from));
@@ -562,16 +560,15 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
     if (!target.empty()) knobs.lora_targets.push_back(target);
   }
   for (const std::string& spec : args.buffers) {
-    resident_buffer buffer;
-    std::string message;
-    if (!parse_buffer_spec(spec, buffer, message)) return fail(message);
-    knobs.buffers.push_back(std::move(buffer));
+    auto buffer = parse_buffer_spec(spec);
+    if (!buffer.ok()) return fail(buffer.failure().detail);
+    knobs.buffers.push_back(std::move(buffer).value());
   }
   if (!require_phase_knobs(knobs, command, model.opaque_params > 0, args.from_file)) return false;
   if (!build_rollout_knobs(args, model, knobs, command)) return false;
   if (!build_handoff_knobs(args.handoff, command, knobs, args.host_memory_bytes)) return false;
-  std::string message;
-  if (!validate_knobs(model, knobs, message) || !validate_engine_knobs(knobs, message)) return fail(message);
+  if (const auto checked = validate_knobs(model, knobs); !checked.ok()) return fail(checked.failure().detail);
+  if (const auto engine_checked = validate_engine_knobs(knobs); !engine_checked.ok()) return fail(engine_checked.failure().detail);
   return true;
 }
 

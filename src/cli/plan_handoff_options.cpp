@@ -92,8 +92,7 @@ bool build_handoff_knobs(const handoff_arguments& args, const CLI::App& command,
   } else if (handoff || host_memory_bytes != 0) {
     knobs.gpus_per_node = std::min(knobs.gpus, default_node_gpus);
   }
-  std::string message;
-  if (!validate_handoff_knobs(knobs, message)) return fail(message);
+  if (const auto handoff_checked = validate_handoff_knobs(knobs); !handoff_checked.ok()) return fail(handoff_checked.failure().detail);
   return true;
 }
 

@@ -108,8 +108,9 @@ bool plan_length_view(const length_arguments& lengths, plan_report& report, std:
                             options.max_length, knobs.new_tokens));
   }
   if (!lengths.percentiles.empty()) {
-    std::string message;
-    if (!parse_length_quantiles(lengths.percentiles, options.quantiles, message)) return fail("--response-len-percentiles " + message);
+    auto quantiles = parse_length_quantiles(lengths.percentiles);
+    if (!quantiles.ok()) return fail("--response-len-percentiles " + quantiles.failure().detail);
+    options.quantiles = std::move(quantiles).value();
     for (const length_quantile& quantile : options.quantiles) {
       if (quantile.length > options.max_length) {
         return fail(fmt::format("--response-len-percentiles {}={} is beyond the longest response, {} (--response-len-max, else --new-tokens)",

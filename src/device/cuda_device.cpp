@@ -9,7 +9,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
-
+#include <string>
 #include <utility>
 
 namespace rlmem {
@@ -238,21 +238,20 @@ class cuda_device final : public device {
   cu::allocation_properties properties_{};
 };
 
+// Why the device could not be opened: the code and the one line open_cuda_device reports.
+using device_failure = basic_error<device_errc>;
+
 // The step that failed and the driver's code, in one line.
 std::string failed(const char* step, cu::result code) { return std::string(step) + " failed (CUresult " + std::to_string(code) + ")"; }
 
 }  // namespace
 
-std::unique_ptr<device> open_cuda_device(int ordinal, std::string& why) {
+result<std::unique_ptr<device>, device_errc> open_cuda_device(int ordinal) {
   void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    why = "no CUDA driver: libcuda.so.1 cannot be loaded";
-    return nullptr;
-  }
-  auto give_up = [&](std::string reason) -> std::unique_ptr<device> {
-    why = std::move(reason);
+  if (library == nullptr) return device_failure{device_errc::unavailable, 0, "no CUDA driver: libcuda.so.1 cannot be loaded"};
+  auto give_up = [&](device_errc code, std::string reason) -> device_failure {
     dlclose(library);
-    return nullptr;
+    return {code, 0, std::move(reason)};
   };
   cu::entry_points driver{};
   bool complete = load(library, "cuInit", driver.init) && load(library, "cuDeviceGet", driver.device_get) &&
@@ -279,31 +278,34 @@ std::unique_ptr<device> open_cuda_device(int ordinal, std::string& why) {
                   load(library, "cuEventSynchronize", driver.event_synchronize) &&
                   load(library, "cuEventDestroy_v2", driver.event_destroy) &&
                   load(library, "cuStreamIsCapturing", driver.stream_is_capturing);
-  if (!complete) return give_up("the CUDA driver lacks the virtual-memory API (a driver older than CUDA 10.2)");
+  if (!complete) return give_up(device_errc::not_supported, "the CUDA driver lacks the virtual-memory API (a driver older than CUDA 10.2)");
   if (cu::result code = driver.init(0); code != cu::success) {
-    return give_up(code == cu::error_no_device ? "no CUDA device" : failed("cuInit", code));
+    if (code == cu::error_no_device) return give_up(device_errc::unavailable, "no CUDA device");
+    return give_up(device_errc::driver_error, failed("cuInit", code));
   }
   cu::device_ordinal handle = 0;
   if (cu::result code = driver.device_get(&handle, ordinal); code != cu::success) {
-    return give_up("no CUDA device " + std::to_string(ordinal) + " (" + failed("cuDeviceGet", code) + ")");
+    return give_up(device_errc::unavailable, "no CUDA device " + std::to_string(ordinal) + " (" + failed("cuDeviceGet", code) + ")");
   }
   device_config config;
   config.ordinal = ordinal;
   std::size_t total = 0;
-  if (cu::result code = driver.device_total_mem(&total, handle); code != cu::success) return give_up(failed("cuDeviceTotalMem", code));
+  if (cu::result code = driver.device_total_mem(&total, handle); code != cu::success) {
+    return give_up(device_errc::driver_error, failed("cuDeviceTotalMem", code));
+  }
   config.total_bytes = total;
   cu::allocation_properties properties{};
   properties.type = cu::allocation_type_pinned;
   properties.location = {cu::location_type_device, ordinal};
   std::size_t granularity = 0;
   if (cu::result code = driver.allocation_granularity(&granularity, &properties, cu::granularity_minimum); code != cu::success) {
-    return give_up(failed("cuMemGetAllocationGranularity", code));
+    return give_up(device_errc::driver_error, failed("cuMemGetAllocationGranularity", code));
   }
-  if (granularity == 0) return give_up("the CUDA driver reports an allocation granularity of 0");
+  if (granularity == 0) return give_up(device_errc::driver_error, "the CUDA driver reports an allocation granularity of 0");
   config.granularity = granularity;
   cu::context ctx = nullptr;
   if (cu::result code = driver.primary_context_retain(&ctx, handle); code != cu::success) {
-    return give_up(failed("cuDevicePrimaryCtxRetain", code));
+    return give_up(device_errc::driver_error, failed("cuDevicePrimaryCtxRetain", code));
   }
   // The copy stream belongs to the primary context: make it current while creating it.
   cu::context previous = nullptr;
@@ -314,9 +316,9 @@ std::unique_ptr<device> open_cuda_device(int ordinal, std::string& why) {
   driver.context_set_current(previous);
   if (made != cu::success) {
     driver.primary_context_release(handle);
-    return give_up(failed("cuStreamCreate", made));
+    return give_up(device_errc::driver_error, failed("cuStreamCreate", made));
   }
-  return std::make_unique<cuda_device>(library, driver, handle, ctx, copies, config);
+  return std::unique_ptr<device>(std::make_unique<cuda_device>(library, driver, handle, ctx, copies, config));
 }
 
 }  // namespace rlmem

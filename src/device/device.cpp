@@ -1,23 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The names of the device seam's error codes, and memory mapped in one step.
+// The names of the device seam's primitives, and memory mapped in one step.
 
 #include <rlmem/device/device.hpp>
 
-#include <array>
-
 namespace rlmem {
-
-namespace {
-
-constexpr std::array<std::string_view, static_cast<std::size_t>(device_errc::count_)> error_names{
-    "ok", "out_of_memory", "invalid_argument", "not_supported", "unavailable", "driver_error"};
-
-}  // namespace
-
-std::string_view device_error_name(device_errc code) noexcept {
-  auto index = static_cast<std::size_t>(code);
-  return index < error_names.size() ? error_names[index] : "unknown";
-}
 
 std::string_view device_op_name(device_op op) noexcept {
   switch (op) {

@@ -32,7 +32,7 @@ caching_allocator_model::~caching_allocator_model() {
 }
 
 void caching_allocator_model::device_failed(const char* call, device_errc code) {
-  if (code != device_errc::out_of_memory && fault_.empty()) fault_ = std::string(call) + ": " + std::string(device_error_name(code));
+  if (code != device_errc::out_of_memory && fault_.empty()) fault_ = std::string(call) + ": " + std::string(error_name(code));
 }
 
 // cudaMalloc, or ExpandableSegment::map's cuMemCreate + cuMemMap + cuMemSetAccess of one page

@@ -3,6 +3,7 @@
 
 #include "config_document.hpp"
 #include "json_nesting.hpp"
+#include "plan_refusal.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -18,7 +19,7 @@ namespace rlmem::detail {
 namespace {
 
 using json = nlohmann::json;
-
+using json_result = result<json, plan_errc>;
 
 // Counts a parsed JSON document's values and keys against the limit (the depth was checked on the text).
 bool json_within_nodes(const json& value, std::uint64_t& nodes, std::uint64_t max_nodes) {
@@ -57,14 +58,17 @@ json typed_scalar(const std::string& text) {
 
 class yaml_converter {
  public:
-  yaml_converter(const trainer_config_limits& limits, std::string& message) : limits_(limits), message_(message) {}
+  explicit yaml_converter(const trainer_config_limits& limits) : limits_(limits) {}
+
+  /// The refusal that stopped convert(). Precondition: convert() returned false.
+  const plan_error& failure() const { return failure_; }
 
   bool convert(const YAML::Node& node, json& out, std::uint32_t depth) {
     // Aliases share one node in yaml-cpp; here each expands, so a "billion laughs" file meets the count.
     if (++nodes_ > limits_.max_nodes) {
-      return fail(fmt::format("holds more than {} values (or aliases that expand to as many)", limits_.max_nodes));
+      return fail(plan_errc::limit_exceeded, fmt::format("holds more than {} values (or aliases that expand to as many)", limits_.max_nodes));
     }
-    if (depth > limits_.max_depth) return fail(fmt::format("nests deeper than {} levels", limits_.max_depth));
+    if (depth > limits_.max_depth) return fail(plan_errc::limit_exceeded, fmt::format("nests deeper than {} levels", limits_.max_depth));
     switch (node.Type()) {
       case YAML::NodeType::Undefined:
       case YAML::NodeType::Null: out = nullptr; return true;
@@ -83,87 +87,80 @@ class yaml_converter {
       case YAML::NodeType::Map:
         out = json::object();
         for (const auto& entry : node) {
-          if (!entry.first.IsScalar()) return fail("has a key that is not a plain value (a list or a mapping as a key)");
+          if (!entry.first.IsScalar()) return fail(plan_errc::invalid_field, "has a key that is not a plain value (a list or a mapping as a key)");
           json converted;
           if (!convert(entry.second, converted, depth + 1)) return false;
           out[entry.first.Scalar()] = std::move(converted);
         }
         return true;
     }
-    return fail("has a YAML node of an unknown kind");
+    return fail(plan_errc::not_yaml, "has a YAML node of an unknown kind");
   }
 
  private:
-  bool fail(std::string message) {
-    message_ = std::move(message);
+  bool fail(plan_errc code, std::string sentence) {
+    failure_ = refuse(code, sentence);
     return false;
   }
 
   const trainer_config_limits& limits_;
-  std::string& message_;
+  plan_error failure_;
   std::uint64_t nodes_ = 0;
 };
 
-bool parse_json(std::string_view text, const trainer_config_limits& limits, json& document, std::string& message) {
+json_result parse_json(std::string_view text, const trainer_config_limits& limits) {
   if (json_nests_deeper(text, limits.max_depth)) {
-    message = fmt::format("nests deeper than {} levels", limits.max_depth);
-    return false;
+    return refuse(plan_errc::limit_exceeded, fmt::format("nests deeper than {} levels", limits.max_depth));
   }
+  json document;
   try {
     document = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& failure) {
-    message = fmt::format("is not JSON (byte {})", failure.byte);
-    return false;
+    return refuse(plan_errc::not_json, fmt::format("is not JSON (byte {})", failure.byte));
   } catch (const json::exception& failure) {
-    message = fmt::format("is not JSON we can read ({})", failure.what());
-    return false;
+    return refuse(plan_errc::not_json, fmt::format("is not JSON we can read ({})", failure.what()));
   }
   std::uint64_t nodes = 0;
   if (!json_within_nodes(document, nodes, limits.max_nodes)) {
-    message = fmt::format("holds more than {} values", limits.max_nodes);
-    return false;
+    return refuse(plan_errc::limit_exceeded, fmt::format("holds more than {} values", limits.max_nodes));
   }
-  return true;
+  return document;
 }
 
-bool parse_yaml(std::string_view text, const trainer_config_limits& limits, json& document, std::string& message) {
+json_result parse_yaml(std::string_view text, const trainer_config_limits& limits) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& failure) {
     // yaml-cpp's own depth guard (DeepRecursion) is a ParserException too; its mark is 0-based.
-    message = fmt::format("is not YAML (line {}: {})", failure.mark.line + 1, failure.msg.substr(0, 80));
-    return false;
+    return refuse(plan_errc::not_yaml, fmt::format("is not YAML (line {}: {})", failure.mark.line + 1, failure.msg.substr(0, 80)));
   } catch (const std::bad_alloc&) {
-    message = "is not YAML we can hold in memory";
-    return false;
+    return refuse(plan_errc::limit_exceeded, "is not YAML we can hold in memory");
   }
   try {
-    return yaml_converter(limits, message).convert(root, document, 0);
+    json document;
+    yaml_converter converter(limits);
+    if (!converter.convert(root, document, 0)) return converter.failure();
+    return document;
   } catch (const YAML::Exception& failure) {  // e.g. an invalid node reached through an alias
-    message = fmt::format("is not YAML we can read ({})", failure.msg.substr(0, 80));
-    return false;
+    return refuse(plan_errc::not_yaml, fmt::format("is not YAML we can read ({})", failure.msg.substr(0, 80)));
   } catch (const json::exception& failure) {  // a key or value that is not UTF-8 reaches nlohmann
-    message = fmt::format("is not YAML we can read ({})", failure.what());
-    return false;
+    return refuse(plan_errc::not_yaml, fmt::format("is not YAML we can read ({})", failure.what()));
   }
 }
 
 }  // namespace
 
-bool parse_config_document(std::string_view text, const trainer_config_limits& limits, json& document, document_syntax& syntax,
-                           std::string& message) {
+result<config_document, plan_errc> parse_config_document(std::string_view text, const trainer_config_limits& limits) {
   if (text.size() > limits.max_bytes) {
-    message = fmt::format("is larger than {} bytes; not a trainer config", limits.max_bytes);
-    return false;
+    return refuse(plan_errc::limit_exceeded, fmt::format("is larger than {} bytes; not a trainer config", limits.max_bytes));
   }
-  if (text.find('\0') != std::string_view::npos) {
-    message = "is binary, not a JSON or YAML config";
-    return false;
-  }
+  if (text.find('\0') != std::string_view::npos) return refuse(plan_errc::not_a_trainer_config, "is binary, not a JSON or YAML config");
   const std::size_t first = text.find_first_not_of(" \t\r\n");
-  syntax = first != std::string_view::npos && text[first] == '{' ? document_syntax::json : document_syntax::yaml;
-  return syntax == document_syntax::json ? parse_json(text, limits, document, message) : parse_yaml(text, limits, document, message);
+  const document_syntax syntax = first != std::string_view::npos && text[first] == '{' ? document_syntax::json : document_syntax::yaml;
+  json_result settings = syntax == document_syntax::json ? parse_json(text, limits) : parse_yaml(text, limits);
+  if (!settings.ok()) return settings.failure();
+  return config_document{std::move(settings).value(), syntax};
 }
 
 }  // namespace rlmem::detail

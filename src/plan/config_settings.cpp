@@ -2,6 +2,7 @@
 // Typed, bounded reads of a trainer config's dotted keys, and the record of what each became.
 
 #include "config_settings.hpp"
+#include "plan_refusal.hpp"
 
 #include <fmt/format.h>
 
@@ -56,8 +57,8 @@ setting settings_reader::get(std::string_view path, nlohmann::json fallback) con
 
 bool settings_reader::has(std::string_view path) const { return find_path(document_, path) != nullptr; }
 
-bool settings_reader::fail(std::string message) {
-  if (!failed_) message_ = std::move(message);
+bool settings_reader::fail(std::string sentence, plan_errc code) {
+  if (!failed_) failure_ = refuse(code, sentence);
   failed_ = true;
   return false;
 }
@@ -72,7 +73,8 @@ std::optional<std::uint64_t> settings_reader::count(const setting& value, std::u
   }
   const double as_real = v.get<double>();
   if (as_real < static_cast<double>(minimum) || as_real > static_cast<double>(limit)) {
-    fail(fmt::format("{} = {} is outside {} to {}", value.key, value_text(v), minimum, limit));
+    fail(fmt::format("{} = {} is outside {} to {}", value.key, value_text(v), minimum, limit),
+         as_real > static_cast<double>(limit) ? plan_errc::limit_exceeded : plan_errc::invalid_field);
     return std::nullopt;
   }
   return v.is_number_integer() ? v.get<std::uint64_t>() : static_cast<std::uint64_t>(as_real);

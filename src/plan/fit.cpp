@@ -4,6 +4,8 @@
 
 #include <rlmem/plan/plan.hpp>
 
+#include "plan_refusal.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -42,14 +44,12 @@ constexpr std::array<std::pair<std::string_view, search_knob>, 5> search_knob_na
 
 }  // namespace
 
-bool parse_search_knob(std::string_view name, search_knob& knob) {
+result<search_knob, plan_errc> parse_search_knob(std::string_view name) {
   for (const auto& [known, value] : search_knob_names) {
-    if (name == known) {
-      knob = value;
-      return true;
-    }
+    if (name == known) return value;
   }
-  return false;
+  return detail::refuse(plan_errc::unknown_search_knob,
+                        fmt::format("--vary '{}': expected a comma list of group, new-tokens, prompt-len, lora-r, batch", name.substr(0, 40)));
 }
 
 std::string_view to_string(search_knob knob) noexcept {
@@ -310,8 +310,7 @@ class searcher {
       : model_(model), base_(base), usable_(usable), host_memory_(host_memory) {}
 
   void consider(const plan_knobs& knobs) {
-    std::string message;
-    if (!validate_knobs(model_, knobs, message)) return;
+    if (!validate_knobs(model_, knobs).ok()) return;
     ++explored_;
     const plan_result plan = plan_memory(model_, knobs);
     // A rollout engine that would refuse to start (the trainer now holds more at its init) runs nothing.
@@ -455,8 +454,7 @@ class what_if_table {
     bool fits = false;
   };
   std::optional<outcome> outcome_of(const plan_knobs& changed) const {
-    std::string message;
-    if (!validate_knobs(model_, changed, message)) return std::nullopt;
+    if (!validate_knobs(model_, changed).ok()) return std::nullopt;
     const plan_result plan = plan_memory(model_, changed);
     if (!plan.engine.refusal.empty()) return std::nullopt;  // the engine would not start
     return outcome{plan.peak_bytes, plan.peak_bytes <= usable_ && host_fits(plan, host_memory_)};
@@ -687,8 +685,7 @@ std::vector<what_if_row> each_knob_alone(const model_architecture& model, const 
     for (const std::uint32_t level : {0u, 1u, 2u}) {
       plan_knobs changed = base;
       changed.engine.sleep_level = level;
-      std::string message;
-      if (level == base.engine.sleep_level || !validate_handoff_knobs(changed, message)) continue;
+      if (level == base.engine.sleep_level || !validate_handoff_knobs(changed).ok()) continue;
       table.add("sleep level", std::to_string(base.engine.sleep_level), std::to_string(level), changed);
     }
   }

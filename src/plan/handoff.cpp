@@ -9,6 +9,7 @@
 // 2 and the KV pool are discarded).
 
 #include "handoff.hpp"
+#include "plan_refusal.hpp"
 
 #include <fmt/format.h>
 
@@ -240,21 +241,20 @@ void compare_wake_orders(plan_result& result, const colocated_step& step) {
 
 namespace rlmem {
 
-bool validate_handoff_knobs(const plan_knobs& knobs, std::string& message) {
-  if (knobs.handoff == handoff_kind::unmodelled) return true;
+result<void, plan_errc> validate_handoff_knobs(const plan_knobs& knobs) {
+  using detail::refuse;
+  if (knobs.handoff == handoff_kind::unmodelled) return {};
   if (knobs.phase != plan_phase::grpo_step) {
-    message = "--handoff plans the transitions of a colocated step: it needs --phase grpo-step";
-    return false;
+    return refuse(plan_errc::knob_conflict, "--handoff plans the transitions of a colocated step: it needs --phase grpo-step");
   }
   if (knobs.engine.rollout == rollout_kind::hf) {
-    message = "--handoff hands the GPU between the trainer and a rollout engine: give --rollout vllm or sglang";
-    return false;
+    return refuse(plan_errc::missing_knob, "--handoff hands the GPU between the trainer and a rollout engine: give --rollout vllm or sglang");
   }
   if (knobs.wake_order == wake_order_kind::together && knobs.engine.sleep_level == 0) {
-    message = "--wake-order orders the engine's wake-ups, and at --sleep-level 0 it never sleeps: give --sleep-level 1 or 2";
-    return false;
+    return refuse(plan_errc::knob_conflict,
+                  "--wake-order orders the engine's wake-ups, and at --sleep-level 0 it never sleeps: give --sleep-level 1 or 2");
   }
-  return true;
+  return {};
 }
 
 }  // namespace rlmem

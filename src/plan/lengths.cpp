@@ -5,6 +5,8 @@
 
 #include <rlmem/plan/plan.hpp>
 
+#include "plan_refusal.hpp"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -36,9 +38,8 @@ struct length_planner {
   std::optional<plan_result> at(std::uint64_t length) {
     plan_knobs changed = knobs;
     changed.new_tokens = length;
-    std::string message;
     ++evaluated;
-    if (!validate_knobs(model, changed, message)) return std::nullopt;
+    if (!validate_knobs(model, changed).ok()) return std::nullopt;
     plan_result plan = plan_memory(model, changed);
     if (!plan.engine.refusal.empty() || plan.out_of_range) return std::nullopt;
     return plan;
@@ -58,8 +59,9 @@ double draws_longer(double cdf, std::uint64_t samples) {
 
 }  // namespace
 
-bool parse_length_quantiles(std::string_view text, std::vector<length_quantile>& quantiles, std::string& message) {
-  quantiles.clear();
+result<std::vector<length_quantile>, plan_errc> parse_length_quantiles(std::string_view text) {
+  using detail::refuse;
+  std::vector<length_quantile> quantiles;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
@@ -75,23 +77,22 @@ bool parse_length_quantiles(std::string_view text, std::vector<length_quantile>&
       if (ec != std::errc() || end != number.data() + number.size()) length = 0;
     }
     if (!fraction || length == 0) {
-      message = fmt::format("'{}': expected pNN=TOKENS (a percentile between 0 and 100 and a length of at least 1), e.g. p50=300",
-                            item.substr(0, 40));
-      return false;
+      return refuse(plan_errc::invalid_quantiles,
+                    fmt::format("'{}': expected pNN=TOKENS (a percentile between 0 and 100 and a length of at least 1), e.g. p50=300",
+                                item.substr(0, 40)));
     }
     if (!quantiles.empty() && *fraction <= quantiles.back().fraction) {
-      message = fmt::format("'{}' comes after {}: give the percentiles in increasing order, each once", item.substr(0, 40), quantiles.back().label);
-      return false;
+      return refuse(plan_errc::invalid_quantiles, fmt::format("'{}' comes after {}: give the percentiles in increasing order, each once",
+                                                              item.substr(0, 40), quantiles.back().label));
     }
     if (!quantiles.empty() && length < quantiles.back().length) {
-      message = fmt::format("{}={} is shorter than {}={}: a higher percentile cannot be a shorter length", label, length,
-                            quantiles.back().label, quantiles.back().length);
-      return false;
+      return refuse(plan_errc::invalid_quantiles, fmt::format("{}={} is shorter than {}={}: a higher percentile cannot be a shorter length",
+                                                              label, length, quantiles.back().label, quantiles.back().length));
     }
     quantiles.push_back({std::string(label), *fraction, length});
     if (comma == text.size()) break;
   }
-  return true;
+  return quantiles;
 }
 
 double length_cdf(const std::vector<length_quantile>& quantiles, std::uint64_t max_length, std::uint64_t length) {

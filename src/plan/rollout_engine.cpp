@@ -3,6 +3,7 @@
 // sizing code as published (the files and commits are named at each formula; docs/plan.md).
 
 #include "memory_terms.hpp"
+#include "plan_refusal.hpp"
 
 #include <fmt/format.h>
 
@@ -151,59 +152,52 @@ vllm_kv_cache vllm_kv_cache_of(const model_architecture& model, std::int64_t ava
   return cache;
 }
 
-bool validate_engine_knobs(const plan_knobs& knobs, std::string& message) {
+result<void, plan_errc> validate_engine_knobs(const plan_knobs& knobs) {
+  using detail::refuse;
   const rollout_engine_knobs& engine = knobs.engine;
-  if (engine.rollout == rollout_kind::hf) return true;
+  if (engine.rollout == rollout_kind::hf) return {};
   if (knobs.phase == plan_phase::train) {
-    message = "--rollout applies to --phase generate and grpo-step: train generates nothing";
-    return false;
+    return refuse(plan_errc::knob_conflict, "--rollout applies to --phase generate and grpo-step: train generates nothing");
   }
   if (engine.device_bytes == 0) {
-    message = fmt::format("--rollout {} sizes its pool from the card's memory: give --card CARD (or --fit CARD)", to_string(engine.rollout));
-    return false;
+    return refuse(plan_errc::missing_knob, fmt::format("--rollout {} sizes its pool from the card's memory: give --card CARD (or --fit CARD)",
+                                                       to_string(engine.rollout)));
   }
   if (knobs.kv_cache != kv_cache_kind::grow || knobs.kv_rows != 0 || knobs.kv_rows_follow != kv_rows_kind::fixed || knobs.kv_len != 0) {
-    message = "--kv-cache, --kv-rows and --kv-len shape transformers' or nanochat's cache; an engine's KV is its pool";
-    return false;
+    return refuse(plan_errc::knob_conflict, "--kv-cache, --kv-rows and --kv-len shape transformers' or nanochat's cache; an engine's KV is its pool");
   }
   if (engine.rollout == rollout_kind::vllm) {
     if (!(engine.gpu_memory_utilization > 0 && engine.gpu_memory_utilization <= 1)) {
-      message = "--gpu-memory-utilization must be in (0, 1]: vLLM's share of the card's total memory";
-      return false;
+      return refuse(plan_errc::invalid_knob, "--gpu-memory-utilization must be in (0, 1]: vLLM's share of the card's total memory");
     }
     // vLLM's CacheConfig.block_size choices on CUDA.
     if (engine.block_size != 1 && engine.block_size != 8 && engine.block_size != 16 && engine.block_size != 32 &&
         engine.block_size != 64 && engine.block_size != 128) {
-      message = fmt::format("--block-size {}: vLLM takes 1, 8, 16, 32, 64 or 128", engine.block_size);
-      return false;
+      return refuse(plan_errc::invalid_knob, fmt::format("--block-size {}: vLLM takes 1, 8, 16, 32, 64 or 128", engine.block_size));
     }
     if (engine.max_num_seqs == 0 || engine.max_num_batched_tokens == 0) {
-      message = "--max-num-seqs and --max-num-batched-tokens must be at least 1";
-      return false;
+      return refuse(plan_errc::invalid_knob, "--max-num-seqs and --max-num-batched-tokens must be at least 1");
     }
     if (engine.max_model_len != 0 && engine.max_model_len < knobs.prompt_len + knobs.new_tokens) {
-      message = fmt::format("--max-model-len {} is shorter than a row of the run ({} prompt + {} new tokens): vLLM rejects such requests",
-                            engine.max_model_len, knobs.prompt_len, knobs.new_tokens);
-      return false;
+      return refuse(plan_errc::knob_conflict,
+                    fmt::format("--max-model-len {} is shorter than a row of the run ({} prompt + {} new tokens): vLLM rejects such requests",
+                                engine.max_model_len, knobs.prompt_len, knobs.new_tokens));
     }
   } else {
+    if (engine.mem_fraction_static == 0) {
+      return refuse(plan_errc::missing_knob,
+                    "--rollout sglang needs --mem-fraction-static (SGLang derives its default from the card and its CUDA graph "
+                    "batch sizes; give the value your launch logs)");
+    }
     if (!(engine.mem_fraction_static > 0 && engine.mem_fraction_static < 1)) {
-      message = engine.mem_fraction_static == 0
-                    ? "--rollout sglang needs --mem-fraction-static (SGLang derives its default from the card and its CUDA graph "
-                      "batch sizes; give the value your launch logs)"
-                    : "--mem-fraction-static must be in (0, 1): SGLang's share of the memory free at init";
-      return false;
+      return refuse(plan_errc::invalid_knob, "--mem-fraction-static must be in (0, 1): SGLang's share of the memory free at init");
     }
-    if (engine.chunked_prefill_size == 0) {
-      message = "--chunked-prefill-size must be at least 1";
-      return false;
-    }
+    if (engine.chunked_prefill_size == 0) return refuse(plan_errc::invalid_knob, "--chunked-prefill-size must be at least 1");
   }
   if (engine.sleep_level > 2) {
-    message = "--sleep-level must be 0 (awake), 1 (weights to host, KV dropped) or 2 (both dropped)";
-    return false;
+    return refuse(plan_errc::invalid_knob, "--sleep-level must be 0 (awake), 1 (weights to host, KV dropped) or 2 (both dropped)");
   }
-  return true;
+  return {};
 }
 
 engine_budget plan_rollout_engine(const model_architecture& model, const plan_knobs& knobs, std::uint64_t trainer_at_init) {

@@ -2,6 +2,7 @@
 // `rlmem plan --from FILE`: which trainer wrote the config, then that trainer's mapping.
 
 #include "config_document.hpp"
+#include "plan_refusal.hpp"
 #include "trainer_mappings.hpp"
 
 #include <rlmem/plan/trainer_config.hpp>
@@ -32,37 +33,35 @@ bool looks_like_trl(const json& document) {
 
 }  // namespace
 
-bool read_trainer_config(std::string_view text, const trainer_config_limits& limits, const trainer_config_context& context,
-                         trainer_config_mapping& mapping, std::string& message) {
+result<trainer_config_mapping, plan_errc> read_trainer_config(std::string_view text, const trainer_config_limits& limits,
+                                                              const trainer_config_context& context) {
+  using detail::refuse;
   try {
-    json document;
-    detail::document_syntax syntax{};
-    if (!detail::parse_config_document(text, limits, document, syntax, message)) return false;
+    const auto parsed_document = detail::parse_config_document(text, limits);
+    if (!parsed_document.ok()) return parsed_document.failure();
+    const json& document = parsed_document.value().settings;
     if (!document.is_object()) {
-      message = "is not a mapping of settings (neither a TRL GRPOConfig nor a verl config)";
-      return false;
+      return refuse(plan_errc::not_a_trainer_config, "is not a mapping of settings (neither a TRL GRPOConfig nor a verl config)");
     }
     trainer_config_mapping parsed;
-    detail::settings_reader read(document, parsed, message);
+    detail::settings_reader read(document, parsed, limits);
     if (has_object(document, "actor_rollout_ref")) {
       parsed.format = trainer_config_format::verl_yaml;
-      if (!detail::map_verl_config(read, context, parsed)) return false;
+      if (!detail::map_verl_config(read, context, parsed)) return read.failure();
     } else if (looks_like_trl(document)) {
-      parsed.format = syntax == detail::document_syntax::json ? trainer_config_format::trl_json : trainer_config_format::trl_yaml;
-      if (!detail::map_trl_config(read, context, parsed)) return false;
+      parsed.format = parsed_document.value().syntax == detail::document_syntax::json ? trainer_config_format::trl_json
+                                                                                        : trainer_config_format::trl_yaml;
+      if (!detail::map_trl_config(read, context, parsed)) return read.failure();
     } else {
-      message = "is neither a TRL GRPOConfig (per_device_train_batch_size, num_generations, ...) nor a verl config "
-                "(actor_rollout_ref, data, trainer)";
-      return false;
+      return refuse(plan_errc::not_a_trainer_config,
+                    "is neither a TRL GRPOConfig (per_device_train_batch_size, num_generations, ...) nor a verl config "
+                    "(actor_rollout_ref, data, trainer)");
     }
-    mapping = std::move(parsed);
-    return true;
+    return parsed;
   } catch (const std::bad_alloc&) {
-    message = "is too large to hold in memory";
-    return false;
+    return refuse(plan_errc::limit_exceeded, "is too large to hold in memory");
   } catch (const json::exception& failure) {  // a mapping step met a value of another type than it checked
-    message = fmt::format("has a value we cannot read ({})", failure.what());
-    return false;
+    return refuse(plan_errc::invalid_field, fmt::format("has a value we cannot read ({})", failure.what()));
   }
 }
 

@@ -6,16 +6,12 @@
 
 #include <rlmem/plan/trainer_config.hpp>
 
-#include <cstdint>
+#include <string>
 
 namespace rlmem::detail {
 
-// Bounds on what a config may ask for; validate_knobs then checks the knobs against the model.
-inline constexpr std::uint64_t max_config_rows = std::uint64_t{1} << 20;
-inline constexpr std::uint64_t max_config_length = std::uint64_t{1} << 24;
-inline constexpr std::uint64_t max_config_gpus = std::uint64_t{1} << 16;
-
-/// TRL's GRPOConfig (and ModelConfig), from a JSON or YAML document.
+/// TRL's GRPOConfig (and ModelConfig), from a JSON or YAML document. Each mapper returns false
+/// once `read` has recorded a refusal (settings_reader::failure).
 bool map_trl_config(settings_reader& read, const trainer_config_context& context, trainer_config_mapping& mapping);
 /// A verl Hydra config (ppo_trainer.yaml's tree).
 bool map_verl_config(settings_reader& read, const trainer_config_context& context, trainer_config_mapping& mapping);

@@ -29,9 +29,9 @@ bool map_batches(settings_reader& read, const trainer_config_context& context, b
   const setting generations = read.get("num_generations", 8);
   const setting generation_batch = read.get("generation_batch_size");
   const setting steps = read.get("steps_per_generation");
-  const auto rows = read.count(per_device, max_config_rows);
-  const auto accumulated = read.count(accumulation_steps, max_config_rows);
-  const auto group = read.count(generations, max_config_rows, 2);  // GRPO needs two completions per prompt
+  const auto rows = read.count(per_device, read.limits().max_rows);
+  const auto accumulated = read.count(accumulation_steps, read.limits().max_rows);
+  const auto group = read.count(generations, read.limits().max_rows, 2);  // GRPO needs two completions per prompt
   if (read.failed()) return false;
   micro_batch = *rows;
   accumulation = *accumulated;
@@ -44,10 +44,10 @@ bool map_batches(settings_reader& read, const trainer_config_context& context, b
     // A recipe may not set both (TRL refuses it), but GRPOConfig.__post_init__ fills both in, so
     // the JSON TrainingArguments writes has both: they give the run's number of processes.
     if (mapping_format_is_yaml) return read.fail("generation_batch_size and steps_per_generation are both set; TRL refuses that (give one)");
-    const auto total = read.count(generation_batch, max_config_rows * max_config_gpus);
-    const auto counted = read.count(steps, max_config_rows);
+    const auto total = read.count(generation_batch, read.limits().max_rows * read.limits().max_gpus);
+    const auto counted = read.count(steps, read.limits().max_rows);
     if (!total || !counted) return false;
-    if (*total % (micro_batch * *counted) != 0 || *total / (micro_batch * *counted) > max_config_gpus) {
+    if (*total % (micro_batch * *counted) != 0 || *total / (micro_batch * *counted) > read.limits().max_gpus) {
       return read.fail(fmt::format("generation_batch_size {} is not per_device_train_batch_size {} x processes x steps_per_generation {}",
                                    *total, micro_batch, *counted));
     }
@@ -60,7 +60,7 @@ bool map_batches(settings_reader& read, const trainer_config_context& context, b
     read.map(world, "--gpus", number_text(*total / (micro_batch * steps_per_generation)), "the processes of the run that wrote the file");
     source = &steps;
   } else if (generation_batch.set()) {
-    const auto total = read.count(generation_batch, max_config_rows * max_config_gpus);
+    const auto total = read.count(generation_batch, read.limits().max_rows * read.limits().max_gpus);
     if (!total) return false;
     if (*total % (micro_batch * gpus) != 0) {
       return read.fail(fmt::format("generation_batch_size {} is not divisible by per_device_train_batch_size {} x {} GPU(s)", *total,
@@ -69,7 +69,7 @@ bool map_batches(settings_reader& read, const trainer_config_context& context, b
     steps_per_generation = *total / (micro_batch * gpus);
     source = &generation_batch;
   } else if (steps.set()) {
-    const auto counted = read.count(steps, max_config_rows);
+    const auto counted = read.count(steps, read.limits().max_rows);
     if (!counted) return false;
     steps_per_generation = *counted;
     source = &steps;
@@ -230,13 +230,13 @@ bool map_vllm(settings_reader& read, std::uint64_t micro_batch, std::uint64_t st
   const setting parallel = read.get("vllm_tensor_parallel_size", 1);
   const auto fraction = read.number(utilization);
   const auto sleeps = read.flag(sleep);
-  const auto tensor_parallel = read.count(parallel, max_config_gpus);
+  const auto tensor_parallel = read.count(parallel, read.limits().max_gpus);
   if (read.failed()) return false;
   if (!(*fraction > 0 && *fraction <= 1)) return read.fail(fmt::format("vllm_gpu_memory_utilization = {} must be in (0, 1]", *fraction));
   read.map(use_vllm, "--rollout", "vllm", "vllm_mode colocate: vLLM on each training GPU");
   read.map(utilization, "--gpu-memory-utilization", value_text(utilization.value));
   if (const setting length = read.get("vllm_max_model_length"); length.set()) {
-    const auto tokens = read.count(length, max_config_length);
+    const auto tokens = read.count(length, read.limits().max_length);
     if (!tokens) return false;
     read.map(length, "--max-model-len", number_text(*tokens));
   }
@@ -311,12 +311,12 @@ bool map_trl_config(settings_reader& read, const trainer_config_context& context
   }
   // max_prompt_length left GRPOConfig in 89070d2 (2026-01-17, TRL 0.28); older recipes have it.
   if (const setting prompt = read.get("max_prompt_length"); prompt.set()) {
-    const auto length = read.count(prompt, max_config_length);
+    const auto length = read.count(prompt, read.limits().max_length);
     if (!length) return false;
     read.map(prompt, "--prompt-len", number_text(*length));
   }
   const setting completion = read.get("max_completion_length", 512);
-  const auto new_tokens = read.count(completion, max_config_length);
+  const auto new_tokens = read.count(completion, read.limits().max_length);
   const setting checkpointing = read.get("gradient_checkpointing", true);
   const auto grad_ckpt = read.flag(checkpointing);
   const setting beta = read.get("beta", 0.0);

@@ -51,19 +51,19 @@ bool map_rollout(settings_reader& read) {
   const auto fraction = read.number(utilization);
   const auto sleeps = read.flag(free_cache);
   const auto no_graphs = read.flag(eager);
-  const auto tensor_parallel = read.count(parallel, max_config_gpus);
+  const auto tensor_parallel = read.count(parallel, read.limits().max_gpus);
   if (read.failed()) return false;
   if (!(*fraction > 0 && *fraction <= 1)) return read.fail(fmt::format("{} = {} must be in (0, 1]", utilization.key, *fraction));
   read.map(name, "--rollout", vllm ? "vllm" : "sglang", "verl's hybrid engine: on the actor's GPUs");
   if (vllm) {
     read.map(utilization, "--gpu-memory-utilization", value_text(utilization.value));
-    const auto seqs = read.count(sequences, max_config_rows);
-    const auto tokens = read.count(batched, max_config_rows * max_config_length);
+    const auto seqs = read.count(sequences, read.limits().max_rows);
+    const auto tokens = read.count(batched, read.limits().max_rows * read.limits().max_length);
     if (!seqs || !tokens) return false;
     read.map(sequences, "--max-num-seqs", std::to_string(*seqs));
     read.map(batched, "--max-num-batched-tokens", std::to_string(*tokens));
     if (length.set()) {
-      const auto model_len = read.count(length, max_config_length);
+      const auto model_len = read.count(length, read.limits().max_length);
       if (!model_len) return false;
       read.map(length, "--max-model-len", std::to_string(*model_len));
     }
@@ -131,7 +131,7 @@ bool map_micro_batch(settings_reader& read, std::uint64_t prompt_len, std::uint6
   const setting per_gpu = read.get(key(actor, "ppo_micro_batch_size_per_gpu"));
   if (*packs_tokens) {
     const setting tokens = read.get(key(actor, "ppo_max_token_len_per_gpu"), 16384);
-    const auto budget = read.count(tokens, max_config_rows * max_config_length);
+    const auto budget = read.count(tokens, read.limits().max_rows * read.limits().max_length);
     if (!budget) return false;
     const std::uint64_t rows = std::max<std::uint64_t>(1, *budget / (prompt_len + new_tokens));
     read.map(tokens, "--micro-batch", number_text(rows),
@@ -140,14 +140,14 @@ bool map_micro_batch(settings_reader& read, std::uint64_t prompt_len, std::uint6
     return true;
   }
   if (per_gpu.set()) {
-    const auto rows = read.count(per_gpu, max_config_rows);
+    const auto rows = read.count(per_gpu, read.limits().max_rows);
     if (!rows) return false;
     read.map(per_gpu, "--micro-batch", number_text(*rows));
     return true;
   }
   // The deprecated global form, divided over the GPUs as verl divides it.
   if (const setting global = read.get(key(actor, "ppo_micro_batch_size")); global.set()) {
-    const auto rows = read.count(global, max_config_rows * max_config_gpus);
+    const auto rows = read.count(global, read.limits().max_rows * read.limits().max_gpus);
     if (!rows) return false;
     read.map(global, "--micro-batch", number_text(std::max<std::uint64_t>(1, *rows / gpus)), fmt::format("{} over {} GPU(s)", *rows, gpus));
   }
@@ -202,16 +202,19 @@ bool map_verl_config(settings_reader& read, const trainer_config_context& contex
   for (const setting* value : {&per_node, &nodes, &prompts, &samples, &prompt_len, &response_len, &epochs}) {
     if (value->interpolated) return read.fail(fmt::format("{} is an OmegaConf interpolation ({}); give its value", value->key, value_text(value->value)));
   }
-  const auto gpus_per_node = read.count(per_node, max_config_gpus);
-  const auto node_count = read.count(nodes, max_config_gpus);
-  const auto prompt_count = read.count(prompts, max_config_rows);
-  const auto group = read.count(samples, max_config_rows);
-  const auto prompt_tokens = read.count(prompt_len, max_config_length);
-  const auto new_tokens = read.count(response_len, max_config_length);
+  const auto gpus_per_node = read.count(per_node, read.limits().max_gpus);
+  const auto node_count = read.count(nodes, read.limits().max_gpus);
+  const auto prompt_count = read.count(prompts, read.limits().max_rows);
+  const auto group = read.count(samples, read.limits().max_rows);
+  const auto prompt_tokens = read.count(prompt_len, read.limits().max_length);
+  const auto new_tokens = read.count(response_len, read.limits().max_length);
   const auto passes = read.count(epochs, 1024);
   if (read.failed()) return false;
   const std::uint64_t file_gpus = *gpus_per_node * *node_count;
-  if (file_gpus > max_config_gpus) return read.fail(fmt::format("trainer.n_gpus_per_node x trainer.nnodes = {} GPUs is beyond {}", file_gpus, max_config_gpus));
+  if (file_gpus > read.limits().max_gpus) {
+    return read.fail(fmt::format("trainer.n_gpus_per_node x trainer.nnodes = {} GPUs is beyond {}", file_gpus, read.limits().max_gpus),
+                     plan_errc::limit_exceeded);
+  }
   const std::uint64_t gpus = context.gpus != 0 ? context.gpus : file_gpus;
   setting gpu_count = per_node;
   gpu_count.key = "trainer.n_gpus_per_node x trainer.nnodes";

@@ -42,7 +42,7 @@ rlmem_policy::arena* rlmem_policy::arena_of(std::uint64_t stream) {
   if (found != arenas_.end()) return &found->second;
   std::uint64_t base = 0;
   if (device_errc code = gpu_.reserve(options_.reservation_bytes, 0, base); code != device_errc::ok) {
-    if (code != device_errc::out_of_memory) fault_ = "reserve: " + std::string(device_error_name(code));
+    if (code != device_errc::out_of_memory) fault_ = "reserve: " + std::string(error_name(code));
     return nullptr;
   }
   return &add_arena(stream, base, options_.reservation_bytes);
@@ -287,7 +287,7 @@ void rlmem_policy::record(bool alloc, std::uint64_t address, const arena& owner)
 physical_handle rlmem_policy::new_memory(std::uint64_t address, std::uint64_t bytes) {
   physical_handle handle = 0;
   if (device_errc code = map_new_memory(gpu_, address, bytes, handle); code != device_errc::ok) {
-    if (code != device_errc::out_of_memory) fault_ = "mapping memory: " + std::string(device_error_name(code));
+    if (code != device_errc::out_of_memory) fault_ = "mapping memory: " + std::string(error_name(code));
     return 0;
   }
   return handle;
@@ -509,7 +509,7 @@ bool rlmem_policy::unmap_run(std::uint64_t start) {
   device_errc code = gpu_.unmap(start, run.bytes);
   if (code == device_errc::ok) code = gpu_.release(run.handle);
   if (code != device_errc::ok) {
-    fault_ = "releasing restored memory: " + std::string(device_error_name(code));
+    fault_ = "releasing restored memory: " + std::string(error_name(code));
     return false;
   }
   runs_.erase(found);
@@ -616,7 +616,7 @@ bool rlmem_policy::reserve_growable(std::uint64_t key, std::uint64_t max_bytes, 
   if (max_bytes > options_.reservation_bytes) return false;  // and round_up cannot wrap past 2^64
   std::uint64_t size = round_up(std::max<std::uint64_t>(max_bytes, 1), page_bytes_);
   if (device_errc code = gpu_.reserve(size, 0, base); code != device_errc::ok) {
-    if (code != device_errc::out_of_memory) fault_ = "reserve: " + std::string(device_error_name(code));
+    if (code != device_errc::out_of_memory) fault_ = "reserve: " + std::string(error_name(code));
     return false;
   }
   add_arena(key, base, size).growable = true;
@@ -733,7 +733,7 @@ bool rlmem_policy::release_range(address_run range, bool fenced) {
     device_errc code = gpu_.unmap(address, page_bytes_);
     if (code == device_errc::ok) code = gpu_.release(held.handle);
     if (code != device_errc::ok) {
-      fault_ = "releasing a page: " + std::string(device_error_name(code));
+      fault_ = "releasing a page: " + std::string(error_name(code));
       return false;
     }
     --mapped_pages_;

@@ -1,26 +1,18 @@
 // SPDX-License-Identifier: MIT
 // The runtime: the rlmem policy behind a lock, with tags, pause and resume, and counters. This
-// file holds its construction, tags and regions, errors and figures; runtime_allocation.cpp,
-// runtime_pause.cpp, runtime_growables.cpp and runtime_history.cpp the rest.
+// file holds its construction, tags and regions, the policy's faults as failures, and figures;
+// runtime_allocation.cpp, runtime_pause.cpp, runtime_growables.cpp and runtime_history.cpp the
+// rest, runtime_errors.cpp the table of its codes.
 
 #include <rlmem/runtime/runtime.hpp>
 
 #include "runtime_helpers.hpp"
 
 #include <algorithm>
-#include <array>
 
 namespace rlmem {
 
 namespace {
-
-constexpr std::array<std::string_view, static_cast<std::size_t>(runtime_errc::count_)> error_names{
-    "ok", "out_of_memory", "paused", "not_paused", "already_paused", "unknown_pointer", "unknown_tag", "invalid_argument",
-    "device_error"};
-
-// The reason of this thread's last failure: read by the caller right after the call that
-// failed, so that another thread's failure in between cannot replace it.
-thread_local std::string calling_thread_error;
 
 rlmem_policy_options for_a_long_run(rlmem_policy_options options) {
   options.keep_segment_events = false;
@@ -28,11 +20,6 @@ rlmem_policy_options for_a_long_run(rlmem_policy_options options) {
 }
 
 }  // namespace
-
-std::string_view runtime_error_name(runtime_errc code) noexcept {
-  auto index = static_cast<std::size_t>(code);
-  return index < error_names.size() ? error_names[index] : "unknown";
-}
 
 void counter::add(std::uint64_t amount) noexcept {
   current += amount;
@@ -66,7 +53,7 @@ runtime::runtime(device& gpu, runtime_options options)
 
 runtime::~runtime() {
   for (tag_state& tag : tags_) {
-    unpoison(tag);
+    (void)unpoison(tag);  // a destructor has no one to tell: the pages go back with the policy
     if (tag.poison != 0) gpu_.release(tag.poison);
   }
   for (tag_state& tag : tags_) {
@@ -89,21 +76,21 @@ runtime::tag_state* runtime::find_tag(std::string_view name) {
   return found == tag_ids_.end() ? nullptr : &tags_[found->second];
 }
 
-runtime_errc runtime::enter_region(std::string_view tag) {
+result<void, runtime_errc> runtime::enter_region(std::string_view tag) {
   std::lock_guard hold(lock_);
   if (tag == library_tag) {
     return fail(runtime_errc::invalid_argument, "tag '" + std::string(library_tag) + "' is the runtime's own, for memory torch's libraries keep: name another");
   }
   tag_named(tag);
   regions_.push_back(tag_ids_.at(std::string(tag)));
-  return runtime_errc::ok;
+  return {};
 }
 
-runtime_errc runtime::leave_region() {
+result<void, runtime_errc> runtime::leave_region() {
   std::lock_guard hold(lock_);
   if (regions_.empty()) return fail(runtime_errc::invalid_argument, "no region is open");
   regions_.pop_back();
-  return runtime_errc::ok;
+  return {};
 }
 
 std::string runtime::current_tag() const {
@@ -130,37 +117,32 @@ void runtime::refresh_mapped(tag_state& tag) {
   totals_.reserved_bytes.set(static_cast<std::uint64_t>(policy_.reserved_bytes()));
 }
 
-runtime_errc runtime::fail(runtime_errc code, std::string message) {
-  calling_thread_error = std::move(message);
-  return code;
-}
-
-runtime_errc runtime::device_fault(std::string_view what) {
+runtime_failure runtime::device_fault(std::string_view what) {
   std::string message = std::string(what) + ": " + policy_.fault();
   policy_.clear_fault();
   return fail(runtime_errc::device_error, std::move(message));
 }
 
-runtime_errc runtime::empty_cache() {
+result<void, runtime_errc> runtime::empty_cache() {
   std::lock_guard hold(lock_);
   policy_.empty_cache();
   for (tag_state& each : tags_) refresh_mapped(each);
   if (!policy_.fault().empty()) return device_fault("empty_cache");
-  return runtime_errc::ok;
+  return {};
 }
 
-runtime_errc runtime::read(std::uint64_t address, void* destination, std::uint64_t size) {
+result<void, runtime_errc> runtime::read(std::uint64_t address, void* destination, std::uint64_t size) {
   std::lock_guard hold(lock_);
   device_errc code = gpu_.copy_to_host(destination, address, size);
-  if (code == device_errc::ok) return runtime_errc::ok;
-  return fail(runtime_errc::invalid_argument, "read of unmapped or invalid memory: " + std::string(device_error_name(code)));
+  if (code == device_errc::ok) return {};
+  return fail(runtime_errc::invalid_argument, "read of unmapped or invalid memory: " + std::string(error_name(code)));
 }
 
-runtime_errc runtime::write(std::uint64_t address, const void* source, std::uint64_t size) {
+result<void, runtime_errc> runtime::write(std::uint64_t address, const void* source, std::uint64_t size) {
   std::lock_guard hold(lock_);
   device_errc code = gpu_.copy_from_host(address, source, size);
-  if (code == device_errc::ok) return runtime_errc::ok;
-  return fail(runtime_errc::invalid_argument, "write to unmapped or invalid memory: " + std::string(device_error_name(code)));
+  if (code == device_errc::ok) return {};
+  return fail(runtime_errc::invalid_argument, "write to unmapped or invalid memory: " + std::string(error_name(code)));
 }
 
 void runtime::reset_peaks() {
@@ -189,7 +171,5 @@ runtime_totals runtime::totals() const {
   now.device_calls = gpu_.totals();
   return now;
 }
-
-std::string runtime::last_error() const { return calling_thread_error; }
 
 }  // namespace rlmem

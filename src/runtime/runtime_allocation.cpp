@@ -10,23 +10,23 @@
 
 namespace rlmem {
 
-runtime_errc runtime::allocate(std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address) {
+result<std::uint64_t, runtime_errc> runtime::allocate(std::uint64_t bytes, std::uint64_t stream) {
   std::lock_guard hold(lock_);
-  return allocate_in(regions_.empty() ? 0 : regions_.back(), bytes, stream, address);
+  return allocate_in(regions_.empty() ? 0 : regions_.back(), bytes, stream);
 }
 
-runtime_errc runtime::allocate_for_library(std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address) {
+result<std::uint64_t, runtime_errc> runtime::allocate_for_library(std::uint64_t bytes, std::uint64_t stream) {
   std::lock_guard hold(lock_);
-  return allocate_in(tag_ids_.at(std::string(library_tag)), bytes, stream, address);
+  return allocate_in(tag_ids_.at(std::string(library_tag)), bytes, stream);
 }
 
-runtime_errc runtime::allocate_unproven(std::uint64_t bytes, std::uint64_t stream, std::string_view why, std::uint64_t& address) {
+result<std::uint64_t, runtime_errc> runtime::allocate_unproven(std::uint64_t bytes, std::uint64_t stream, std::string_view why) {
   std::lock_guard hold(lock_);
-  return allocate_in(regions_.empty() ? 0 : regions_.back(), bytes, stream, address, why);
+  return allocate_in(regions_.empty() ? 0 : regions_.back(), bytes, stream, why);
 }
 
-runtime_errc runtime::allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address,
-                                  std::string_view unproven) {
+result<std::uint64_t, runtime_errc> runtime::allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std::uint64_t stream,
+                                                         std::string_view unproven) {
   if (bytes == 0) return fail(runtime_errc::invalid_argument, "an allocation of 0 bytes");
   if (tags_[tag_id].stats.paused) {
     ++tags_[tag_id].stats.failed_allocations;
@@ -64,16 +64,15 @@ runtime_errc runtime::allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std
                                                  "'; " + mib(static_cast<std::uint64_t>(policy_.reserved_bytes())) + " mapped by rlmem, " +
                                                  mib(free_bytes) + " free of " + mib(total_bytes) + " on the device");
   }
-  address = block->ptr;
   remember({history_event::kind::alloc, block->ptr, block->size, stream, now_us(), 0});
   tag.stats.allocated_bytes.add(block->size);
   tag.stats.allocations.add(1);
   totals_.allocated_bytes.add(block->size);
   totals_.allocations.add(1);
-  return runtime_errc::ok;
+  return block->ptr;
 }
 
-runtime_errc runtime::free(std::uint64_t address) {
+result<void, runtime_errc> runtime::free(std::uint64_t address) {
   std::lock_guard hold(lock_);
   auto found = live_.find(address);
   if (found == live_.end() || found->second.held_for_graph) {
@@ -83,14 +82,14 @@ runtime_errc runtime::free(std::uint64_t address) {
     // A CUDA graph's replays still read and write it: kept until release_graph_memory().
     found->second.held_for_graph = true;
     tags_[found->second.tag].stats.graph_held_bytes += found->second.block->size;
-    return runtime_errc::ok;
+    return {};
   }
   free_block(found);
   if (!policy_.fault().empty()) return device_fault("free");
-  return runtime_errc::ok;
+  return {};
 }
 
-runtime_errc runtime::release_graph_memory(std::string_view tag) {
+result<void, runtime_errc> runtime::release_graph_memory(std::string_view tag) {
   std::lock_guard hold(lock_);
   if (!tag.empty() && find_tag(tag) == nullptr) return fail(runtime_errc::unknown_tag, "no tag '" + std::string(tag) + "'");
   for (auto at = live_.begin(); at != live_.end();) {
@@ -102,7 +101,7 @@ runtime_errc runtime::release_graph_memory(std::string_view tag) {
     at = next;
   }
   if (!policy_.fault().empty()) return device_fault("release_graph_memory");
-  return runtime_errc::ok;
+  return {};
 }
 
 void runtime::free_block(std::unordered_map<std::uint64_t, live_block>::iterator found) {

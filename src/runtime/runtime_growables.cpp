@@ -8,12 +8,13 @@
 
 namespace rlmem {
 
-runtime_errc runtime::reserve_growable(std::uint64_t max_bytes, std::uint64_t& address) {
+result<std::uint64_t, runtime_errc> runtime::reserve_growable(std::uint64_t max_bytes) {
   std::lock_guard hold(lock_);
   if (max_bytes == 0) return fail(runtime_errc::invalid_argument, "a growable buffer of 0 bytes");
   std::uint32_t tag_id = regions_.empty() ? 0 : regions_.back();
   if (tags_[tag_id].stats.paused) return fail(runtime_errc::paused, "tag '" + tags_[tag_id].stats.name + "' is paused");
   std::uint64_t key = next_arena_key_;
+  std::uint64_t address = 0;
   if (!policy_.reserve_growable(key, max_bytes, address)) {
     if (!policy_.fault().empty()) return device_fault("reserving a growable buffer");
     return fail(runtime_errc::out_of_memory, "no address space for a growable buffer of " + mib(max_bytes));
@@ -21,10 +22,10 @@ runtime_errc runtime::reserve_growable(std::uint64_t max_bytes, std::uint64_t& a
   ++next_arena_key_;
   growables_.emplace(address, growable{key, tag_id, max_bytes});
   tags_[tag_id].arena_keys.push_back(key);
-  return runtime_errc::ok;
+  return address;
 }
 
-runtime_errc runtime::grow(std::uint64_t address, std::uint64_t bytes) {
+result<void, runtime_errc> runtime::grow(std::uint64_t address, std::uint64_t bytes) {
   std::lock_guard hold(lock_);
   auto found = growables_.find(address);
   if (found == growables_.end()) return fail(runtime_errc::unknown_pointer, "not a growable buffer's address");
@@ -48,7 +49,7 @@ runtime_errc runtime::grow(std::uint64_t address, std::uint64_t bytes) {
   tag.stats.allocated_bytes.add(added);
   totals_.allocated_bytes.add(added);
   for (tag_state& each : tags_) refresh_mapped(each);
-  return runtime_errc::ok;
+  return {};
 }
 
 std::uint64_t runtime::grown_bytes(std::uint64_t address) const {
@@ -57,7 +58,7 @@ std::uint64_t runtime::grown_bytes(std::uint64_t address) const {
   return found == growables_.end() ? 0 : policy_.grown_bytes(found->second.key);
 }
 
-runtime_errc runtime::release_growable(std::uint64_t address) {
+result<void, runtime_errc> runtime::release_growable(std::uint64_t address) {
   std::lock_guard hold(lock_);
   auto found = growables_.find(address);
   if (found == growables_.end()) return fail(runtime_errc::unknown_pointer, "not a growable buffer's address, or released twice");
@@ -65,7 +66,7 @@ runtime_errc runtime::release_growable(std::uint64_t address) {
   std::uint32_t tag_id = found->second.tag;
   address_run range;
   if (policy_.arena_range(key, range)) {
-    if (runtime_errc code = unpoison(tags_[tag_id], range); code != runtime_errc::ok) return code;
+    if (auto unpoisoned = unpoison(tags_[tag_id], range); !unpoisoned.ok()) return unpoisoned;
   }
   std::uint64_t grown = policy_.grown_bytes(key);
   policy_.release_growable(key);
@@ -75,7 +76,7 @@ runtime_errc runtime::release_growable(std::uint64_t address) {
   totals_.allocated_bytes.remove(grown);
   growables_.erase(found);
   for (tag_state& each : tags_) refresh_mapped(each);
-  return runtime_errc::ok;
+  return {};
 }
 
 }  // namespace rlmem

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// What the runtime's files share besides the class: its messages' MiB and the clocks its
-// history and its pause and resume timings read.
+// What the runtime's files share besides the class: its failures, its messages' MiB and the
+// clocks its history and its pause and resume timings read.
+
+#include <rlmem/runtime/runtime_errors.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace rlmem {
+
+// A failed call: `code`, and the one-line reason librlmem reports.
+inline runtime_failure fail(runtime_errc code, std::string message) { return {code, 0, std::move(message)}; }
 
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -55,28 +55,24 @@ void runtime::release_host_buffers() {
   spare_slabs_.clear();
 }
 
-std::uint64_t runtime::host_buffers_limit(std::string& why) const {
+host_buffers_bound runtime::host_buffers_limit() const {
   std::uint64_t device_bytes = options_.policy.capacity_bytes != 0 ? options_.policy.capacity_bytes : gpu_.config().total_bytes;
   long pages = sysconf(_SC_PHYS_PAGES);
   long page_bytes = sysconf(_SC_PAGESIZE);
   // A host that does not say (sysconf fails) is bounded by the device alone.
   std::uint64_t host_half = pages > 0 && page_bytes > 0 ? static_cast<std::uint64_t>(pages) / 2 * static_cast<std::uint64_t>(page_bytes)
                                                         : UINT64_MAX;
-  if (host_half < device_bytes) {
-    why = "half the host's physical memory";
-    return host_half;
-  }
-  why = options_.policy.capacity_bytes != 0 ? "the runtime's capacity, the most a pause backs up"
-                                            : "the device's memory, the most a pause backs up";
-  return device_bytes;
+  if (host_half < device_bytes) return {host_half, "half the host's physical memory"};
+  return {device_bytes, options_.policy.capacity_bytes != 0 ? "the runtime's capacity, the most a pause backs up"
+                                                            : "the device's memory, the most a pause backs up"};
 }
 
-runtime_errc runtime::reserve_host_buffers(std::uint64_t bytes) {
+result<void, runtime_errc> runtime::reserve_host_buffers(std::uint64_t bytes) {
   std::lock_guard hold(lock_);
-  std::string bound;
-  if (std::uint64_t limit = host_buffers_limit(bound); bytes > limit) {
+  if (host_buffers_bound limit = host_buffers_limit(); bytes > limit.bytes) {
     return fail(runtime_errc::invalid_argument, "reserving " + std::to_string(bytes) + " bytes of pinned host memory: more than " +
-                                                    std::to_string(limit) + " (" + mib(limit) + ", " + bound + "); nothing pinned");
+                                                    std::to_string(limit.bytes) + " (" + mib(limit.bytes) + ", " + std::string(limit.why) +
+                                                    "); nothing pinned");
   }
   std::uint64_t slabs = bytes / options_.copy_chunk_bytes + (bytes % options_.copy_chunk_bytes != 0 ? 1 : 0);
   while (spare_slabs_.size() < slabs) {
@@ -87,10 +83,10 @@ runtime_errc runtime::reserve_host_buffers(std::uint64_t bytes) {
     }
     spare_slabs_.push_back(slab);
   }
-  return runtime_errc::ok;
+  return {};
 }
 
-runtime_errc runtime::refuse_unproven(const tag_state& tag) {
+runtime_failure runtime::refuse_unproven(const tag_state& tag) {
   const std::pair<const std::uint64_t, live_block>* first = nullptr;
   for (const auto& each : live_) {
     bool in_tag = !each.second.unproven.empty() && &tags_[each.second.tag] == &tag;
@@ -105,7 +101,7 @@ runtime_errc runtime::refuse_unproven(const tag_state& tag) {
                                                   first->second.unproven + "); pausing it could break that library's next call");
 }
 
-runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
+result<void, runtime_errc> runtime::pause(std::string_view name, keep_contents keep) {
   std::unique_lock hold(lock_);
   tag_state* tag = find_tag(name);
   if (tag == nullptr) return fail(runtime_errc::unknown_tag, "no tag '" + std::string(name) + "': nothing was allocated in it");
@@ -119,7 +115,7 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
   auto start = std::chrono::steady_clock::now();
   // Every stream may still be using the tag's memory: fence before copying or unmapping.
   if (device_errc code = gpu_.synchronize(); code != device_errc::ok) {
-    return fail(runtime_errc::device_error, "synchronize before pause: " + std::string(device_error_name(code)));
+    return fail(runtime_errc::device_error, "synchronize before pause: " + std::string(error_name(code)));
   }
   std::uint64_t copied = 0;
   if (keep == keep_contents::host) {
@@ -151,7 +147,7 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
     if (code != device_errc::ok) {
       free_backup(*tag);
       return fail(code == device_errc::out_of_memory ? runtime_errc::out_of_memory : runtime_errc::device_error,
-                  "backing up tag '" + std::string(name) + "' to host memory: " + std::string(device_error_name(code)) + "; nothing paused");
+                  "backing up tag '" + std::string(name) + "' to host memory: " + std::string(error_name(code)) + "; nothing paused");
     }
     // Every piece's copy is enqueued at once, then each piece's pages are released once its
     // copy is done, while the next ones copy. The lock is let go while a copy is waited for, so
@@ -175,7 +171,7 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
         for (const auto& [range, each] : pending) gpu_.wait_mark(each);
         gpu_.wait_copies();
         for (const auto& [range, each] : pending) policy_.release_range(range, true);
-        return paused_part_way("backup copy: " + std::string(device_error_name(enqueued)));
+        return paused_part_way("backup copy: " + std::string(error_name(enqueued)));
       }
       pending.emplace_back(piece.range, mark);
       copied += piece.range.bytes;
@@ -192,7 +188,7 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
       }
       std::string why;
       if (waited != device_errc::ok) {
-        why = "backup copy: " + std::string(device_error_name(waited));
+        why = "backup copy: " + std::string(error_name(waited));
       } else if (!policy_.release_range(pending[index].first, true)) {
         why = "releasing backed-up pages: " + policy_.fault();
         policy_.clear_fault();
@@ -220,19 +216,19 @@ runtime_errc runtime::pause(std::string_view name, keep_contents keep) {
   refresh_mapped(*tag);
   tag->stats.last_pause_copied_bytes = copied;
   if (options_.check_contents) {
-    if (runtime_errc code = poison(*tag); code != runtime_errc::ok) return code;
+    if (auto poisoned = poison(*tag); !poisoned.ok()) return poisoned;
   }
   tag->stats.last_pause_seconds = seconds_since(start);
-  return runtime_errc::ok;
+  return {};
 }
 
-runtime_errc runtime::poison(tag_state& tag) {
+result<void, runtime_errc> runtime::poison(tag_state& tag) {
   std::uint64_t page = policy_.page_bytes();
   bool fresh = tag.poison == 0;
   if (fresh) {
     if (device_errc code = gpu_.create(page, tag.poison); code != device_errc::ok) {
       tag.poison = 0;
-      return fail(runtime_errc::device_error, "checking mode: a page to back paused memory: " + std::string(device_error_name(code)));
+      return fail(runtime_errc::device_error, "checking mode: a page to back paused memory: " + std::string(error_name(code)));
     }
   }
   for (std::uint64_t key : tag.arena_keys) {
@@ -241,28 +237,30 @@ runtime_errc runtime::poison(tag_state& tag) {
     for (address_run run : policy_.used_runs(range)) {
       for (std::uint64_t at = run.address; at < run.address + run.bytes; at += page) {
         if (device_errc code = gpu_.map(at, page, tag.poison); code != device_errc::ok) {
-          return fail(runtime_errc::device_error, "checking mode: mapping the check page: " + std::string(device_error_name(code)));
+          return fail(runtime_errc::device_error, "checking mode: mapping the check page: " + std::string(error_name(code)));
         }
         tag.poisoned.push_back(at);
       }
       if (device_errc code = gpu_.set_access(run.address, run.bytes); code != device_errc::ok) {
-        return fail(runtime_errc::device_error, "checking mode: access to the check page: " + std::string(device_error_name(code)));
+        return fail(runtime_errc::device_error, "checking mode: access to the check page: " + std::string(error_name(code)));
       }
     }
   }
   if (fresh && !tag.poisoned.empty()) {
     device_errc code = gpu_.fill_async(tag.poisoned.front(), page, options_.check_fill);
     if (code == device_errc::ok) code = gpu_.wait_copies();
-    if (code != device_errc::ok) return fail(runtime_errc::device_error, "checking mode: filling the check page: " + std::string(device_error_name(code)));
+    if (code != device_errc::ok) {
+      return fail(runtime_errc::device_error, "checking mode: filling the check page: " + std::string(error_name(code)));
+    }
   }
-  return runtime_errc::ok;
+  return {};
 }
 
-runtime_errc runtime::unpoison(tag_state& tag, address_run within) {
-  if (tag.poisoned.empty()) return runtime_errc::ok;
+result<void, runtime_errc> runtime::unpoison(tag_state& tag, address_run within) {
+  if (tag.poisoned.empty()) return {};
   std::uint64_t page = policy_.page_bytes();
   if (device_errc code = gpu_.synchronize(); code != device_errc::ok) {
-    return fail(runtime_errc::device_error, "synchronize before unmapping the check page: " + std::string(device_error_name(code)));
+    return fail(runtime_errc::device_error, "synchronize before unmapping the check page: " + std::string(error_name(code)));
   }
   // A write into paused memory landed in the check page: count it, and fill the page again
   // while a mapping of it is left to fill through.
@@ -279,21 +277,21 @@ runtime_errc runtime::unpoison(tag_state& tag, address_run within) {
       continue;
     }
     if (device_errc code = gpu_.unmap(*at, page); code != device_errc::ok) {
-      return fail(runtime_errc::device_error, "checking mode: unmapping the check page: " + std::string(device_error_name(code)));
+      return fail(runtime_errc::device_error, "checking mode: unmapping the check page: " + std::string(error_name(code)));
     }
     at = tag.poisoned.erase(at);
   }
-  return runtime_errc::ok;
+  return {};
 }
 
-runtime_errc runtime::resume(std::string_view name) {
+result<void, runtime_errc> runtime::resume(std::string_view name) {
   std::lock_guard hold(lock_);
   tag_state* tag = find_tag(name);
   if (tag == nullptr) return fail(runtime_errc::unknown_tag, "no tag '" + std::string(name) + "': nothing was allocated in it");
   if (!tag->stats.paused) return fail(runtime_errc::not_paused, "tag '" + std::string(name) + "' is not paused");
   if (tag->pausing) return fail(runtime_errc::not_paused, "tag '" + std::string(name) + "' is being paused by another thread");
   auto start = std::chrono::steady_clock::now();
-  if (runtime_errc code = unpoison(*tag); code != runtime_errc::ok) return code;
+  if (auto unpoisoned = unpoison(*tag); !unpoisoned.ok()) return unpoisoned;
   std::vector<address_run> restored_ranges;  // to release again if the resume cannot finish
   std::uint64_t copied = 0;
   device_errc code = device_errc::ok;
@@ -340,14 +338,14 @@ runtime_errc runtime::resume(std::string_view name) {
     policy_.clear_fault();
     for (address_run range : restored_ranges) policy_.release_range(range);
     refresh_mapped(*tag);
-    if (options_.check_contents) poison(*tag);
+    if (options_.check_contents) (void)poison(*tag);  // the resume's own failure is the one to report
     if (short_of_memory) {
       return fail(runtime_errc::out_of_memory, "resume of tag '" + std::string(name) + "': not enough free device memory (" +
                                                    mib(static_cast<std::uint64_t>(policy_.reserved_bytes())) +
                                                    " mapped by rlmem); the tag stays paused");
     }
     return fail(runtime_errc::device_error, "resume of tag '" + std::string(name) + "': " +
-                                                (fault.empty() ? std::string(device_error_name(code)) : fault) + "; the tag stays paused");
+                                                (fault.empty() ? std::string(error_name(code)) : fault) + "; the tag stays paused");
   }
   free_backup(*tag);
   tag->stats.paused = false;
@@ -355,32 +353,32 @@ runtime_errc runtime::resume(std::string_view name) {
   refresh_mapped(*tag);
   tag->stats.last_resume_copied_bytes = copied;
   tag->stats.last_resume_seconds = seconds_since(start);
-  return runtime_errc::ok;
+  return {};
 }
 
-runtime_errc runtime::blocks_still_filled(std::string_view name, std::vector<address_run>& blocks) {
+result<std::vector<address_run>, runtime_errc> runtime::blocks_still_filled(std::string_view name) {
   std::lock_guard hold(lock_);
-  blocks.clear();
   tag_state* tag = find_tag(name);
   if (tag == nullptr) return fail(runtime_errc::unknown_tag, "no tag '" + std::string(name) + "'");
   if (tag->stats.paused) return fail(runtime_errc::paused, "tag '" + std::string(name) + "' is paused: resume it first");
   std::uint8_t fill = options_.check_contents ? options_.check_fill : options_.discard_fill;
   std::uint32_t tag_id = static_cast<std::uint32_t>(tag - tags_.data());
   std::vector<std::uint8_t> chunk(std::min<std::uint64_t>(options_.copy_chunk_bytes, std::uint64_t{4} << 20));
+  std::vector<address_run> blocks;
   for (const auto& [address, held] : live_) {
     if (held.tag != tag_id) continue;
     bool filled = true;
     for (std::uint64_t at = address; filled && at < address + held.requested; at += chunk.size()) {
       std::uint64_t size = std::min<std::uint64_t>(chunk.size(), address + held.requested - at);
       if (device_errc code = gpu_.copy_to_host(chunk.data(), at, size); code != device_errc::ok) {
-        return fail(runtime_errc::device_error, "reading a block: " + std::string(device_error_name(code)));
+        return fail(runtime_errc::device_error, "reading a block: " + std::string(error_name(code)));
       }
       filled = std::all_of(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(size), [&](std::uint8_t byte) { return byte == fill; });
     }
     if (filled) blocks.push_back({address, held.block->size});
   }
   std::sort(blocks.begin(), blocks.end(), [](const address_run& a, const address_run& b) { return a.address < b.address; });
-  return runtime_errc::ok;
+  return blocks;
 }
 
 }  // namespace rlmem

@@ -8,7 +8,11 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <deque>
 #include <fcntl.h>
+#include <memory>
+#include <optional>
+#include <string>
 #include <sys/stat.h>
 #include <system_error>
 #include <unistd.h>
@@ -25,11 +29,63 @@ std::string errno_text(int code) { return std::generic_category().message(code);
 
 }  // namespace
 
-steplog_follower::steplog_follower(std::string path, steplog_limits limits) : path_(std::move(path)), limits_(limits) {}
+struct steplog_follower::impl {
+  impl(std::string path, steplog_limits limits) : path_(std::move(path)), limits_(limits) {}
+  ~impl() { close_file(); }
+  impl(const impl&) = delete;
+  impl& operator=(const impl&) = delete;
 
-steplog_follower::~steplog_follower() { close_file(); }
+  void poll();
+  bool open_file(bool from_start);
+  void close_file();
+  bool read_available(std::uint64_t& budget);
+  void take_line(std::string_view line, std::uint64_t offset);
+  void skip(std::uint64_t offset, const std::string& reason);
 
-void steplog_follower::close_file() {
+  std::string path_;
+  steplog_limits limits_;
+  int fd_ = -1;
+  std::uint64_t device_ = 0;  ///< st_dev and st_ino of the open file, to notice a replacement
+  std::uint64_t inode_ = 0;
+  std::uint64_t offset_ = 0;      ///< next byte to read
+  std::uint64_t line_start_ = 0;  ///< offset of the first byte of the line being assembled
+  bool ever_opened_ = false;
+  bool discard_to_newline_ = false;  ///< inside a line that is too long, or cut by the tail start
+  std::string pending_;              ///< bytes of an incomplete line
+  std::string before_offset_;        ///< the last bytes read, to notice the file was rewritten
+  steplog_file_state state_ = steplog_file_state::waiting;
+  std::string state_message_;
+  std::deque<steplog_record> records_;
+  std::deque<steplog_alert_seen> alerts_;
+  std::optional<std::int64_t> rank_;
+  std::uint64_t lines_parsed_ = 0;
+  std::uint64_t lines_skipped_ = 0;
+  std::string last_skip_;
+  std::uint64_t other_rank_lines_ = 0;
+  std::uint64_t reopened_ = 0;
+  std::uint64_t series_restarts_ = 0;
+};
+
+steplog_follower::steplog_follower(std::string path, steplog_limits limits)
+    : impl_(std::make_unique<impl>(std::move(path), limits)) {}
+
+steplog_follower::~steplog_follower() = default;
+
+void steplog_follower::poll() { impl_->poll(); }
+const std::string& steplog_follower::path() const noexcept { return impl_->path_; }
+steplog_file_state steplog_follower::state() const noexcept { return impl_->state_; }
+const std::string& steplog_follower::state_message() const noexcept { return impl_->state_message_; }
+const std::deque<steplog_record>& steplog_follower::records() const noexcept { return impl_->records_; }
+const std::deque<steplog_alert_seen>& steplog_follower::alerts() const noexcept { return impl_->alerts_; }
+std::uint64_t steplog_follower::lines_parsed() const noexcept { return impl_->lines_parsed_; }
+std::uint64_t steplog_follower::lines_skipped() const noexcept { return impl_->lines_skipped_; }
+const std::string& steplog_follower::last_skip() const noexcept { return impl_->last_skip_; }
+std::uint64_t steplog_follower::other_rank_lines() const noexcept { return impl_->other_rank_lines_; }
+std::uint64_t steplog_follower::reopened() const noexcept { return impl_->reopened_; }
+std::uint64_t steplog_follower::series_restarts() const noexcept { return impl_->series_restarts_; }
+std::size_t steplog_follower::pending_bytes() const noexcept { return impl_->pending_.size(); }
+
+void steplog_follower::impl::close_file() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
@@ -37,7 +93,7 @@ void steplog_follower::close_file() {
 // Opens the file; false when it is not there or cannot be read (the state says which). The first
 // time, a large file is read from `tail_bytes` before its end: a long run's history does not fit
 // the bounds anyway, and reading it all would delay the first frame.
-bool steplog_follower::open_file(bool from_start) {
+bool steplog_follower::impl::open_file(bool from_start) {
   // O_NONBLOCK: opening a FIFO must not hang the refresh; it is refused below as not a file.
   int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
@@ -75,12 +131,12 @@ bool steplog_follower::open_file(bool from_start) {
   return true;
 }
 
-void steplog_follower::skip(std::uint64_t offset, const std::string& reason) {
+void steplog_follower::impl::skip(std::uint64_t offset, const std::string& reason) {
   ++lines_skipped_;
   last_skip_ = "at byte " + format_count(offset) + ": " + reason;
 }
 
-void steplog_follower::take_line(std::string_view line, std::uint64_t offset) {
+void steplog_follower::impl::take_line(std::string_view line, std::uint64_t offset) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines carry nothing
   auto parsed = parse_steplog_line(line, limits_.line);
@@ -112,7 +168,7 @@ void steplog_follower::take_line(std::string_view line, std::uint64_t offset) {
 
 // Reads from offset_ to the end of the open file, or until the budget is spent; false on a read
 // error (the state says which).
-bool steplog_follower::read_available(std::uint64_t& budget) {
+bool steplog_follower::impl::read_available(std::uint64_t& budget) {
   std::array<char, read_chunk_bytes> buffer;
   while (budget > 0) {
     std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), budget));
@@ -163,7 +219,7 @@ bool steplog_follower::read_available(std::uint64_t& budget) {
   return true;
 }
 
-void steplog_follower::poll() {
+void steplog_follower::impl::poll() {
   std::uint64_t budget = limits_.max_bytes_per_poll;
   if (fd_ >= 0) {
     struct stat named {};

@@ -5,6 +5,10 @@
 #include <rlmem/watch/watch.hpp>
 
 #include <algorithm>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace rlmem {
 
@@ -76,12 +80,31 @@ void summarise_steps(const std::deque<steplog_record>& records, const std::deque
   }
 }
 
-watch_session::watch_session(std::unique_ptr<gpu_source> gpus, std::string nvml_message, watch_options options)
-    : gpus_(std::move(gpus)), nvml_message_(std::move(nvml_message)), options_(std::move(options)) {
-  if (!options_.log_path.empty()) log_ = std::make_unique<steplog_follower>(options_.log_path, options_.log_limits);
-}
+struct watch_session::impl {
+  impl(std::unique_ptr<gpu_source> gpus, std::string nvml_message, watch_options options)
+      : gpus_(std::move(gpus)), nvml_message_(std::move(nvml_message)), options_(std::move(options)) {
+    if (!options_.log_path.empty()) log_ = std::make_unique<steplog_follower>(options_.log_path, options_.log_limits);
+  }
 
-watch_frame watch_session::refresh(double now) {
+  watch_frame refresh(double now);
+
+  std::unique_ptr<gpu_source> gpus_;
+  std::string nvml_message_;
+  watch_options options_;
+  std::unique_ptr<steplog_follower> log_;
+  std::vector<std::deque<std::uint64_t>> used_history_;  ///< per device index
+};
+
+watch_session::watch_session(std::unique_ptr<gpu_source> gpus, std::string nvml_message, watch_options options)
+    : impl_(std::make_unique<impl>(std::move(gpus), std::move(nvml_message), std::move(options))) {}
+
+watch_session::~watch_session() = default;
+watch_session::watch_session(watch_session&&) noexcept = default;
+watch_session& watch_session::operator=(watch_session&&) noexcept = default;
+
+watch_frame watch_session::refresh(double now) { return impl_->refresh(now); }
+
+watch_frame watch_session::impl::refresh(double now) {
   watch_frame frame;
   frame.time = now;
   frame.nvml_available = gpus_ != nullptr;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rlmem {
@@ -26,7 +27,14 @@ struct fake_host_backed {
 };
 
 struct cuda_gpu0 {
-  static std::unique_ptr<device> open(std::string& why) { return open_cuda_device(0, why); }
+  static std::unique_ptr<device> open(std::string& why) {
+    auto opened = open_cuda_device(0);
+    if (!opened.ok()) {
+      why = opened.failure().detail;
+      return nullptr;
+    }
+    return std::move(opened).value();
+  }
 };
 
 template <typename Device>

@@ -205,15 +205,5 @@ TEST(fake_device, a_handle_maps_only_at_its_size_inside_a_reservation_over_nothi
   EXPECT_EQ(gpu.map(base + 2 * mib, 2 * mib, handle), device_errc::ok) << "a second address for the same handle";
 }
 
-TEST(device_errc, every_code_has_its_name) {
-  EXPECT_EQ(device_error_name(device_errc::ok), "ok");
-  EXPECT_EQ(device_error_name(device_errc::out_of_memory), "out_of_memory");
-  EXPECT_EQ(device_error_name(device_errc::invalid_argument), "invalid_argument");
-  EXPECT_EQ(device_error_name(device_errc::not_supported), "not_supported");
-  EXPECT_EQ(device_error_name(device_errc::unavailable), "unavailable");
-  EXPECT_EQ(device_error_name(device_errc::driver_error), "driver_error");
-  EXPECT_EQ(device_error_name(device_errc::count_), "unknown");
-}
-
 }  // namespace
 }  // namespace rlmem

@@ -24,10 +24,7 @@ std::string testdata(const std::string& name) { return testing::planner_testdata
 model_architecture model_named(const std::string& name) {
   std::ifstream probe(testdata("configs/" + name + ".json"));
   if (probe) {
-    model_architecture model;
-    std::string message;
-    EXPECT_TRUE(parse_hf_config(read_text(testdata("configs/" + name + ".json")), model, message)) << message;
-    return model;
+    return testing::config_model(name + ".json");
   }
   const model_architecture* preset = find_preset(name);
   EXPECT_NE(preset, nullptr) << "no preset for " << name;
@@ -82,10 +79,9 @@ plan_knobs knobs_of(const nlohmann::json& row) {
     knobs.epochs = row.value("epochs", 1);
     knobs.old_logprobs = row.value("old_logprobs", false);
     if (row.contains("buffer")) {
-      resident_buffer buffer;
-      std::string message;
-      EXPECT_TRUE(parse_buffer_spec(row.at("buffer").get<std::string>(), buffer, message)) << message;
-      knobs.buffers.push_back(buffer);
+      const auto buffer = parse_buffer_spec(row.at("buffer").get<std::string>());
+      EXPECT_TRUE(buffer.ok()) << buffer.failure().detail;
+      if (buffer.ok()) knobs.buffers.push_back(buffer.value());
     }
   }
   return knobs;
@@ -124,8 +120,8 @@ std::vector<row_error> errors_of(const std::string& file) {
   for (const auto& row : rows) {
     const model_architecture model = model_named(row.at("model"));
     const plan_knobs knobs = knobs_of(row);
-    std::string message;
-    EXPECT_TRUE(validate_knobs(model, knobs, message)) << message;
+    const auto checked = validate_knobs(model, knobs);
+    EXPECT_TRUE(checked.ok()) << checked.failure().detail;
     const plan_result plan = plan_memory(model, knobs);
     const auto truth = row.at("truth_peak").get<double>();
     std::ostringstream label;

@@ -13,7 +13,6 @@
 namespace rlmem {
 namespace {
 
-using testing::read_text;
 
 const model_architecture& preset(const char* name) {
   const model_architecture* model = find_preset(name);
@@ -66,33 +65,28 @@ TEST(ParameterCount, MixtureOfExpertsTotalAndActive) {
 TEST(HfConfig, FixtureConfigsGiveTheMeasuredParameterCounts) {
   for (const auto& [file, params] : {std::pair<const char*, std::uint64_t>{"qwen2.5-0.5b.json", 494032768},
                                      std::pair<const char*, std::uint64_t>{"llama3.2-1b.json", 1235814400}}) {
-    model_architecture model;
-    std::string message;
-    ASSERT_TRUE(parse_hf_config(read_text(testing::planner_testdata(std::string("configs/") + file)), model, message)) << message;
-    EXPECT_EQ(count_parameters(model).total, params) << file;
+    EXPECT_EQ(count_parameters(testing::config_model(file)).total, params) << file;
   }
 }
 
 TEST(HfConfig, ReadsHeadDimTextConfigAndBiases) {
-  model_architecture model;
-  std::string message;
-  ASSERT_TRUE(parse_hf_config(R"({"model_type":"qwen3","hidden_size":1024,"num_hidden_layers":28,"num_attention_heads":16,
-      "num_key_value_heads":8,"head_dim":128,"intermediate_size":3072,"vocab_size":151936,"tie_word_embeddings":true})",
-                              model, message))
-      << message;
+  auto parsed = parse_hf_config(R"({"model_type":"qwen3","hidden_size":1024,"num_hidden_layers":28,"num_attention_heads":16,
+      "num_key_value_heads":8,"head_dim":128,"intermediate_size":3072,"vocab_size":151936,"tie_word_embeddings":true})");
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  model_architecture model = parsed.value();
   EXPECT_EQ(count_parameters(model).total, 596049920u);
   EXPECT_TRUE(model.qk_norm);
-  ASSERT_TRUE(parse_hf_config(R"({"model_type":"gemma3","text_config":{"model_type":"gemma3_text","hidden_size":64,
+  parsed = parse_hf_config(R"({"model_type":"gemma3","text_config":{"model_type":"gemma3_text","hidden_size":64,
       "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":1,"head_dim":16,"intermediate_size":128,
-      "vocab_size":1000}})",
-                              model, message))
-      << message;
+      "vocab_size":1000}})");
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  model = parsed.value();
   EXPECT_EQ(model.norms_per_layer, 4u);
   EXPECT_TRUE(model.tied_embeddings);  // Gemma ties by default
-  ASSERT_TRUE(parse_hf_config(R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,
-      "intermediate_size":128,"vocab_size":1000,"attention_bias":true,"mlp_bias":true})",
-                              model, message))
-      << message;
+  parsed = parse_hf_config(R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,
+      "intermediate_size":128,"vocab_size":1000,"attention_bias":true,"mlp_bias":true})");
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  model = parsed.value();
   EXPECT_EQ(model.num_kv_heads, 4u);
   EXPECT_FALSE(model.tied_embeddings);
   // q, k, v and o biases (4 x 64), MLP biases (2 x 128 + 64), norms (2 x 64) per layer.
@@ -100,25 +94,48 @@ TEST(HfConfig, ReadsHeadDimTextConfigAndBiases) {
 }
 
 TEST(HfConfig, RejectsWhatIsNotAConfigWithTheFieldNamed) {
-  const std::pair<const char*, const char*> cases[] = {
-      {"{not json", "not JSON"},
-      {"[1, 2]", "not a JSON object"},
-      {R"({"hidden_size": 64})", "num_hidden_layers"},
-      {R"({"hidden_size": "64", "num_hidden_layers": 2})", "\"hidden_size\" must be a positive integer"},
-      {R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 10})", "intermediate_size"},
-      {R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 3, "num_key_value_heads": 2,
-           "intermediate_size": 8, "vocab_size": 10})", "not a multiple"},
-      {R"({"hidden_size": 99999999999, "num_hidden_layers": 2})", "beyond"},
-      {R"({"hidden_size": -4, "num_hidden_layers": 2})", "positive integer"},
-      {R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 8, "vocab_size": 10,
-           "tie_word_embeddings": "yes"})", "true or false"},
+  struct refusal_case {
+    const char* text;
+    plan_errc code;
+    const char* expected;
   };
-  for (const auto& [text, expected] : cases) {
-    model_architecture model;
-    std::string message;
-    EXPECT_FALSE(parse_hf_config(text, model, message)) << text;
+  const refusal_case cases[] = {
+      {"{not json", plan_errc::not_json, "not JSON"},
+      {"[1, 2]", plan_errc::not_json, "not a JSON object"},
+      {R"({"hidden_size": 64})", plan_errc::missing_field, "num_hidden_layers"},
+      {R"({"hidden_size": "64", "num_hidden_layers": 2})", plan_errc::invalid_field, "\"hidden_size\" must be a positive integer"},
+      {R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 10})", plan_errc::missing_field,
+       "intermediate_size"},
+      {R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 3, "num_key_value_heads": 2,
+           "intermediate_size": 8, "vocab_size": 10})", plan_errc::invalid_field, "not a multiple"},
+      {R"({"hidden_size": 99999999999, "num_hidden_layers": 2})", plan_errc::limit_exceeded, "beyond"},
+      {R"({"hidden_size": -4, "num_hidden_layers": 2})", plan_errc::invalid_field, "positive integer"},
+      {R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 8, "vocab_size": 10,
+           "tie_word_embeddings": "yes"})", plan_errc::invalid_field, "true or false"},
+      {R"({"model_type": "deepseek_v3", "kv_lora_rank": 512})", plan_errc::unsupported_architecture, "is not modelled"},
+  };
+  for (const auto& [text, code, expected] : cases) {
+    const auto parsed = parse_hf_config(text);
+    EXPECT_FALSE(parsed.ok()) << text;
+    EXPECT_EQ(error_name(parsed.code()), error_name(code)) << text;
+    const std::string& message = parsed.failure().detail;
     EXPECT_NE(message.find(expected), std::string::npos) << "expected '" << expected << "' in '" << message << "'";
   }
+}
+
+// Each limit is a parameter: a config within the defaults is refused under smaller ones.
+TEST(HfConfig, LimitsAreParameters) {
+  const char* text = R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,
+      "intermediate_size":128,"vocab_size":1000})";
+  ASSERT_TRUE(parse_hf_config(text).ok());
+  hf_config_limits few_layers;
+  few_layers.max_layers = 1;
+  const auto refused = parse_hf_config(text, few_layers);
+  EXPECT_EQ(refused.code(), plan_errc::limit_exceeded);
+  EXPECT_EQ(refused.failure().detail, "config.json: \"num_hidden_layers\" = 2 is beyond 1");
+  hf_config_limits shallow;
+  shallow.max_nesting = 1;
+  EXPECT_EQ(parse_hf_config(R"({"text_config": {"hidden_size": 64}})", shallow).failure().detail, "config.json nests deeper than 1 levels");
 }
 
 TEST(Presets, FoundByHubNamesAndSuggestedWhenMisspelt) {
@@ -144,12 +161,10 @@ namespace {
 // nanochat's d20 (n_layer 20, n_embd 1280, 10 heads, vocab 65536): sum(p.numel()) of its GPT is
 // 560,988,160: untied wte and lm_head, no biases, norms without weights, ReLU^2 MLP of 4 x n_embd.
 TEST(NanochatConfig, D20HasExactlyItsParameters) {
-  model_architecture model;
-  std::string message;
-  ASSERT_TRUE(parse_hf_config(R"({"sequence_len": 2048, "vocab_size": 65536, "n_layer": 20, "n_head": 10,
-                                  "n_kv_head": 10, "n_embd": 1280})",
-                              model, message))
-      << message;
+  const auto parsed = parse_hf_config(R"({"sequence_len": 2048, "vocab_size": 65536, "n_layer": 20, "n_head": 10,
+                                           "n_kv_head": 10, "n_embd": 1280})");
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  const model_architecture& model = parsed.value();
   EXPECT_EQ(model.model_type, "nanochat");
   EXPECT_EQ(model.mlp, mlp_kind::relu2);
   EXPECT_EQ(model.intermediate_size, 4u * 1280);
@@ -164,24 +179,22 @@ TEST(NanochatConfig, D20HasExactlyItsParameters) {
 // Checkpoint metadata keeps the GPTConfig under model_config; GPT-2's config shares the n_* names
 // but says model_type. Other ungated families are refused by name, not counted as SwiGLU.
 TEST(NanochatConfig, ReadUnderModelConfigAndToldApartFromGpt2) {
-  model_architecture model;
-  std::string message;
-  ASSERT_TRUE(parse_hf_config(R"({"step": 21400, "model_config": {"sequence_len": 2048, "vocab_size": 65536, "n_layer": 12,
-                                  "n_head": 6, "n_kv_head": 6, "n_embd": 768}, "user_config": {}})",
-                              model, message))
-      << message;
-  EXPECT_EQ(model.num_layers, 12u);
-  EXPECT_EQ(model.rotary_positions, 20480u);
-  ASSERT_TRUE(parse_hf_config(R"({"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "vocab_size": 50257})", model, message))
-      << message;
-  EXPECT_EQ(model.model_type, "gpt2");
-  EXPECT_EQ(model.mlp, mlp_kind::gelu);
-  EXPECT_FALSE(parse_hf_config(R"({"model_type": "phi", "hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 8,
-                                   "intermediate_size": 2048, "vocab_size": 50304})",
-                               model, message));
-  EXPECT_NE(message.find("not counted as SwiGLU"), std::string::npos) << message;
-  EXPECT_FALSE(parse_hf_config(R"({"n_layer": 12, "n_embd": 768, "n_head": 5, "vocab_size": 65536, "sequence_len": 1024})", model, message));
-  EXPECT_NE(message.find("n_embd 768 is not a multiple of n_head 5"), std::string::npos) << message;
+  auto parsed = parse_hf_config(R"({"step": 21400, "model_config": {"sequence_len": 2048, "vocab_size": 65536, "n_layer": 12,
+                                     "n_head": 6, "n_kv_head": 6, "n_embd": 768}, "user_config": {}})");
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  EXPECT_EQ(parsed.value().num_layers, 12u);
+  EXPECT_EQ(parsed.value().rotary_positions, 20480u);
+  parsed = parse_hf_config(R"({"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "vocab_size": 50257})");
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  EXPECT_EQ(parsed.value().model_type, "gpt2");
+  EXPECT_EQ(parsed.value().mlp, mlp_kind::gelu);
+  parsed = parse_hf_config(R"({"model_type": "phi", "hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 8,
+                               "intermediate_size": 2048, "vocab_size": 50304})");
+  EXPECT_EQ(parsed.code(), plan_errc::unsupported_architecture);
+  EXPECT_NE(parsed.failure().detail.find("not counted as SwiGLU"), std::string::npos) << parsed.failure().detail;
+  parsed = parse_hf_config(R"({"n_layer": 12, "n_embd": 768, "n_head": 5, "vocab_size": 65536, "sequence_len": 1024})");
+  EXPECT_EQ(parsed.code(), plan_errc::invalid_field);
+  EXPECT_NE(parsed.failure().detail.find("n_embd 768 is not a multiple of n_head 5"), std::string::npos) << parsed.failure().detail;
 }
 
 // sum(p.numel()) of transformers' GPT2LMHeadModel (GPT-2 small: biases everywhere, LayerNorms,
@@ -189,9 +202,7 @@ TEST(NanochatConfig, ReadUnderModelConfigAndToldApartFromGpt2) {
 // measure_issue12.py counted them on the GPU.
 TEST(ParameterCount, Gpt2AndGptNeoxWithTheirBiasesNormsAndPositions) {
   for (const auto& [name, total] : {std::pair<const char*, std::uint64_t>{"gpt2-small", 124439808}, {"pythia-160m", 162322944}}) {
-    model_architecture model;
-    std::string message;
-    ASSERT_TRUE(parse_hf_config(read_text(testing::planner_testdata(std::string("configs/") + name + ".json")), model, message)) << message;
+    const model_architecture model = testing::config_model(std::string(name) + ".json");
     EXPECT_EQ(count_parameters(model).total, total) << name;
     EXPECT_EQ(model.mlp, mlp_kind::gelu) << name;
   }

@@ -216,8 +216,7 @@ TEST(Fit, VaryOpensTheAlgorithmsKnobsAndNoOneNotchMoreWorkFits) {
   EXPECT_TRUE(best.group % best.micro_batch == 0 || best.micro_batch % best.group == 0);
   plan_knobs longer = best;
   longer.new_tokens = best.new_tokens * 3 / 2;
-  std::string message;
-  if (longer.new_tokens <= 4 * base.new_tokens && validate_knobs(model, longer, message)) {
+  if (longer.new_tokens <= 4 * base.new_tokens && validate_knobs(model, longer).ok()) {
     EXPECT_GT(plan_memory(model, longer).peak_bytes, fit.usable_bytes) << "new tokens " << longer.new_tokens << " fits too";
   }
 }
@@ -230,10 +229,12 @@ TEST(Fit, VaryIsRefusedWhereTheKnobDoesNotExist) {
   EXPECT_EQ(why_not_varied(search_knob::batch, train), "");
   EXPECT_NE(why_not_varied(search_knob::batch, grpo_base()), "");
   EXPECT_EQ(why_not_varied(search_knob::group, grpo_base()), "");
-  search_knob knob{};
-  EXPECT_TRUE(parse_search_knob("prompt-len", knob));
-  EXPECT_EQ(knob, search_knob::prompt_len);
-  EXPECT_FALSE(parse_search_knob("temperature", knob));
+  const auto knob = parse_search_knob("prompt-len");
+  ASSERT_TRUE(knob.ok()) << knob.failure().detail;
+  EXPECT_EQ(knob.value(), search_knob::prompt_len);
+  const auto unknown = parse_search_knob("temperature");
+  EXPECT_EQ(unknown.code(), plan_errc::unknown_search_knob);
+  EXPECT_EQ(unknown.failure().detail, "--vary 'temperature': expected a comma list of group, new-tokens, prompt-len, lora-r, batch");
 }
 
 TEST(Fit, ExploresTenThousandConfigurationsWhenTheAlgorithmIsVaried) {

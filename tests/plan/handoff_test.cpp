@@ -56,8 +56,10 @@ TEST(Handoff, EachTransitionIsWhatIsResidentThenOnQwen25_0_5b) {
   const std::uint64_t p = count_parameters(model).total;
   EXPECT_EQ(p, 494032768u) << "Qwen2.5-0.5B's parameters, as transformers counts them";
   const plan_knobs knobs = colocated(handoff_kind::offload, 1);
-  std::string message;
-  ASSERT_TRUE(validate_knobs(model, knobs, message) && validate_handoff_knobs(knobs, message)) << message;
+  const auto checked = validate_knobs(model, knobs);
+  ASSERT_TRUE(checked.ok()) << checked.failure().detail;
+  const auto handoff_checked = validate_handoff_knobs(knobs);
+  ASSERT_TRUE(handoff_checked.ok()) << handoff_checked.failure().detail;
   const plan_result plan = plan_memory(model, knobs);
   ASSERT_TRUE(plan.engine.refusal.empty()) << plan.engine.refusal;
   const std::uint64_t graphs = 1ull << 30;
@@ -179,11 +181,11 @@ TEST(Handoff, AnEngineThatNeverSleepsHasNoWakeUps) {
   const std::uint64_t kv = static_cast<std::uint64_t>(plan.engine.kv_bytes);
   EXPECT_EQ(find_phase(plan, "weight-sync")->peak_bytes, 2 * p + kv + (1ull << 30) + 2 * p);
   EXPECT_EQ(plan.handoff.step_peak_staged, plan.handoff.step_peak_together);
-  std::string message;
   plan_knobs together = colocated(handoff_kind::offload, 0, 0.3);
   together.wake_order = wake_order_kind::together;
-  EXPECT_FALSE(validate_handoff_knobs(together, message));
-  EXPECT_NE(message.find("never sleeps"), std::string::npos) << message;
+  const auto refused = validate_handoff_knobs(together);
+  EXPECT_EQ(refused.code(), plan_errc::knob_conflict);
+  EXPECT_NE(refused.failure().detail.find("never sleeps"), std::string::npos) << refused.failure().detail;
 }
 
 // rlmem.runtime's pause takes the whole tag, DDP's buckets too; offload's .to("cpu") cannot.
@@ -206,15 +208,16 @@ TEST(Handoff, APauseTakesDdpsBucketsAndOffloadDoesNot) {
 }
 
 TEST(Handoff, IsRefusedWithoutAnEngineOrAStep) {
-  std::string message;
   plan_knobs knobs = colocated(handoff_kind::keep, 1);
   knobs.engine.rollout = rollout_kind::hf;
-  EXPECT_FALSE(validate_handoff_knobs(knobs, message));
-  EXPECT_NE(message.find("give --rollout vllm or sglang"), std::string::npos) << message;
+  auto refused = validate_handoff_knobs(knobs);
+  EXPECT_EQ(refused.code(), plan_errc::missing_knob);
+  EXPECT_NE(refused.failure().detail.find("give --rollout vllm or sglang"), std::string::npos) << refused.failure().detail;
   knobs = colocated(handoff_kind::keep, 1);
   knobs.phase = plan_phase::generate;
-  EXPECT_FALSE(validate_handoff_knobs(knobs, message));
-  EXPECT_NE(message.find("--phase grpo-step"), std::string::npos) << message;
+  refused = validate_handoff_knobs(knobs);
+  EXPECT_EQ(refused.code(), plan_errc::knob_conflict);
+  EXPECT_NE(refused.failure().detail.find("--phase grpo-step"), std::string::npos) << refused.failure().detail;
 }
 
 }  // namespace

@@ -42,8 +42,10 @@ TEST(HostMemory, BackupsAddUpPerGpuAndPerNode) {
   const model_architecture model = testing::config_model("qwen2.5-0.5b.json");
   const std::uint64_t p = count_parameters(model).total;
   const plan_knobs knobs = sharded_colocated();
-  std::string message;
-  ASSERT_TRUE(validate_knobs(model, knobs, message) && validate_handoff_knobs(knobs, message)) << message;
+  const auto checked = validate_knobs(model, knobs);
+  ASSERT_TRUE(checked.ok()) << checked.failure().detail;
+  const auto handoff_checked = validate_handoff_knobs(knobs);
+  ASSERT_TRUE(handoff_checked.ok()) << handoff_checked.failure().detail;
   const plan_result plan = plan_memory(model, knobs);
   ASSERT_TRUE(plan.engine.refusal.empty()) << plan.engine.refusal;
   // AdamW's bf16 moments (4P) sharded over 4 GPUs; the engine's full bf16 copy (2P); the

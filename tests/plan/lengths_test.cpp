@@ -16,8 +16,8 @@ namespace {
 
 std::uint64_t peak_at(const model_architecture& model, plan_knobs knobs, std::uint64_t new_tokens) {
   knobs.new_tokens = new_tokens;
-  std::string message;
-  EXPECT_TRUE(validate_knobs(model, knobs, message)) << message;
+  const auto checked = validate_knobs(model, knobs);
+  EXPECT_TRUE(checked.ok()) << checked.failure().detail;
   return plan_memory(model, knobs).peak_bytes;
 }
 
@@ -60,8 +60,9 @@ TEST(Lengths, EachPercentilesPeakIsThePlanAtItsLength) {
   const plan_knobs knobs = testing::grpo_knobs(8, 8, 512, 4096, 16);
   length_view_options options;
   options.max_length = 3000;  // the data's longest, under the generation's cap
-  std::string message;
-  ASSERT_TRUE(parse_length_quantiles("p50=400,p90=1200,p99=2500", options.quantiles, message)) << message;
+  const auto quantiles = parse_length_quantiles("p50=400,p90=1200,p99=2500");
+  ASSERT_TRUE(quantiles.ok()) << quantiles.failure().detail;
+  options.quantiles = quantiles.value();
   const length_view view = plan_response_lengths(model, knobs, options);
   ASSERT_EQ(view.points.size(), 4u);
   const std::uint64_t lengths[] = {400, 1200, 2500, 3000};
@@ -82,9 +83,9 @@ TEST(Lengths, EachPercentilesPeakIsThePlanAtItsLength) {
 }
 
 TEST(Lengths, TheShareOfShorterSamplesIsLinearBetweenThePercentiles) {
-  std::vector<length_quantile> quantiles;
-  std::string message;
-  ASSERT_TRUE(parse_length_quantiles("p50=400,p90=1200,p99.9=2500", quantiles, message)) << message;
+  const auto parsed = parse_length_quantiles("p50=400,p90=1200,p99.9=2500");
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  const std::vector<length_quantile>& quantiles = parsed.value();
   EXPECT_DOUBLE_EQ(quantiles[2].fraction, 0.999);
   EXPECT_DOUBLE_EQ(length_cdf(quantiles, 3000, 200), 0.25);    // half way from (0, 0) to (400, 0.5)
   EXPECT_DOUBLE_EQ(length_cdf(quantiles, 3000, 400), 0.5);
@@ -107,15 +108,14 @@ TEST(Lengths, EveryLengthFitsOrNoneDoes) {
 }
 
 TEST(Lengths, MalformedPercentilesAreRefusedInOneLine) {
-  std::vector<length_quantile> quantiles;
-  std::string message;
   for (const char* text : {"p50", "p50=", "50=300", "p0=3", "p100=3", "p50=0", "p50=3x", "p90=800,p50=300", "p50=300,p50=400",
                            "p50=800,p90=300", ""}) {
-    EXPECT_FALSE(parse_length_quantiles(text, quantiles, message)) << "expected '" << text << "' refused";
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    const auto parsed = parse_length_quantiles(text);
+    EXPECT_EQ(parsed.code(), plan_errc::invalid_quantiles) << "expected '" << text << "' refused";
+    EXPECT_EQ(parsed.failure().detail.find('\n'), std::string::npos) << parsed.failure().detail;
   }
-  EXPECT_FALSE(parse_length_quantiles("p50=800,p90=300", quantiles, message));
-  EXPECT_EQ(message, "p90=300 is shorter than p50=800: a higher percentile cannot be a shorter length");
+  EXPECT_EQ(parse_length_quantiles("p50=800,p90=300").failure().detail,
+            "p90=300 is shorter than p50=800: a higher percentile cannot be a shorter length");
 }
 
 }  // namespace

@@ -22,8 +22,8 @@ constexpr auto train = testing::train_knobs;
 constexpr auto generate = testing::generate_knobs;
 
 plan_result planned(const char* name, const plan_knobs& knobs) {
-  std::string message;
-  EXPECT_TRUE(validate_knobs(model(name), knobs, message)) << message;
+  const auto checked = validate_knobs(model(name), knobs);
+  EXPECT_TRUE(checked.ok()) << checked.failure().detail;
   return plan_memory(model(name), knobs);
 }
 
@@ -119,9 +119,9 @@ TEST(Phases, PreallocatedCacheHoldsEveryRowItIsSizedFor) {
 
 TEST(Phases, NamedBuffersAreHeldInTheirPhasesOnly) {
   plan_knobs knobs = grpo(4, 8, 256, 256, 8);
-  resident_buffer latents;
-  std::string message;
-  ASSERT_TRUE(parse_buffer_spec("trajectories=8x50x263x196:fp32@rollout,update", latents, message)) << message;
+  const auto parsed = parse_buffer_spec("trajectories=8x50x263x196:fp32@rollout,update");
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  const resident_buffer& latents = parsed.value();
   EXPECT_EQ(latents.fixed_bytes, 8ull * 50 * 263 * 196 * 4);
   knobs.buffers.push_back(latents);
   const plan_result plan = planned("qwen2.5-0.5b", knobs);
@@ -132,13 +132,17 @@ TEST(Phases, NamedBuffersAreHeldInTheirPhasesOnly) {
 }
 
 TEST(Phases, BufferSpecsAreCheckedWithAClearMessage) {
-  for (const char* spec : {"x", "=1x2:fp32", "a=1x2", "a=1x0:fp32", "a=1xq:fp32", "a=2:fp7", "a=2:fp32@later",
-                           "a=1099511627776x1099511627776:fp32"}) {
-    resident_buffer buffer;
-    std::string message;
-    EXPECT_FALSE(parse_buffer_spec(spec, buffer, message)) << spec;
-    EXPECT_NE(message.find("--buffer"), std::string::npos) << message;
+  for (const char* spec : {"x", "=1x2:fp32", "a=1x2", "a=1x0:fp32", "a=1xq:fp32", "a=2:fp7", "a=2:fp32@later"}) {
+    const auto parsed = parse_buffer_spec(spec);
+    EXPECT_EQ(parsed.code(), plan_errc::invalid_buffer_spec) << spec << ": " << parsed.failure().detail;
+    EXPECT_NE(parsed.failure().detail.find("--buffer"), std::string::npos) << parsed.failure().detail;
   }
+  const auto huge = parse_buffer_spec("a=1099511627776x1099511627776:fp32");
+  EXPECT_EQ(huge.code(), plan_errc::limit_exceeded);
+  EXPECT_EQ(huge.failure().detail, "--buffer 'a=1099511627776x1099511627776:fp32' is larger than any GPU");
+  knob_limits few_dims;
+  few_dims.max_buffer_dims = 2;
+  EXPECT_EQ(parse_buffer_spec("a=2x3x4:fp32", few_dims).failure().detail, "--buffer 'a=2x3x4:fp32' has more than 2 dims");
 }
 
 TEST(Phases, ShardingDividesStateAndAddsLayersInFlight) {
@@ -237,40 +241,52 @@ TEST(Knobs, KnobsThatDoNotApplyAreRefusedWithTheReason) {
       {reference_in_train, "--ref-model belongs to --phase grpo-step"},
   };
   for (const auto& [knobs, expected] : cases) {
-    std::string message;
-    EXPECT_FALSE(validate_knobs(qwen, knobs, message)) << expected;
+    const auto checked = validate_knobs(qwen, knobs);
+    EXPECT_EQ(checked.code(), plan_errc::knob_conflict) << expected;
+    const std::string& message = checked.failure().detail;
     EXPECT_NE(message.find(expected), std::string::npos) << "expected '" << expected << "' in '" << message << "'";
   }
   // FSDP on one GPU is how CPU offload of the weights runs: that one is kept.
   fsdp_on_one.offload_optimizer = fsdp_on_one.offload_weights = true;
-  std::string message;
-  EXPECT_TRUE(validate_knobs(qwen, fsdp_on_one, message)) << message;
+  const auto kept = validate_knobs(qwen, fsdp_on_one);
+  EXPECT_TRUE(kept.ok()) << kept.failure().detail;
 }
 
 TEST(Knobs, ImpossibleKnobsAreNamed) {
   const model_architecture& qwen = model("qwen2.5-0.5b");
-  const std::pair<plan_knobs, const char*> cases[] = {
-      {grpo(4, 6, 256, 256, 4), "not divisible by --micro-batch"},
-      {grpo(4, 8, 0, 256, 8), "--prompt-len must be at least 1"},
-      {grpo(3, 8, 256, 256, 8), "--prompts 3 is not divisible by --gpus"},
-      {generate(0, 16, 16), "--batch must be at least 1"},
-      {train(4, 512), ""},
+  struct knobs_case {
+    plan_knobs knobs;
+    plan_errc code;
+    const char* expected;
   };
-  for (auto [knobs, expected] : cases) {
-    std::string message;
+  const knobs_case cases[] = {
+      {grpo(4, 6, 256, 256, 4), plan_errc::knob_conflict, "not divisible by --micro-batch"},
+      {grpo(4, 8, 0, 256, 8), plan_errc::invalid_knob, "--prompt-len must be at least 1"},
+      {grpo(3, 8, 256, 256, 8), plan_errc::knob_conflict, "--prompts 3 is not divisible by --gpus"},
+      {generate(0, 16, 16), plan_errc::invalid_knob, "--batch must be at least 1"},
+      {generate(1u << 21, 16, 16), plan_errc::limit_exceeded, "--batch 2097152 is beyond 1048576"},
+      {train(4, 512), plan_errc::ok, ""},
+  };
+  for (auto [knobs, code, expected] : cases) {
     if (knobs.prompts == 3) {
       knobs.gpus = 2;
       knobs.shard = shard_kind::fsdp;
     }
-    const bool valid = validate_knobs(qwen, knobs, message);
-    EXPECT_EQ(valid, std::string(expected).empty()) << message;
+    const auto checked = validate_knobs(qwen, knobs);
+    const std::string& message = checked.failure().detail;
+    EXPECT_EQ(error_name(checked.code()), error_name(code)) << message;
     EXPECT_NE(message.find(expected), std::string::npos) << "expected '" << expected << "' in '" << message << "'";
   }
   plan_knobs long_scores = train(4, 512);
   long_scores.logprob_tokens = 512;
-  std::string message;
-  EXPECT_FALSE(validate_knobs(qwen, long_scores, message));
-  EXPECT_NE(message.find("--logprob-tokens 512 must be less than --seq-len 512"), std::string::npos) << message;
+  const auto refused = validate_knobs(qwen, long_scores);
+  EXPECT_EQ(refused.code(), plan_errc::knob_conflict);
+  EXPECT_NE(refused.failure().detail.find("--logprob-tokens 512 must be less than --seq-len 512"), std::string::npos)
+      << refused.failure().detail;
+  // The limits are a parameter: 4 rows pass the defaults and not a limit of 2.
+  knob_limits two_rows;
+  two_rows.max_rows = 2;
+  EXPECT_EQ(validate_knobs(qwen, train(4, 512), two_rows).failure().detail, "--micro-batch 4 is beyond 2");
 }
 
 }  // namespace
@@ -289,9 +305,9 @@ std::uint64_t part(const phase_estimate& phase, const std::string& name) {
 // `rows` and `epochs` in a buffer's dims follow the knobs: the same spec grows with the group and
 // the epochs, and lives in every phase, the optimizer step included, when no @phases is given.
 TEST(Buffers, RowsAndEpochsScaleAndAnUnphasedBufferLivesEverywhere) {
-  resident_buffer traj;
-  std::string message;
-  ASSERT_TRUE(parse_buffer_spec("traj=rows*epochs*50x263*1*196:fp32", traj, message)) << message;
+  const auto parsed = parse_buffer_spec("traj=rows*epochs*50x263*1*196:fp32");
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  const resident_buffer& traj = parsed.value();
   EXPECT_EQ(traj.rows_dims, 1u);
   EXPECT_EQ(traj.epochs_dims, 1u);
   plan_knobs knobs = testing::grpo_knobs(2, 8, 256, 64, 8);
@@ -302,11 +318,12 @@ TEST(Buffers, RowsAndEpochsScaleAndAnUnphasedBufferLivesEverywhere) {
   knobs.epochs = 4;
   EXPECT_EQ(buffer_bytes(traj, knobs), 32ull * 4 * 50 * 263 * 196 * 4);
   const model_architecture model = *find_preset("qwen2.5-0.5b");
-  ASSERT_TRUE(validate_knobs(model, knobs, message)) << message;
+  const auto checked = validate_knobs(model, knobs);
+  ASSERT_TRUE(checked.ok()) << checked.failure().detail;
   const plan_result plan = plan_memory(model, knobs);
   for (const phase_estimate& phase : plan.phases) EXPECT_EQ(part(phase, "buffer traj"), buffer_bytes(traj, knobs)) << phase.name;
-  EXPECT_FALSE(parse_buffer_spec("traj=rows*steps:fp32", traj, message));
-  EXPECT_NE(message.find("'steps' is not a positive dimension, rows or epochs"), std::string::npos) << message;
+  const std::string refusal = parse_buffer_spec("traj=rows*steps:fp32").failure().detail;
+  EXPECT_NE(refusal.find("'steps' is not a positive dimension, rows or epochs"), std::string::npos) << refusal;
 }
 
 // Muon keeps one momentum per layer matrix (fp32 under nanochat's precision) and AdamW's two
@@ -316,8 +333,8 @@ TEST(Optimizers, MuonKeepsOneMomentumPerMatrixAndAdamwForTheRest) {
   plan_knobs knobs = testing::train_knobs(8, 1024);
   knobs.precision = precision_kind::nanochat;
   knobs.optimizer = optimizer_kind::muon;
-  std::string message;
-  ASSERT_TRUE(validate_knobs(model, knobs, message)) << message;
+  const auto checked = validate_knobs(model, knobs);
+  ASSERT_TRUE(checked.ok()) << checked.failure().detail;
   const parameter_count count = count_parameters(model);
   const std::uint64_t matrices = 12ull * count.per_layer;
   const std::uint64_t expected = matrices * 4 + 2 * (count.embedding * 2 + count.lm_head * 4);
@@ -341,12 +358,12 @@ TEST(Generation, PreallocatedCacheFollowsTheGenerationBatch) {
   EXPECT_EQ(kv_cache_rows(knobs), 8u);
   knobs.kv_rows_follow = kv_rows_kind::group;
   EXPECT_EQ(kv_cache_rows(knobs), 16u);
-  std::string message;
-  ASSERT_TRUE(validate_knobs(model, knobs, message)) << message;
+  const auto checked = validate_knobs(model, knobs);
+  ASSERT_TRUE(checked.ok()) << checked.failure().detail;
   knobs.kv_rows_follow = kv_rows_kind::fixed;
   knobs.kv_rows = 4;
-  EXPECT_FALSE(validate_knobs(model, knobs, message));
-  EXPECT_NE(message.find("fewer than the 8 generated together"), std::string::npos) << message;
+  const std::string refusal = validate_knobs(model, knobs).failure().detail;
+  EXPECT_NE(refusal.find("fewer than the 8 generated together"), std::string::npos) << refusal;
   // Generating 16 rows at a time instead of 8 doubles the rollout's cache.
   knobs.kv_rows = 0;
   const plan_result eight = plan_memory(model, knobs);
@@ -363,17 +380,17 @@ TEST(Phases, APolicyGivenAsParametersIsItsStateAndBuffers) {
   plan_knobs knobs = testing::grpo_knobs(8, 4, 1, 1, 8);
   knobs.reference = reference_kind::none;
   knobs.epochs = 4;
-  resident_buffer traj;
-  std::string message;
-  ASSERT_TRUE(parse_buffer_spec("traj=rows*epochs*50*263*1*196:fp32", traj, message)) << message;
-  knobs.buffers.push_back(traj);
-  ASSERT_TRUE(validate_knobs(model, knobs, message)) << message;
+  const auto traj = parse_buffer_spec("traj=rows*epochs*50*263*1*196:fp32");
+  ASSERT_TRUE(traj.ok()) << traj.failure().detail;
+  knobs.buffers.push_back(traj.value());
+  const auto checked = validate_knobs(model, knobs);
+  ASSERT_TRUE(checked.ok()) << checked.failure().detail;
   const plan_result plan = plan_memory(model, knobs);
   ASSERT_EQ(plan.phases.size(), 3u);
   const std::uint64_t state = 3'000'000ull * 2 * 3;  // bf16 weights and AdamW's two moments
   EXPECT_EQ(plan.phases[0].peak_bytes, state + 32ull * 4 * 50 * 263 * 196 * 4);
   knobs.lora_rank = 8;
-  EXPECT_FALSE(validate_knobs(model, knobs, message));
+  EXPECT_EQ(validate_knobs(model, knobs).code(), plan_errc::knob_conflict);
 }
 
 }  // namespace

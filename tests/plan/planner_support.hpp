@@ -27,10 +27,9 @@ inline std::string read_text(const std::string& path) {
 /// The architecture of testdata/planner/configs/`file` (a config.json), the test failing when it
 /// does not parse.
 inline model_architecture config_model(const std::string& file) {
-  model_architecture model;
-  std::string message;
-  EXPECT_TRUE(parse_hf_config(read_text(planner_testdata("configs/" + file)), model, message)) << message;
-  return model;
+  auto parsed = parse_hf_config(read_text(planner_testdata("configs/" + file)));
+  EXPECT_TRUE(parsed.ok()) << file << " refused: " << parsed.failure().detail;
+  return parsed.ok() ? std::move(parsed).value() : model_architecture{};
 }
 
 inline plan_knobs grpo_knobs(std::uint64_t prompts, std::uint64_t group, std::uint64_t prompt, std::uint64_t new_tokens,

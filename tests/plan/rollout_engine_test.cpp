@@ -157,8 +157,10 @@ TEST(RolloutEngine, RolloutPeakIsTheReservationAndSleepSetsWhatTheUpdateSees) {
   const std::uint64_t h100 = gpu_memory_bytes("h100-80g");
   plan_knobs knobs = with_vllm(testing::grpo_knobs(8, 8, 512, 512, 8), h100, 0.3);
   knobs.reference = reference_kind::none;
-  std::string message;
-  ASSERT_TRUE(validate_knobs(qwen, knobs, message) && validate_engine_knobs(knobs, message)) << message;
+  const auto checked = validate_knobs(qwen, knobs);
+  ASSERT_TRUE(checked.ok()) << checked.failure().detail;
+  const auto engine_checked = validate_engine_knobs(knobs);
+  ASSERT_TRUE(engine_checked.ok()) << engine_checked.failure().detail;
   const plan_result awake = plan_memory(qwen, knobs);
   const engine_budget& engine = awake.engine;
   ASSERT_TRUE(engine.refusal.empty()) << engine.refusal;
@@ -190,27 +192,27 @@ TEST(RolloutEngine, HfRolloutIsUnchangedByTheEngineKnobsDefaults) {
   const plan_result plan = plan_memory(qwen, knobs);
   EXPECT_EQ(plan.engine.rollout, rollout_kind::hf);
   EXPECT_EQ(phase_named(plan, "rollout").peak_at.find("reservation"), std::string::npos);
-  std::string message;
-  EXPECT_TRUE(validate_engine_knobs(knobs, message));
+  EXPECT_TRUE(validate_engine_knobs(knobs).ok());
 }
 
 TEST(RolloutEngine, KnobsOutsideTheEnginesRangesAreRefused) {
   plan_knobs knobs = with_vllm(testing::generate_knobs(8, 512, 512), gpu_memory_bytes("h100-80g"), 0.9);
-  std::string message;
+  // The refusal's code, and a part of its line.
+  auto expect_refused = [](const plan_knobs& refused, plan_errc code, const char* expected) {
+    const auto checked = validate_engine_knobs(refused);
+    EXPECT_EQ(error_name(checked.code()), error_name(code)) << expected;
+    EXPECT_NE(checked.failure().detail.find(expected), std::string::npos) << "expected '" << expected << "' in '" << checked.failure().detail << "'";
+  };
   knobs.engine.block_size = 24;
-  EXPECT_FALSE(validate_engine_knobs(knobs, message));
-  EXPECT_NE(message.find("1, 8, 16, 32, 64 or 128"), std::string::npos) << message;
+  expect_refused(knobs, plan_errc::invalid_knob, "1, 8, 16, 32, 64 or 128");
   knobs.engine.block_size = 16;
   knobs.engine.max_model_len = 1000;
-  EXPECT_FALSE(validate_engine_knobs(knobs, message));
-  EXPECT_NE(message.find("shorter than a row"), std::string::npos) << message;
+  expect_refused(knobs, plan_errc::knob_conflict, "shorter than a row");
   knobs.engine.max_model_len = 0;
   knobs.engine.device_bytes = 0;
-  EXPECT_FALSE(validate_engine_knobs(knobs, message));
-  EXPECT_NE(message.find("--card"), std::string::npos) << message;
+  expect_refused(knobs, plan_errc::missing_knob, "--card");
   plan_knobs sglang = with_sglang(testing::generate_knobs(8, 512, 512), gpu_memory_bytes("h100-80g"), 0);
-  EXPECT_FALSE(validate_engine_knobs(sglang, message));
-  EXPECT_NE(message.find("needs --mem-fraction-static"), std::string::npos) << message;
+  expect_refused(sglang, plan_errc::missing_knob, "needs --mem-fraction-static");
 }
 
 }  // namespace

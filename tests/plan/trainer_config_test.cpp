@@ -39,18 +39,18 @@ std::vector<std::string> ignored_keys(const trainer_config_mapping& mapping) {
 }
 
 trainer_config_mapping read_ok(const std::string& text, std::uint64_t gpus = 0) {
-  trainer_config_mapping mapping;
-  std::string message;
   trainer_config_context context;
   context.gpus = gpus;
-  EXPECT_TRUE(read_trainer_config(text, {}, context, mapping, message)) << message;
-  return mapping;
+  auto read = read_trainer_config(text, {}, context);
+  EXPECT_TRUE(read.ok()) << read.failure().detail;
+  return read.ok() ? std::move(read).value() : trainer_config_mapping{};
 }
 
 std::string read_error(const std::string& text, const trainer_config_limits& limits = {}) {
-  trainer_config_mapping mapping;
-  std::string message;
-  EXPECT_FALSE(read_trainer_config(text, limits, {}, mapping, message)) << "expected a refusal of: " << text.substr(0, 80);
+  const auto read = read_trainer_config(text, limits);
+  EXPECT_FALSE(read.ok()) << "expected a refusal of: " << text.substr(0, 80);
+  const std::string& message = read.failure().detail;
+  EXPECT_NE(error_name(read.code()), "UNKNOWN") << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << "a one-line message, saw: " << message;
   return message;
 }
@@ -289,6 +289,28 @@ TEST(TrainerConfigTest, LimitsStopDeepNestingAliasBombsAndSize) {
   trainer_config_limits small;
   small.max_bytes = 64;
   EXPECT_EQ(read_error(std::string(65, ' '), small), "is larger than 64 bytes; not a trainer config");
+  trainer_config_limits few_rows;
+  few_rows.max_rows = 4;
+  EXPECT_EQ(read_error("per_device_train_batch_size: 8\nnum_generations: 2\n", few_rows),
+            "per_device_train_batch_size = 8 is outside 1 to 4");
+}
+
+// Programs tell the refusals apart by their code; the line stays the one printed.
+TEST(TrainerConfigTest, RefusalsCarryTheirCode) {
+  const std::pair<std::string, plan_errc> cases[] = {
+      {std::string("abc\0def", 7), plan_errc::not_a_trainer_config},
+      {"{\"per_device_train_batch_size\": 4,", plan_errc::not_json},
+      {"a: [1, 2\nb: }", plan_errc::not_yaml},
+      {"learning_rate: 1.0e-6\n", plan_errc::not_a_trainer_config},
+      {"per_device_train_batch_size: four\n", plan_errc::invalid_field},
+      {"num_generations: 1\n", plan_errc::invalid_field},
+      {"num_generations: 4194304\n", plan_errc::limit_exceeded},
+      {"a: " + std::string(100, '[') + std::string(100, ']') + "\n", plan_errc::limit_exceeded},
+  };
+  for (const auto& [text, code] : cases) {
+    const auto read = read_trainer_config(text);
+    EXPECT_EQ(error_name(read.code()), error_name(code)) << text.substr(0, 40) << ": " << read.failure().detail;
+  }
 }
 
 }  // namespace

@@ -91,8 +91,9 @@ TEST(schema, plan_with_response_lengths_follows_the_documented_schema) {
   plan_report report = testing::grpo_plan_fitted_to_h100("qwen2.5-1.5b", {});
   length_view_options options;
   options.max_length = report.knobs.new_tokens;
-  std::string message;
-  ASSERT_TRUE(parse_length_quantiles("p50=100,p90=300", options.quantiles, message)) << message;
+  const auto quantiles = parse_length_quantiles("p50=100,p90=300");
+  ASSERT_TRUE(quantiles.ok()) << quantiles.failure().detail;
+  options.quantiles = quantiles.value();
   // Without a card, then on the card --fit used.
   for (const std::uint64_t usable : {std::uint64_t{0}, report.fit->usable_bytes}) {
     options.usable_bytes = usable;
@@ -107,10 +108,9 @@ TEST(schema, plan_with_response_lengths_follows_the_documented_schema) {
 }
 
 TEST(schema, plan_output_follows_the_documented_schema) {
-  resident_buffer latents;
-  std::string message;
-  ASSERT_TRUE(parse_buffer_spec("latents=8x50x263x196:fp32@rollout", latents, message));
-  const plan_report report = testing::grpo_plan_fitted_to_h100("qwen2.5-1.5b", {latents});
+  const auto latents = parse_buffer_spec("latents=8x50x263x196:fp32@rollout");
+  ASSERT_TRUE(latents.ok()) << latents.failure().detail;
+  const plan_report report = testing::grpo_plan_fitted_to_h100("qwen2.5-1.5b", {latents.value()});
   const std::string output = render_plan_json(report);
   expect_valid(output, "plan.schema.json");
   // The components of every phase add up to its peak, and the buffer sits where it was put.

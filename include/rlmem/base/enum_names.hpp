@@ -11,10 +11,11 @@
 
 namespace rlmem {
 
+/// One spelling of one value of `Enum`: an entry of an enum_names table.
 template <class Enum>
 struct enum_name {
-  std::string_view name;
-  Enum value;
+  std::string_view name;  ///< as printed or parsed: "fsdp"
+  Enum value;             ///< the value it spells
 };
 
 /// A value's names, the first entry for each value being the one printed; later entries for a

@@ -123,7 +123,9 @@ std::string describe(const error& failure);
 template <class T, class Code = errc>
 class [[nodiscard]] result {
  public:
-  result(T value) : value_(std::move(value)) {}                      // NOLINT: implicit by design
+  /// A success holding `value`; implicit, so that a parser returns its value as it is.
+  result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  /// A failure; implicit, so that a parser returns `basic_error<Code>{...}` as it is.
   result(basic_error<Code> failure) : error_(std::move(failure)) {}  // NOLINT: implicit by design
 
   /// True when there is a value.
@@ -154,7 +156,9 @@ class [[nodiscard]] result {
 template <class Code>
 class [[nodiscard]] result<void, Code> {
  public:
-  result() = default;  ///< success
+  /// Success.
+  result() = default;
+  /// A failure; implicit, so that a check returns `basic_error<Code>{...}` as it is.
   result(basic_error<Code> failure) : error_(std::move(failure)), failed_(true) {}  // NOLINT: implicit by design
 
   /// True on success.

@@ -15,10 +15,10 @@ namespace rlmem {
 /// for blocking reads, the caller closes it), `error_number` != 0 (open or fstat failed), or
 /// `not_regular` names what the path is ("a FIFO (pipe)", "a directory", ...).
 struct regular_file {
-  int descriptor = -1;
+  int descriptor = -1;             ///< open for reading, the caller closes it; -1 when not open
   std::uint64_t size = 0;          ///< bytes, when open
   int error_number = 0;            ///< errno of the failed call
-  const char* not_regular = nullptr;
+  const char* not_regular = nullptr;  ///< a static string naming what the path is; nullptr when regular or failed
 };
 
 /// Opens `path` read-only (O_NONBLOCK while opening, then fstat on the descriptor).

@@ -5,24 +5,12 @@
 // (tests, replay) and CUDA's virtual-memory driver API loaded at run time (the runtime). Nothing
 // above this seam names the driver.
 
+#include <rlmem/device/device_errors.hpp>
+
 #include <cstdint>
 #include <string_view>
 
 namespace rlmem {
-
-/// What a primitive returned. A call that returns anything but `ok` changed nothing.
-enum class device_errc : int {
-  ok = 0,
-  out_of_memory,     ///< physical memory or address space is exhausted
-  invalid_argument,  ///< a stated precondition does not hold
-  not_supported,     ///< the device cannot do this (a fake without host-backed pages copying)
-  unavailable,       ///< no driver, no device, or the driver is not initialised
-  driver_error,      ///< the driver failed otherwise
-  count_
-};
-
-/// "out_of_memory" etc.; "unknown" for a value outside the enum.
-std::string_view device_error_name(device_errc code) noexcept;
 
 /// The primitives of the seam, as logs and counters name them.
 enum class device_op : std::uint8_t {

@@ -18,10 +18,10 @@ namespace rlmem {
 
 /// Allocated and reserved bytes after every event of one device's trace.
 struct timeline {
-  std::int64_t device = 0;
+  std::int64_t device = 0;               ///< CUDA device ordinal
   std::int64_t allocated_at_start = 0;   ///< bytes live before the first event
-  std::int64_t reserved_at_start = 0;
-  std::uint64_t blocks_live_at_start = 0;
+  std::int64_t reserved_at_start = 0;    ///< reserved then: the dump's segments less the trace's net growth
+  std::uint64_t blocks_live_at_start = 0;  ///< blocks allocated before recording began and live at its start
   std::uint64_t frees_of_earlier_blocks = 0;  ///< frees in the trace of blocks allocated before it
   std::uint64_t inconsistencies = 0;     ///< events that contradict the segments (should be 0)
   std::vector<std::int64_t> allocated;   ///< after event i
@@ -37,19 +37,30 @@ struct allocation_site {
 
 /// Bytes live at one moment, grouped by allocation site.
 struct site_usage {
-  allocation_site site;
-  std::uint64_t bytes = 0;
-  std::uint64_t count = 0;
+  allocation_site site;     ///< its stack: that of the site's largest live block
+  std::uint64_t bytes = 0;  ///< live blocks' rounded sizes, summed; pending frees left out
+  std::uint64_t count = 0;  ///< live blocks
 };
 
 /// What live memory is for, from the frames that allocated it. `before_recording` holds the
 /// blocks allocated before recording began: they have no frames, so nothing says what they are
 /// (weights loaded first often are, but so is anything else made before the first event); no
-/// rule assigns it and no rule can.
+/// rule assigns it and no rule can. The built-in rules (docs/inspect.md) assign the others so:
 enum class memory_category : std::uint8_t {
-  weights, optimizer_state, gradients, activations, kv_cache, logits, temporaries, other, before_recording, count_
+  weights,           ///< parameters: from_pretrained, safetensors, load_state_dict, Module.to, deepcopy
+  optimizer_state,   ///< what the optimizer keeps across steps (AdamW's exp_avg and exp_avg_sq)
+  gradients,         ///< autograd's; also blocks with no frames allocated during the trace
+  activations,       ///< saved by module forward passes for the backward pass
+  kv_cache,          ///< transformers' caches of keys and values
+  logits,            ///< log_softmax, cross_entropy, log-probabilities, lm_head
+  temporaries,       ///< other torch work: the rest of optimizer.step(), generate()
+  other,             ///< no rule matched a frame
+  before_recording,  ///< allocated before recording began: no frames, so no rule assigns it
+  count_             ///< the number of categories, not one
 };
+/// Categories, before_recording included: the length of category_bytes.
 inline constexpr std::size_t memory_category_count = static_cast<std::size_t>(memory_category::count_);
+/// Live bytes per category, indexed by memory_category.
 using category_bytes = std::array<std::int64_t, memory_category_count>;
 
 /// "optimizer_state".
@@ -59,7 +70,7 @@ std::string_view memory_category_name(memory_category category) noexcept;
 /// any_frame are tried first, in order, against every frame; then the others, frame by frame
 /// from the innermost outwards, so the frame closest to the allocation decides.
 struct category_rule {
-  memory_category category = memory_category::other;
+  memory_category category = memory_category::other;  ///< what a stack this rule decides is counted as
   std::string pattern;     ///< a substring of the frame text
   bool any_frame = false;  ///< written "@category pattern" in a rules file
 };
@@ -77,6 +88,7 @@ result<std::vector<category_rule>, inspect_errc> parse_category_rules(std::strin
 /// needs far less, and RE2 is never handed a pattern whose compilation would cost megabytes.
 inline constexpr std::size_t max_step_marker_bytes = 4096;
 
+/// What inspect() looks at and how much it reports; check_inspect_options() checks the numbers.
 struct inspect_options {
   std::int64_t device = -1;  ///< -1: the device with the most data (see default_device)
   std::size_t top = 10;      ///< sites kept in the peak breakdown
@@ -101,8 +113,8 @@ struct inspect_options {
 /// table that the CLI's flags, the C ABI and so the Python package check values against.
 struct whole_number_option {
   std::string_view flag;  ///< as the CLI spells it, and as every refusal names it: "--top"
-  std::uint64_t min = 0;
-  std::uint64_t max = 0;
+  std::uint64_t min = 0;  ///< the least value taken
+  std::uint64_t max = 0;  ///< the largest value taken
 };
 /// CUDA device indices are small (c10::DeviceIndex is 8 or 16 bits); -1 in inspect_options is
 /// the default, not a value of the option.
@@ -123,9 +135,9 @@ std::string check_inspect_options(const inspect_options& options);
 /// The end of one training step, found in the trace.
 struct step_end {
   std::uint64_t event = 0;          ///< index of the step's last event
-  std::int64_t time_us = 0;
+  std::int64_t time_us = 0;         ///< that event's, microseconds since the epoch (0 when the trace has no times)
   std::int64_t allocated_bytes = 0; ///< after that event
-  std::int64_t reserved_bytes = 0;
+  std::int64_t reserved_bytes = 0;  ///< after that event
 };
 
 /// One line of a leak: an allocation site that grew at every step end of its leak's run.
@@ -134,7 +146,7 @@ struct leak_line {
   std::int64_t line = 0;                ///< the line of the frame the site is named after, 0 when none
   std::int64_t bytes_per_step = 0;      ///< this line's mean growth per step
   std::int64_t live_bytes_at_end = 0;   ///< at the last step end
-  std::uint64_t live_count_at_end = 0;
+  std::uint64_t live_count_at_end = 0;  ///< live blocks of the line at the last step end
 };
 
 /// One cause of a leak. Growing sites are one cause when they grew over the same step ends and
@@ -149,7 +161,7 @@ struct leak {
   std::uint64_t steps = 0;              ///< steps over which it grew
   std::uint64_t first_step = 0;         ///< 1-based step in which it first grew
   std::int64_t live_bytes_at_end = 0;   ///< at the last step end
-  std::uint64_t live_count_at_end = 0;
+  std::uint64_t live_count_at_end = 0;  ///< live blocks of its lines at the last step end
   std::vector<std::int64_t> bytes_at_step_end;  ///< trace start, then each step end
   std::vector<leak_line> lines;         ///< by line number
   /// Live blocks of its lines when the snapshot was taken (address, rounded size), largest first,
@@ -179,7 +191,7 @@ struct leak_summary {
 
 /// What the per-site leak rule says of one allocation site's step ends.
 struct leak_trend {
-  bool leaking = false;
+  bool leaking = false;             ///< the rule flags the site; the figures below are 0 otherwise
   std::size_t first_step = 0;       ///< index of the first step end of the growth (the change point, >= 1)
   std::size_t steps = 0;            ///< step ends from there to the last
   std::int64_t bytes_per_step = 0;  ///< the growth's rate (include/rlmem/step_rules/step_rules.hpp)
@@ -196,14 +208,24 @@ leak_trend leak_trend_of(std::span<const std::int64_t> bytes, std::span<const st
 /// Largest free block of one pool and stream at an OOM.
 struct free_block_summary {
   bool small_pool = false;  ///< blocks of requests up to 1 MiB, in 2 MiB segments
-  std::uint64_t stream = 0;
-  std::uint64_t largest_free_bytes = 0;
-  std::uint64_t free_bytes = 0;
+  std::uint64_t stream = 0;  ///< raw cudaStream_t
+  std::uint64_t largest_free_bytes = 0;  ///< the largest gap between live blocks (pending frees live)
+  std::uint64_t free_bytes = 0;          ///< gaps summed over the pool's segments
 };
 
-/// depends_on_limit: the recording shows only a range for its limit, and a setting serves the
-/// request in the upper part of it (from oom_report::fragmentation_from_bytes) but not below.
-enum class oom_verdict : std::uint8_t { fragmentation, capacity, depends_on_limit };
+/// What caused one OOM, as the settings' simulations (oom_proof) under the judged limit show it.
+enum class oom_verdict : std::uint8_t {
+  /// A setting tried serves the request; without a simulation: the live tensors and the request
+  /// fit under the limit's low end.
+  fragmentation,
+  /// No setting tried serves the request under the judged limit or higher in the recording's
+  /// range (without a simulation: the live tensors and the request do not fit under its low end),
+  /// or the request alone is larger than any GPU.
+  capacity,
+  /// The recording shows only a range for its limit, and a setting serves the request in the
+  /// upper part of it (from oom_report::fragmentation_from_bytes) but not below.
+  depends_on_limit
+};
 /// "fragmentation", "capacity", "depends_on_limit": the JSON's and the page's spelling.
 std::string_view oom_verdict_name(oom_verdict verdict) noexcept;
 
@@ -213,25 +235,26 @@ enum class oom_remedy : std::uint8_t {
   expandable_segments,  ///< expandable_segments:True, the other recorded settings kept
   empty_cache,          ///< torch.cuda.empty_cache() at the start of the step that makes the request
   max_split_size,       ///< max_split_size_mb at the largest power of two not above the smallest request
-  count_
+  count_                ///< the number of remedies, not one
 };
+/// The settings tried: oom_report::proofs holds one proof each.
 inline constexpr std::size_t oom_remedy_count = static_cast<std::size_t>(oom_remedy::count_);
 
 /// What one setting did for one OOM in its simulation.
 struct oom_proof {
-  oom_remedy remedy = oom_remedy::expandable_segments;
+  oom_remedy remedy = oom_remedy::expandable_segments;  ///< the setting simulated
   /// "expandable_segments:True", "max_split_size_mb:256", "empty_cache() at the start of the
   /// step (before event 7,144)", "empty_cache() right before the request".
   std::string setting;
   bool tried = false;           ///< false: `not_tried` says why (already the recorded setting, trace refused)
-  std::string not_tried;
+  std::string not_tried;        ///< why not, one line; empty when tried
   /// The request was served, and so was every request after it up to the next recorded OOM or
   /// the end of the trace.
   bool served = false;
   /// Not served: the first request the simulation could not serve (this OOM's, or one before or
   /// after it that the recording served), with its rounded size.
   std::uint64_t failed_event = 0;
-  std::uint64_t failed_requested_bytes = 0;
+  std::uint64_t failed_requested_bytes = 0;  ///< that request's size, rounded as the allocator rounds
   /// The most the simulation reserved from the trace start until it failed or, served, until the
   /// next recorded OOM or the end of the trace.
   std::int64_t reserved_reached_bytes = 0;
@@ -250,20 +273,20 @@ struct oom_proof {
 
 /// Forensics of one `oom` event.
 struct oom_report {
-  std::uint64_t event = 0;
-  std::int64_t time_us = 0;
+  std::uint64_t event = 0;              ///< index of the `oom` event in the device's trace
+  std::int64_t time_us = 0;             ///< its time, microseconds since the epoch (0 when the trace has no times)
   std::uint64_t requested_bytes = 0;    ///< rounded as the allocator rounds
   std::uint64_t segment_bytes = 0;      ///< the segment a cudaMalloc would have needed
-  std::int64_t allocated_bytes = 0;
-  std::int64_t reserved_bytes = 0;
-  std::int64_t reserved_unallocated_bytes = 0;
-  std::uint64_t device_free_bytes = 0;  ///< what CUDA reported free
+  std::int64_t allocated_bytes = 0;     ///< when it was raised
+  std::int64_t reserved_bytes = 0;      ///< when it was raised
+  std::int64_t reserved_unallocated_bytes = 0;  ///< reserved - allocated: what the free blocks held
+  std::uint64_t device_free_bytes = 0;  ///< what CUDA reported free (the event's device_free)
   std::int64_t limit_low_bytes = 0;     ///< the limit was at least this (oom_limit's range)
   std::int64_t limit_high_bytes = 0;    ///< and at most this
   bool limit_given = false;             ///< --limit was passed: low == high == it
-  std::uint64_t largest_free_block_bytes = 0;
-  std::vector<free_block_summary> free_by_pool;
-  oom_verdict verdict = oom_verdict::capacity;
+  std::uint64_t largest_free_block_bytes = 0;  ///< the largest gap between live blocks, pending frees live
+  std::vector<free_block_summary> free_by_pool;  ///< one per pool and stream
+  oom_verdict verdict = oom_verdict::capacity;   ///< why it happened; `explanation` says how that follows
   /// depends_on_limit: the least serves_from_bytes of the settings, where fragmentation begins.
   std::int64_t fragmentation_from_bytes = 0;
   /// No request follows this one before the next OOM or the trace's end (a job that died here):
@@ -286,7 +309,7 @@ struct oom_report {
   std::string advice;       ///< one line of what to do
   allocation_site request_site;  ///< where the failing request was made
   allocation_site largest_site;  ///< the site holding the most bytes at the OOM
-  std::uint64_t largest_site_bytes = 0;
+  std::uint64_t largest_site_bytes = 0;  ///< live bytes of largest_site
 };
 
 /// GPU memory of the largest cards made (288 GB: NVIDIA B300, AMD MI355X); a single request above
@@ -313,64 +336,65 @@ std::string limit_range_text(const oom_limit& limit);
 /// Reserved-but-unallocated memory and free blocks.
 struct fragmentation_report {
   std::int64_t max_unallocated_bytes = 0;  ///< reserved - allocated, worst over the trace
-  std::int64_t max_unallocated_event = -1;
-  std::int64_t unallocated_at_peak_reserved_bytes = 0;
+  std::int64_t max_unallocated_event = -1;  ///< the event after which it was; -1: before the first
+  std::int64_t unallocated_at_peak_reserved_bytes = 0;  ///< after inspection::peak_reserved_event
+  /// The largest gap between live blocks then; pending frees count as live.
   std::uint64_t largest_free_block_at_peak_reserved_bytes = 0;
-  std::int64_t unallocated_at_end_bytes = 0;
-  std::uint64_t largest_free_block_at_end_bytes = 0;
+  std::int64_t unallocated_at_end_bytes = 0;  ///< after the last event
+  std::uint64_t largest_free_block_at_end_bytes = 0;  ///< after the last event, pending frees live
   std::uint64_t mostly_empty_segments = 0;       ///< at dump: under 10% allocated
-  std::uint64_t mostly_empty_segment_bytes = 0;
+  std::uint64_t mostly_empty_segment_bytes = 0;  ///< their total_size, summed
 };
 
 /// Bytes by category at sampled events (downsampled like the timeline).
 struct category_timeline {
-  std::vector<std::uint64_t> events;
-  std::vector<category_bytes> bytes;
+  std::vector<std::uint64_t> events;  ///< event indices, as timeline_points(memory, 1000) picks them
+  std::vector<category_bytes> bytes;  ///< after each of `events`
 };
 
 /// The whole result of `rlmem inspect` on one device.
 struct inspection {
-  std::int64_t device = 0;
-  std::uint64_t events = 0;
-  std::array<std::uint64_t, trace_action_count> events_by_action{};
-  std::int64_t first_time_us = 0;
-  std::int64_t last_time_us = 0;
+  std::int64_t device = 0;                 ///< options.device, else default_device()
+  std::uint64_t events = 0;                ///< in the device's trace
+  std::array<std::uint64_t, trace_action_count> events_by_action{};  ///< indexed by trace_action
+  std::int64_t first_time_us = 0;          ///< of the first event, microseconds since the epoch; 0 without events
+  std::int64_t last_time_us = 0;           ///< of the last event
   /// false when no event carries a time (torch 2.1 era traces have no time_us): every *_time_us
   /// figure is then 0 and means nothing.
   bool times_known = false;
 
-  std::int64_t peak_allocated_bytes = 0;
+  std::int64_t peak_allocated_bytes = 0;   ///< the most allocated, the trace start included
   std::int64_t peak_allocated_event = -1;  ///< -1: already at the peak when the trace began
-  std::int64_t peak_allocated_time_us = 0;
-  std::int64_t peak_reserved_bytes = 0;
-  std::int64_t peak_reserved_event = -1;
-  std::int64_t peak_reserved_time_us = 0;
+  std::int64_t peak_allocated_time_us = 0; ///< of peak_allocated_event; 0 when that is -1
+  std::int64_t peak_reserved_bytes = 0;    ///< the most reserved, the trace start included
+  std::int64_t peak_reserved_event = -1;   ///< -1: already at the peak when the trace began
+  std::int64_t peak_reserved_time_us = 0;  ///< of peak_reserved_event; 0 when that is -1
 
   std::int64_t final_allocated_bytes = 0;  ///< from the segments at dump time
-  std::int64_t final_active_bytes = 0;
-  std::int64_t final_reserved_bytes = 0;
-  std::uint64_t segment_count = 0;
-  std::uint64_t largest_segment_bytes = 0;
-  std::uint64_t expandable_segment_count = 0;
+  std::int64_t final_active_bytes = 0;     ///< allocated and pending frees, from the segments at dump time
+  std::int64_t final_reserved_bytes = 0;   ///< from the segments at dump time
+  std::uint64_t segment_count = 0;         ///< the device's segments at dump time
+  std::uint64_t largest_segment_bytes = 0; ///< the largest of their total_size
+  std::uint64_t expandable_segment_count = 0;  ///< of them, those with is_expandable
   std::vector<std::uint64_t> streams;      ///< raw cudaStream_t values seen (0: default)
   std::vector<std::int64_t> devices;       ///< every device in the snapshot
 
-  timeline memory;
+  timeline memory;                         ///< allocated and reserved after every event
   std::vector<site_usage> peak_by_site;    ///< largest first, at most options.top
   std::uint64_t peak_site_count = 0;       ///< sites live at the peak before the cut to top
 
   std::vector<site_usage> end_by_site;     ///< live after the last event, every site, largest first
-  category_bytes categories_at_end{};
+  category_bytes categories_at_end{};      ///< after the last event
 
   std::string step_method;                 ///< how steps were found, "" when none were
-  std::vector<step_end> steps;
+  std::vector<step_end> steps;             ///< every step end found, the way step_method says
   std::vector<leak> leaks;                 ///< one per cause, largest bytes_per_step first
   leak_summary summary_of_leaks;           ///< step-end growth and the share the leaks explain
-  std::vector<oom_report> ooms;
+  std::vector<oom_report> ooms;            ///< the OOMs given forensics (max_oom_reports), in trace order
   oom_limit limit;                         ///< meaningful when the trace has an OOM
-  fragmentation_report fragmentation;
-  category_bytes categories_at_peak{};
-  category_timeline categories;
+  fragmentation_report fragmentation;      ///< unallocated reserved memory and free blocks
+  category_bytes categories_at_peak{};     ///< after peak_allocated_event (at the trace start when -1)
+  category_timeline categories;            ///< sampled across the trace, for the chart
   std::vector<std::string> notes;          ///< things a reader should know about the trace
 };
 
@@ -394,8 +418,8 @@ std::vector<std::size_t> timeline_points(const timeline& line, std::size_t bucke
 
 /// The largest allocated and reserved value in one slice of a timeline (for charts).
 struct column_peak {
-  std::int64_t allocated = 0;
-  std::int64_t reserved = 0;
+  std::int64_t allocated = 0;  ///< the most allocated bytes after an event of the slice
+  std::int64_t reserved = 0;   ///< the most reserved bytes after an event of the slice
 };
 /// The peaks of each of `columns` equal slices of a timeline. O(events).
 std::vector<column_peak> timeline_columns(const timeline& line, std::size_t columns);

@@ -4,6 +4,8 @@
 // YAML, a verl config as YAML) read into plan's knobs, each setting that shapes memory named with
 // the flag it became, and each it could not use named with the reason.
 
+#include <rlmem/plan/plan_errors.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -11,11 +13,13 @@
 
 namespace rlmem {
 
+/// Which trainer's config a file is, and in which form (recognised from its keys).
 enum class trainer_config_format : std::uint8_t {
   trl_json,   ///< TrainingArguments.to_json_string() of a GRPOConfig (with TRL's ModelConfig keys if present)
   trl_yaml,   ///< a `trl grpo --config recipe.yaml` recipe (GRPOConfig and ModelConfig keys)
   verl_yaml,  ///< a verl Hydra config (ppo_trainer.yaml's tree: actor_rollout_ref, data, trainer, ...)
 };
+/// The format's name in the reports: "trl-grpo-json", "trl-grpo-yaml", "verl-yaml".
 /// Inline, so that the report renders a mapping without linking the reader (and yaml-cpp).
 inline std::string_view to_string(trainer_config_format format) noexcept {
   switch (format) {
@@ -26,11 +30,15 @@ inline std::string_view to_string(trainer_config_format format) noexcept {
   return "unknown";
 }
 
-/// Bounds on what the reader accepts; beyond any of them it refuses the file with a message.
+/// Bounds on what the reader accepts; beyond any of them it refuses the file (LIMIT_EXCEEDED).
+/// validate_knobs then checks the knobs the file gave against the model.
 struct trainer_config_limits {
   std::uint64_t max_bytes = std::uint64_t{1} << 20;  ///< a full verl config is about 25 kB
   std::uint32_t max_depth = 32;                      ///< verl nests 5 levels
   std::uint64_t max_nodes = 20000;                   ///< values and keys, aliases counted each time they expand
+  std::uint64_t max_rows = std::uint64_t{1} << 20;    ///< a batch, a group, micro-batches or steps a setting gives
+  std::uint64_t max_length = std::uint64_t{1} << 24;  ///< a prompt's, a completion's or a model's length in tokens
+  std::uint64_t max_gpus = std::uint64_t{1} << 16;    ///< processes, GPUs per node, nodes, tensor-parallel size
 };
 
 /// One setting of the file that became a knob: `key value -> flag flag_value`.
@@ -46,16 +54,17 @@ struct mapped_setting {
 
 /// A setting that shapes memory but does not reach the plan, and why.
 struct ignored_setting {
-  std::string key;
-  std::string value;
-  std::string reason;
+  std::string key;     ///< dotted path in the file, as mapped_setting's
+  std::string value;   ///< as the file gives it (strings bare, the rest as JSON, at most 80 characters), or the default
+  std::string reason;  ///< why the plan leaves it out, often with what it planned with instead
 };
 
+/// What read_trainer_config made of a file: the settings that became knobs and those left out.
 struct trainer_config_mapping {
-  trainer_config_format format = trainer_config_format::trl_json;
+  trainer_config_format format = trainer_config_format::trl_json;  ///< as recognised from the keys
   std::string defaults_from;  ///< the trainer and commit whose defaults fill keys the file leaves out
-  std::vector<mapped_setting> mapped;
-  std::vector<ignored_setting> ignored;
+  std::vector<mapped_setting> mapped;    ///< the settings that became knobs
+  std::vector<ignored_setting> ignored;  ///< settings that shape memory but do not reach the plan
 };
 
 /// The command line's say in the mapping: TRL's generation batch is per_device_train_batch_size x
@@ -65,10 +74,10 @@ struct trainer_config_context {
   std::uint64_t gpus = 0;  ///< --gpus as given; 0 when not given
 };
 
-/// Reads `text` (JSON or YAML; the format is recognised from the keys) into `mapping`. On failure
-/// returns false with a one-line message (a parse error, a limit passed, a key of the wrong type,
-/// a file that is neither trainer's config); never throws.
-bool read_trainer_config(std::string_view text, const trainer_config_limits& limits, const trainer_config_context& context,
-                         trainer_config_mapping& mapping, std::string& message);
+/// Reads `text` (JSON or YAML; the format is recognised from the keys) into a mapping; never
+/// throws. A refusal's detail is one line, printed after the file's name: NOT_JSON, NOT_YAML,
+/// LIMIT_EXCEEDED, INVALID_FIELD (a key of the wrong type or value) or NOT_A_TRAINER_CONFIG.
+result<trainer_config_mapping, plan_errc> read_trainer_config(std::string_view text, const trainer_config_limits& limits = {},
+                                                              const trainer_config_context& context = {});
 
 }  // namespace rlmem

@@ -19,6 +19,7 @@
 
 namespace rlmem {
 
+/// Layout of the text reports.
 struct text_options {
   std::size_t frames = 0;  ///< stack frames printed under each peak site
   std::size_t width = 100; ///< columns available
@@ -77,15 +78,17 @@ std::string render_ranks_json(const std::vector<rank_result>& ranks, const rank_
 /// What `rlmem replay` prints: the run under one setting, and optionally the smallest capacity
 /// and the comparison of settings.
 struct replay_report {
-  std::string file;
-  std::int64_t device = 0;
-  allocator_settings settings;
+  std::string file;             ///< the snapshot's path as given (escaped when printed)
+  std::int64_t device = 0;      ///< the CUDA device index whose trace was replayed
+  allocator_settings settings;  ///< the caching allocator's settings replayed under (PYTORCH_CUDA_ALLOC_CONF)
   bool settings_recorded = true;  ///< the snapshot's own settings
   allocator_choice allocator;  ///< the policy replayed under
-  std::uint64_t capacity_bytes = 0;
-  replay_result result;
+  std::uint64_t capacity_bytes = 0;  ///< the device memory the replay was given; 0: no limit
+  replay_result result;              ///< the run under `settings` and `allocator`
+  /// --min-capacity: the smallest capacity (to 2 MiB) under which the run completes; 0 when none
+  /// does; empty when not asked.
   std::optional<std::uint64_t> min_capacity_bytes;
-  std::vector<settings_comparison> comparison;
+  std::vector<settings_comparison> comparison;  ///< --compare: the run under each setting; empty when not asked
 };
 
 /// `rlmem replay` for people.
@@ -99,14 +102,14 @@ std::string render_replay_html(const replay_report& report);
 
 /// What `rlmem plan` prints: the model, the knobs, each phase's peak and, with --fit, the search.
 struct plan_report {
-  model_architecture model;
-  plan_knobs knobs;
-  plan_result plan;
-  std::optional<fit_result> fit;
+  model_architecture model;       ///< the model planned
+  plan_knobs knobs;               ///< as the command line (and --from) gave them
+  plan_result plan;               ///< plan_memory(model, knobs)
+  std::optional<fit_result> fit;  ///< --fit's search; empty without --fit
   std::string fit_card;           ///< the --fit argument as given
-  std::uint64_t fit_budget_bytes = 0;
-  double fit_margin = 0;
-  double fit_seconds = 0;
+  std::uint64_t fit_budget_bytes = 0;  ///< the card's memory that --fit names, in bytes
+  double fit_margin = 0;          ///< --margin: the fragmentation margin, a fraction of the peak
+  double fit_seconds = 0;         ///< wall-clock seconds the search took
   unsigned fit_vary = 0;          ///< search_bit()s of the algorithm knobs --vary opened
   bool fit_all = false;           ///< text: every fitting configuration, not only the shortlist (--all)
   std::size_t width = 100;        ///< columns of the text report
@@ -115,7 +118,7 @@ struct plan_report {
   std::string response_lengths_card;  ///< the card the fitting length is found on (--fit's, else --card)
   /// --from FILE: the trainer config the knobs came from, each setting's knob and each ignored one.
   std::optional<trainer_config_mapping> from_config;
-  std::string from_file;
+  std::string from_file;          ///< --from's path as given; "" without --from
   std::uint64_t host_memory_bytes = 0;  ///< --host-memory: a node's host memory (0: not checked)
 };
 
@@ -132,6 +135,7 @@ std::string render_plan_html(const plan_report& report);
 /// The command line that reproduces `knobs` (the search's best configuration, for instance).
 std::string knobs_command_line(const plan_knobs& knobs);
 
+/// Layout of `rlmem watch`'s text frame.
 struct watch_text_options {
   std::size_t width = 100;             ///< columns available (at least 40)
   std::size_t processes_per_gpu = 4;   ///< more are summed on one line

@@ -9,6 +9,7 @@
 #include <rlmem/device/device.hpp>
 #include <rlmem/policy/rlmem_policy.hpp>
 #include <rlmem/device/timed_device.hpp>
+#include <rlmem/runtime/runtime_errors.hpp>
 
 #include <cstdint>
 #include <map>
@@ -19,22 +20,6 @@
 #include <vector>
 
 namespace rlmem {
-
-enum class runtime_errc : int {
-  ok = 0,
-  out_of_memory,    ///< the device has no memory left for the request, even after the cache went back
-  paused,           ///< the tag is paused: resume it before allocating in it
-  not_paused,       ///< resume of a tag that is not paused
-  already_paused,   ///< pause of a tag that is paused
-  unknown_pointer,  ///< free of an address the runtime did not hand out (or freed twice)
-  unknown_tag,
-  invalid_argument,
-  device_error,     ///< the device failed otherwise; the message says which call
-  count_
-};
-
-/// "out_of_memory" etc.; "unknown" outside the enum.
-std::string_view runtime_error_name(runtime_errc code) noexcept;
 
 /// What a pause does with the contents of a tag's memory.
 enum class keep_contents : std::uint8_t {
@@ -153,7 +138,16 @@ struct runtime_totals {
   device_call_totals device_calls;      ///< every device call the runtime made, counted and timed
 };
 
+/// host_buffers_limit(): the most reserve_host_buffers() takes, and which bound it is.
+struct host_buffers_bound {
+  std::uint64_t bytes = 0;  ///< the limit
+  std::string_view why;     ///< static text: "half the host's physical memory", or the device's memory or capacity
+};
+
 /// Thread-safe: every member takes one lock (a pause lets it go while it waits for copies).
+/// A call that fails returns its code and, in the failure's `detail`, its reason in one line; it
+/// stores nothing, so that threads failing at once each get their own reason. A success costs no
+/// allocation for the result: its failure holds an empty string.
 class runtime {
  public:
   /// Pre: `gpu` outlives the runtime and is used by nothing else.
@@ -172,71 +166,75 @@ class runtime {
 
   /// Allocations from now on (any thread) go to `tag`, created on first use; regions nest.
   /// invalid_argument for library_tag.
-  runtime_errc enter_region(std::string_view tag);
+  result<void, runtime_errc> enter_region(std::string_view tag);
   /// Back to the enclosing region's tag; invalid_argument when no region is open.
-  runtime_errc leave_region();
+  result<void, runtime_errc> leave_region();
   std::string current_tag() const;
 
-  /// `bytes` (> 0) on `stream` in the current tag: the address, or an error. Blocks of one tag
-  /// and stream share pages, never with another tag or stream.
+  /// `bytes` (> 0) on `stream` in the current tag: the block's address, or the failure. Blocks of
+  /// one tag and stream share pages, never with another tag or stream. Called per tensor: its
+  /// success allocates nothing for the result.
   /// A block allocated while `stream` is being captured into a CUDA graph is kept when freed
   /// (every replay uses it) until release_graph_memory().
-  runtime_errc allocate(std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address);
+  result<std::uint64_t, runtime_errc> allocate(std::uint64_t bytes, std::uint64_t stream);
   /// The same in library_tag, whatever region is open: memory a library keeps for itself.
-  runtime_errc allocate_for_library(std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address);
+  result<std::uint64_t, runtime_errc> allocate_for_library(std::uint64_t bytes, std::uint64_t stream);
   /// As allocate(), for a request that may be memory a library keeps for itself (`why` says why
   /// it could not be told apart): pause() of its tag is refused, naming it, while it lives.
-  runtime_errc allocate_unproven(std::uint64_t bytes, std::uint64_t stream, std::string_view why, std::uint64_t& address);
+  result<std::uint64_t, runtime_errc> allocate_unproven(std::uint64_t bytes, std::uint64_t stream, std::string_view why);
   /// Gives a block back; allowed while its tag is paused (its pages are then not restored).
-  runtime_errc free(std::uint64_t address);
+  result<void, runtime_errc> free(std::uint64_t address);
   /// Frees the blocks graph captures allocated that the program freed since, in `tag` (empty:
   /// every tag): call it once the graphs that used them are gone.
-  runtime_errc release_graph_memory(std::string_view tag);
+  result<void, runtime_errc> release_graph_memory(std::string_view tag);
 
   /// Releases the tag's physical memory, keeping its addresses. Fences the device first. While
   /// it waits for a backup's copies (keep_contents::host) the lock is let go where the device
   /// allows it (device::concurrent_wait): other threads allocate and free meanwhile.
   /// invalid_argument for library_tag, and for a tag that holds a block allocate_unproven() made.
-  runtime_errc pause(std::string_view tag, keep_contents keep);
+  result<void, runtime_errc> pause(std::string_view tag, keep_contents keep);
   /// Maps new memory at the same addresses and restores or fills the contents. Memory
   /// allocated elsewhere meanwhile may leave too little: then nothing changes and the tag stays
   /// paused (out_of_memory), with its backup kept.
-  runtime_errc resume(std::string_view tag);
+  result<void, runtime_errc> resume(std::string_view tag);
   /// Pages no block uses go back to the device (fenced first).
-  runtime_errc empty_cache();
+  result<void, runtime_errc> empty_cache();
   /// Frees the pinned slabs kept for reuse (keep_host_buffers).
   void release_host_buffers();
   /// Pins slabs now until `bytes` of them (whole slabs) wait for the next pause, so that pinning,
   /// 25 times slower than the copies, is paid here and not inside it (with keep_host_buffers,
   /// for every pause). invalid_argument, nothing pinned, for more than host_buffers_limit();
   /// out_of_memory when the host cannot pin that much: what was pinned stays.
-  runtime_errc reserve_host_buffers(std::uint64_t bytes);
+  result<void, runtime_errc> reserve_host_buffers(std::uint64_t bytes);
   /// The most reserve_host_buffers() takes: the smaller of the device memory the runtime may map
   /// (capacity_bytes, else the device's total), which is the most a pause ever backs up, and
   /// half the host's physical memory, since pinned pages cannot be swapped out and a host pinned
-  /// to the brim meets the kernel's OOM killer. `why` says which bound it is.
-  std::uint64_t host_buffers_limit(std::string& why) const;
+  /// to the brim meets the kernel's OOM killer; with which bound it is.
+  host_buffers_bound host_buffers_limit() const;
 
   /// A growable buffer in the current tag: `max_bytes` of address space reserved at once, no
   /// memory yet; its data never moves while it grows (a KV cache that grows with the sequence).
-  runtime_errc reserve_growable(std::uint64_t max_bytes, std::uint64_t& address);
+  /// The buffer's address, or the failure.
+  result<std::uint64_t, runtime_errc> reserve_growable(std::uint64_t max_bytes);
   /// Maps memory so that the buffer's first `bytes` are usable (rounded up to the page); never
   /// shrinks. invalid_argument (nothing changed) for more than the buffer's max_bytes;
   /// out_of_memory (nothing changed) past the device's memory.
-  runtime_errc grow(std::uint64_t address, std::uint64_t bytes);
+  result<void, runtime_errc> grow(std::uint64_t address, std::uint64_t bytes);
   /// Bytes usable at the buffer's start now.
   std::uint64_t grown_bytes(std::uint64_t address) const;
   /// Unmaps the buffer (fenced first) and frees its addresses.
-  runtime_errc release_growable(std::uint64_t address);
+  result<void, runtime_errc> release_growable(std::uint64_t address);
 
-  /// Reads or writes mapped memory through the device (tests, and bit-exactness checks).
-  runtime_errc read(std::uint64_t address, void* destination, std::uint64_t size);
-  runtime_errc write(std::uint64_t address, const void* source, std::uint64_t size);
+  /// Reads mapped memory through the device (tests, and bit-exactness checks).
+  result<void, runtime_errc> read(std::uint64_t address, void* destination, std::uint64_t size);
+  /// Writes mapped memory through the device (tests, and bit-exactness checks).
+  result<void, runtime_errc> write(std::uint64_t address, const void* source, std::uint64_t size);
 
   /// The live blocks of `tag` (not paused) whose every byte is still the fill a discard left
   /// (check_fill in the checking mode, else discard_fill): memory discarded and never written
-  /// since, such as weights not loaded again. Reads every such block through the device.
-  runtime_errc blocks_still_filled(std::string_view tag, std::vector<address_run>& blocks);
+  /// since, such as weights not loaded again, in address order. Reads every such block through
+  /// the device.
+  result<std::vector<address_run>, runtime_errc> blocks_still_filled(std::string_view tag);
 
   /// Every peak back to its current value (a per-step peak, as torch.cuda.reset_peak_memory_stats).
   void reset_peaks();
@@ -244,9 +242,6 @@ class runtime {
   std::vector<tag_statistics> statistics() const;
   runtime_snapshot snapshot() const;
   runtime_totals totals() const;
-  /// The reason of the calling thread's last failure, in one line (empty when none): each
-  /// thread reads its own, so another thread's failure never replaces it.
-  std::string last_error() const;
 
  private:
   struct backup_chunk {
@@ -279,21 +274,23 @@ class runtime {
   };
 
   tag_state& tag_named(std::string_view name);
-  runtime_errc allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std::uint64_t stream, std::uint64_t& address,
-                           std::string_view unproven = {});
+  /// allocate()'s work in tag `tag_id`, the lock held; `unproven` says why the block may be a
+  /// library's (allocate_unproven), empty otherwise.
+  result<std::uint64_t, runtime_errc> allocate_in(std::uint32_t tag_id, std::uint64_t bytes, std::uint64_t stream,
+                                                  std::string_view unproven = {});
   void free_block(std::unordered_map<std::uint64_t, live_block>::iterator found);
   /// Checking mode: maps the tag's poison page under every page its live blocks use.
-  runtime_errc poison(tag_state& tag);
+  result<void, runtime_errc> poison(tag_state& tag);
   /// Checking mode: counts a write into the poison page, then unmaps it from the tag's pages
   /// (all of them, or those inside `within`).
-  runtime_errc unpoison(tag_state& tag, address_run within = {0, ~std::uint64_t{0}});
+  result<void, runtime_errc> unpoison(tag_state& tag, address_run within = {0, ~std::uint64_t{0}});
   tag_state* find_tag(std::string_view name);
   /// pause()'s refusal of a tag holding blocks allocate_unproven() made, naming the first.
-  runtime_errc refuse_unproven(const tag_state& tag);
+  runtime_failure refuse_unproven(const tag_state& tag);
   std::uint64_t arena_key(std::uint32_t tag, std::uint64_t stream);
   void refresh_mapped(tag_state& tag);
-  runtime_errc fail(runtime_errc code, std::string message);
-  runtime_errc device_fault(std::string_view what);
+  /// The policy's fault as a device_error saying `what` the runtime was doing; clears the fault.
+  runtime_failure device_fault(std::string_view what);
   void free_backup(tag_state& tag);
   /// A pinned slab of copy_chunk_bytes: a kept one, or a new one.
   /// A new pinned slab, counted in host_buffer_bytes.

@@ -22,7 +22,7 @@ struct read_limits {
   std::uint64_t max_input_bytes = std::uint64_t{1} << 40;    ///< decompressed bytes (1 TiB)
   std::uint64_t max_string_bytes = std::uint64_t{1} << 28;   ///< one string or bytes (256 MiB)
   std::uint32_t max_depth = 1024;                            ///< nested MARKs
-  std::uint64_t max_memo_entries = std::uint64_t{1} << 31;
+  std::uint64_t max_memo_entries = std::uint64_t{1} << 31;  ///< entries of the pickle's memo (LIMIT_MEMO_ENTRIES)
   /// Values on the pickle stack at once (LIMIT_STACK_VALUES). Python's pickler keeps under a
   /// few thousand there (it writes lists in batches of 1,000); 2^25 values are 256 MiB.
   std::uint64_t max_stack_values = std::uint64_t{1} << 25;
@@ -32,7 +32,7 @@ struct read_limits {
   /// is this base (2^24 units: 128 MiB) plus one unit per `input_bytes_per_held_value` bytes
   /// read. The bundled real snapshots need under one unit per 4 bytes (a test reads them so).
   std::uint64_t max_held_values = std::uint64_t{1} << 24;
-  std::uint32_t input_bytes_per_held_value = 2;
+  std::uint32_t input_bytes_per_held_value = 2;  ///< input bytes per unit the budget grows by; 0 counts as 1
   /// Decompressed bytes per compressed byte read, once past the first 64 MiB
   /// (LIMIT_COMPRESSION_RATIO). Real snapshots compress 15 to 40 times; gzip cannot pass 1,032.
   std::uint32_t max_compression_ratio = 1024;
@@ -41,8 +41,10 @@ struct read_limits {
 /// Called now and then while reading: bytes consumed of the input file, and its size.
 using progress_fn = std::function<void(std::uint64_t consumed, std::uint64_t total)>;
 
+/// How read_snapshot_file and read_snapshot_bytes read: what they refuse, whom they tell of their
+/// progress, and four settings of speed that never change the snapshot read.
 struct read_options {
-  read_limits limits;
+  read_limits limits;    ///< past any of these, reading fails with its LIMIT_* error
   progress_fn progress;  ///< may be empty
   /// Reads trace entries laid out as torch writes them by a direct path (about twice as fast);
   /// anything else takes the general path. The snapshot and every error are the same either

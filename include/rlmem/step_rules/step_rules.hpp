@@ -34,12 +34,12 @@ struct growth_rule {
   /// Only after `settled_steps` step ends before the change point: in a run's first steps
   /// buffers grow to new longest lengths often, and alike.
   std::size_t min_sparse_events = 2;
-  std::size_t max_two_event_period = 4;
-  std::size_t settled_steps = 6;
+  std::size_t max_two_event_period = 4;  ///< the widest median gap, in step ends, at which min_sparse_events suffice
+  std::size_t settled_steps = 6;         ///< step ends before the change point for min_sparse_events to apply
   /// Events needed beyond `min_events` when fewer than 4 step ends before the growth show what
   /// the series does without it: a run of rises in a series that varies can be chance.
   std::size_t extra_events_without_history = 1;
-  double sparse_size_ratio = 1.5;
+  double sparse_size_ratio = 1.5;  ///< events alike: the largest rise at most this many times the smallest
   /// Events every few steps must be alike until this many have come.
   std::size_t alike_until_events = 6;
   /// The trend path, for series whose noise hides single steps (step ends that follow the
@@ -47,8 +47,8 @@ struct growth_rule {
   /// ends whose slope is `trend_min_z` standard errors and whose Mann-Kendall statistic is
   /// `trend_min_kendall_z` (one-sided p about 0.001) grows, events or not.
   std::size_t trend_min_points = 8;
-  double trend_min_z = 5.0;
-  double trend_min_kendall_z = 3.0;
+  double trend_min_z = 5.0;          ///< the trend path's slope, in standard errors
+  double trend_min_kendall_z = 3.0;  ///< the trend path's Mann-Kendall statistic
   /// Effect size: growth per step at least this share of the series' level (the median of the
   /// window); 1e-4 is 0.01% per step, 8 MiB a step on an 80 GB job.
   double min_relative_rate = 1e-4;
@@ -99,7 +99,7 @@ growth_verdict judge_growth(std::span<const std::int64_t> bytes, const growth_ru
 
 /// The figures a job samples at a step end (torch.cuda.memory_stats() names in comments).
 struct step_sample {
-  std::int64_t step = 0;
+  std::int64_t step = 0;                 ///< the step number; increasing along a history
   std::int64_t allocated = 0;            ///< allocated_bytes.all.current
   std::int64_t reserved = 0;             ///< reserved_bytes.all.current
   std::int64_t inactive_split = 0;       ///< inactive_split_bytes.all.current
@@ -109,17 +109,18 @@ struct step_sample {
   std::int64_t num_alloc_retries = 0;    ///< cumulative
   std::int64_t num_ooms = 0;             ///< cumulative
   std::int64_t device_free = 0;          ///< cudaMemGetInfo's free: every process's use counted
-  std::int64_t device_total = 0;
+  std::int64_t device_total = 0;         ///< cudaMemGetInfo's total: the card's memory
   std::int64_t limit = 0;  ///< the process's own cap (a memory fraction), 0 when none: the card's total applies
 };
 
 /// Thresholds of the step-end rules (docs/monitor.md lists each with its default).
 struct step_rules {
-  growth_rule leak;
+  growth_rule leak;              ///< the growth rule, applied to the allocated bytes
   std::size_t leak_window = 64;  ///< step ends the leak rule judges (the newest)
-  std::int64_t fragmentation_bytes = std::int64_t{512} << 20;
-  double fragmentation_fraction = 0.20;
-  std::size_t fragmentation_window = 5;
+  std::int64_t fragmentation_bytes = std::int64_t{512} << 20;  ///< unused reserved bytes, at least, to be fragmented
+  double fragmentation_fraction = 0.20;  ///< ... and at least this share of reserved
+  std::size_t fragmentation_window = 5;  ///< step ends over which unused reserved must grow for the alert
+  /// Headroom is thin when the limit left over at the step's peak is below this share of the limit.
   double headroom_fraction = 0.10;
   /// The headroom rule also holds when, at the leak's rate, the step peak passes the limit within
   /// this many steps (0: never).
@@ -141,8 +142,10 @@ struct step_judgment {
   bool fragmentation = false;
   std::int64_t fragmentation_growth = 0;  ///< unused reserved gained over the window
   std::size_t fragmentation_steps = 0;    ///< step ends in that window
-  bool alloc_retries = false;
+  bool alloc_retries = false;          ///< a cudaMalloc failed and the cache was freed to retry it, since the step end before
   std::int64_t new_alloc_retries = 0;  ///< since the step end before
+  /// Thin headroom: free_at_peak below headroom_fraction of the limit, or steps_to_limit below
+  /// headroom_steps.
   bool headroom = false;
   /// What others hold: device total - free - reserved (the CUDA context, other processes).
   std::int64_t outside_bytes = 0;
@@ -153,8 +156,8 @@ struct step_judgment {
   /// At the leak's rate, step ends until the step's allocated peak no longer fits the limit
   /// (beside what others hold, on the card); empty without a leak.
   std::optional<std::int64_t> steps_to_limit;
-  bool oom = false;
-  std::int64_t new_ooms = 0;
+  bool oom = false;           ///< an allocation failed with an out-of-memory error since the step end before
+  std::int64_t new_ooms = 0;  ///< since the step end before
 };
 
 /// The rules over `history` (oldest first, the step end judged last; steps increasing).
@@ -165,10 +168,10 @@ step_judgment judge_step(std::span<const step_sample> history, std::int64_t peak
 
 /// Imbalance over ranks, for one figure.
 struct imbalance_verdict {
-  bool imbalanced = false;
+  bool imbalanced = false;  ///< the spread is at least the fraction of the largest figure and min_bytes
   std::size_t high = 0;  ///< index of the first largest figure
   std::size_t low = 0;   ///< index of the first smallest
-  std::int64_t spread_bytes = 0;
+  std::int64_t spread_bytes = 0;  ///< largest less smallest (0 for no ranks)
 };
 
 /// Whether one figure of every rank (allocated at the step end, or the step's peak) differs

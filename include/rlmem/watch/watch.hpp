@@ -29,14 +29,15 @@ struct gpu_status {
 
   int code = 0;         ///< 0 success; load_failed or static_program; otherwise the nvmlReturn_t the driver returned
   std::string message;  ///< "" on success; otherwise nvmlErrorString's or dlerror's text
+  /// Whether the call succeeded (code 0).
   bool ok() const noexcept { return code == 0; }
 };
 
 /// Memory of one device as the driver counts it: every process, plus the driver's own reserve.
 struct gpu_memory {
-  std::uint64_t total_bytes = 0;
-  std::uint64_t used_bytes = 0;
-  std::uint64_t free_bytes = 0;
+  std::uint64_t total_bytes = 0;  ///< the device's memory (nvmlMemory_t total)
+  std::uint64_t used_bytes = 0;   ///< held by every process and the driver's reserve (nvmlMemory_t used)
+  std::uint64_t free_bytes = 0;   ///< neither held nor reserved (nvmlMemory_t free)
 };
 
 /// A compute process that holds memory on a device.
@@ -55,6 +56,7 @@ class gpu_source {
   virtual gpu_status device_count(std::uint32_t& count) = 0;
   /// The marketing name, "NVIDIA H100 80GB HBM3".
   virtual gpu_status device_name(std::uint32_t index, std::string& name) = 0;
+  /// The device's total, used and free memory now.
   virtual gpu_status device_memory(std::uint32_t index, gpu_memory& memory) = 0;
   /// Percent of the last sample period in which a kernel ran (NVML's "gpu" utilization); left
   /// empty, with success, where the device does not sample it (MIG instances).
@@ -83,14 +85,15 @@ enum class command_line_status : std::uint8_t {
   no_such_process,  ///< no such PID here: the process ended, or it lives in another PID namespace
   not_permitted,    ///< the PID exists but its cmdline cannot be read (hidepid, permissions)
   empty,            ///< readable but empty: a zombie or a kernel thread
-  count_
+  count_            ///< the number of statuses above, not a status
 };
 
 /// "visible", "no_such_process", "not_permitted", "empty" (the names in watch JSON).
 std::string_view command_line_status_name(command_line_status status) noexcept;
 
+/// A process's command line, or why it could not be read.
 struct process_command_line {
-  command_line_status status = command_line_status::no_such_process;
+  command_line_status status = command_line_status::no_such_process;  ///< whether `text` was read
   std::string text;  ///< arguments joined by spaces; raw bytes, untrusted (escape before printing)
 };
 
@@ -106,8 +109,8 @@ inline constexpr std::string_view steplog_schema = "rlmem.steplog/1";
 /// An alert the monitor raised at a step end. Strings are untrusted: escape before printing.
 struct steplog_alert {
   std::string kind;  ///< leak, fragmentation, alloc_retries, headroom, oom, imbalance (others kept as given)
-  std::int64_t rank = 0;
-  std::string message;
+  std::int64_t rank = 0;  ///< the rank that raised it
+  std::string message;    ///< one line for a person, figures included
   std::optional<std::int64_t> bytes_per_step;  ///< leak: mean growth per step (not negative)
   std::optional<std::int64_t> since_step;      ///< leak: the step in which the growth began
   std::string site;                            ///< leak: the allocation site, once a snapshot named it
@@ -115,40 +118,41 @@ struct steplog_alert {
   bool cleared = false;                        ///< leak: the line that says the alert no longer holds
 };
 
-/// One line of the log: torch.cuda.memory_stats() figures at one step end.
 /// One tag of the rlmem runtime, as the StepMonitor logs them under rlmem.runtime.install().
 struct steplog_runtime_tag {
   std::string name;  ///< the user's bytes: escape before printing
-  bool paused = false;
+  bool paused = false;         ///< the tag was paused at the step end
   std::int64_t allocated = 0;  ///< allocated_bytes.current
   std::int64_t mapped = 0;     ///< mapped_bytes.current
-  std::int64_t pauses = 0;
-  std::optional<double> last_pause_seconds;
-  std::optional<double> last_resume_seconds;
+  std::int64_t pauses = 0;     ///< times the tag was paused, cumulative
+  std::optional<double> last_pause_seconds;   ///< the last pause's duration, call to return, copies included; empty: none yet
+  std::optional<double> last_resume_seconds;  ///< the last resume's duration, as last_pause_seconds
 };
 
 
+/// One line of the log: torch.cuda.memory_stats() figures at one step end. Figures are bytes
+/// unless said otherwise.
 struct steplog_record {
   double time = 0;  ///< Unix seconds
-  std::int64_t step = 0;
-  std::optional<double> step_seconds;
-  std::int64_t rank = 0;
-  std::int64_t world_size = 1;
-  std::int64_t device = 0;
-  std::int64_t allocated = 0;
-  std::int64_t reserved = 0;
-  std::int64_t active = 0;
+  std::int64_t step = 0;              ///< the step that just ended
+  std::optional<double> step_seconds;  ///< wall time since the previous step end; empty on the first
+  std::int64_t rank = 0;              ///< the writer's rank
+  std::int64_t world_size = 1;        ///< ranks of the job (at least 1)
+  std::int64_t device = 0;            ///< the writer's CUDA device index
+  std::int64_t allocated = 0;         ///< allocated_bytes.all.current
+  std::int64_t reserved = 0;          ///< reserved_bytes.all.current
+  std::int64_t active = 0;            ///< active_bytes.all.current
   std::int64_t inactive_split = 0;  ///< free pieces of split blocks: the fragmentation figure
-  std::int64_t step_peak_allocated = 0;
-  std::optional<std::int64_t> step_peak_reserved;
+  std::int64_t step_peak_allocated = 0;  ///< allocated_bytes.all.peak (see peak_is_per_step)
+  std::optional<std::int64_t> step_peak_reserved;  ///< reserved_bytes.all.peak; empty when the monitor did not log it
   bool peak_is_per_step = false;    ///< false: the peaks are since the process (or the user) last reset them
-  std::int64_t allocations = 0;
+  std::int64_t allocations = 0;     ///< allocation.all.current: live allocations (a count)
   std::int64_t num_alloc_retries = 0;  ///< cumulative
   std::int64_t num_ooms = 0;           ///< cumulative
-  std::int64_t device_free = 0;
-  std::int64_t device_total = 0;
+  std::int64_t device_free = 0;     ///< torch.cuda.mem_get_info()[0]: free on the device, every process counted
+  std::int64_t device_total = 0;    ///< torch.cuda.mem_get_info()[1]: the device's memory
   std::optional<std::int64_t> limit;  ///< the process's cap (a memory fraction), when the monitor knew one
-  std::vector<steplog_alert> alerts;
+  std::vector<steplog_alert> alerts;              ///< raised at this step end, in the line's order
   std::vector<steplog_runtime_tag> runtime_tags;  ///< empty unless the job runs rlmem's runtime
   std::size_t runtime_tags_left_out = 0;          ///< tags past steplog_line_limits::max_runtime_tags
 };
@@ -183,9 +187,9 @@ enum class steplog_file_state : std::uint8_t {
 
 /// An alert with the step end that carried it.
 struct steplog_alert_seen {
-  std::int64_t step = 0;
-  double time = 0;
-  steplog_alert alert;
+  std::int64_t step = 0;  ///< the step end's step
+  double time = 0;        ///< the step end's time, Unix seconds
+  steplog_alert alert;    ///< the alert as the line gives it
 };
 
 /// Follows a log that a job appends to, like `tail -F`: each poll() reads the complete lines
@@ -197,6 +201,7 @@ struct steplog_alert_seen {
 /// within `limits`.
 class steplog_follower {
  public:
+  /// Follows the file at `path`, which need not exist yet; nothing is read before the first poll().
   explicit steplog_follower(std::string path, steplog_limits limits = {});
   ~steplog_follower();
   steplog_follower(const steplog_follower&) = delete;
@@ -206,71 +211,49 @@ class steplog_follower {
   /// for it (only std::bad_alloc may escape).
   void poll();
 
-  const std::string& path() const noexcept { return path_; }
-  steplog_file_state state() const noexcept { return state_; }
+  /// The path as given.
+  const std::string& path() const noexcept;
+  /// Where following the file stands after the last poll().
+  steplog_file_state state() const noexcept;
   /// Why the file is unreadable, or "" (strerror's text).
-  const std::string& state_message() const noexcept { return state_message_; }
+  const std::string& state_message() const noexcept;
   /// Step ends of the current series, oldest first, at most limits.history_steps.
-  const std::deque<steplog_record>& records() const noexcept { return records_; }
+  const std::deque<steplog_record>& records() const noexcept;
   /// Alerts of the current series, oldest first, at most limits.alerts_kept.
-  const std::deque<steplog_alert_seen>& alerts() const noexcept { return alerts_; }
-  std::uint64_t lines_parsed() const noexcept { return lines_parsed_; }
-  std::uint64_t lines_skipped() const noexcept { return lines_skipped_; }
+  const std::deque<steplog_alert_seen>& alerts() const noexcept;
+  /// Lines that were records, of every series and rank, since the follower was made.
+  std::uint64_t lines_parsed() const noexcept;
+  /// Lines that were no record (or too long, or cut off), since the follower was made.
+  std::uint64_t lines_skipped() const noexcept;
   /// The last skipped line's reason with its byte offset: "at byte 1,234: not JSON".
-  const std::string& last_skip() const noexcept { return last_skip_; }
+  const std::string& last_skip() const noexcept;
   /// Lines of another rank than the first one seen (a log several ranks write into).
-  std::uint64_t other_rank_lines() const noexcept { return other_rank_lines_; }
+  std::uint64_t other_rank_lines() const noexcept;
   /// Times the file was truncated, replaced or removed.
-  std::uint64_t reopened() const noexcept { return reopened_; }
+  std::uint64_t reopened() const noexcept;
   /// Times the step count went back (the job restarted); each starts a new series.
-  std::uint64_t series_restarts() const noexcept { return series_restarts_; }
+  std::uint64_t series_restarts() const noexcept;
   /// Bytes of a last line still waiting for its newline.
-  std::size_t pending_bytes() const noexcept { return pending_.size(); }
+  std::size_t pending_bytes() const noexcept;
 
  private:
-  bool open_file(bool from_start);
-  void close_file();
-  bool read_available(std::uint64_t& budget);
-  void take_line(std::string_view line, std::uint64_t offset);
-  void skip(std::uint64_t offset, const std::string& reason);
-
-  std::string path_;
-  steplog_limits limits_;
-  int fd_ = -1;
-  std::uint64_t device_ = 0;   ///< st_dev and st_ino of the open file, to notice a replacement
-  std::uint64_t inode_ = 0;
-  std::uint64_t offset_ = 0;   ///< next byte to read
-  std::uint64_t line_start_ = 0;  ///< offset of the first byte of the line being assembled
-  bool ever_opened_ = false;
-  bool discard_to_newline_ = false;  ///< inside a line that is too long, or cut by the tail start
-  std::string pending_;              ///< bytes of an incomplete line
-  std::string before_offset_;        ///< the last bytes read, to notice the file was rewritten
-  steplog_file_state state_ = steplog_file_state::waiting;
-  std::string state_message_;
-  std::deque<steplog_record> records_;
-  std::deque<steplog_alert_seen> alerts_;
-  std::optional<std::int64_t> rank_;
-  std::uint64_t lines_parsed_ = 0;
-  std::uint64_t lines_skipped_ = 0;
-  std::string last_skip_;
-  std::uint64_t other_rank_lines_ = 0;
-  std::uint64_t reopened_ = 0;
-  std::uint64_t series_restarts_ = 0;
+  struct impl;  // the open file, the line being assembled, the series and the counts (follower.cpp)
+  std::unique_ptr<impl> impl_;
 };
 
 // ---- One refresh -------------------------------------------------------------------------------
 
 /// A process on a GPU, with its command line as far as it can be read.
 struct gpu_process_view {
-  gpu_process process;
-  process_command_line command_line;
+  gpu_process process;                ///< as the driver lists it
+  process_command_line command_line;  ///< read from `<proc_root>/<pid>/cmdline`
 };
 
 /// One GPU at one refresh, with the history of its used memory.
 struct gpu_view {
-  std::uint32_t index = 0;
-  std::string name;
-  gpu_memory memory;
+  std::uint32_t index = 0;  ///< the driver's device index (NVML's order, not CUDA_VISIBLE_DEVICES')
+  std::string name;         ///< the marketing name; "" when the driver failed to say
+  gpu_memory memory;        ///< at this refresh; zero when the driver failed to say
   std::optional<std::uint32_t> utilisation_percent;  ///< empty where the driver does not say (MIG)
   std::vector<gpu_process_view> processes;           ///< most memory first
   std::string error;  ///< what the driver failed to answer for this device, "" when it answered all
@@ -278,17 +261,18 @@ struct gpu_view {
 };
 
 /// The log at one refresh: the latest step end and what the advice rules need from before it.
+/// The file fields are the follower's figures of the same names (steplog_follower).
 struct log_view {
-  std::string path;
-  steplog_file_state state = steplog_file_state::waiting;
-  std::string state_message;
-  std::uint64_t lines_parsed = 0;
-  std::uint64_t lines_skipped = 0;
-  std::string last_skip;
-  std::uint64_t other_rank_lines = 0;
-  std::uint64_t reopened = 0;
-  std::uint64_t series_restarts = 0;
-  std::size_t pending_bytes = 0;
+  std::string path;                                        ///< the log's path as given
+  steplog_file_state state = steplog_file_state::waiting;  ///< where following the file stands
+  std::string state_message;                               ///< why the file is unreadable, or ""
+  std::uint64_t lines_parsed = 0;                          ///< records read since watch started, every series and rank
+  std::uint64_t lines_skipped = 0;                         ///< lines that were no record, since watch started
+  std::string last_skip;                                   ///< the last skipped line's reason and byte offset, or ""
+  std::uint64_t other_rank_lines = 0;                      ///< records of another rank than the first seen, left out
+  std::uint64_t reopened = 0;                              ///< times the file was truncated, replaced or removed
+  std::uint64_t series_restarts = 0;                       ///< times the step count went back (the job restarted)
+  std::size_t pending_bytes = 0;                           ///< bytes of a last line still waiting for its newline
   std::optional<steplog_record> latest;          ///< empty until a record was read
   std::vector<step_sample> samples;              ///< the kept step ends as the step-end rules read them
   std::vector<std::int64_t> allocated_history;   ///< allocated at recent step ends, oldest first
@@ -297,10 +281,10 @@ struct log_view {
   std::int64_t max_step_peak_allocated = 0;      ///< the largest step peak among them: what the cache must serve
   /// The rules' window: the counts at the step end `window_steps` steps before the latest.
   std::size_t window_steps = 0;
-  std::int64_t window_first_step = 0;
-  std::int64_t retries_before_window = 0;
-  std::int64_t ooms_before_window = 0;
-  std::int64_t allocated_before_window = 0;
+  std::int64_t window_first_step = 0;        ///< the step of that step end (the window's base)
+  std::int64_t retries_before_window = 0;    ///< num_alloc_retries at the window's base (cumulative)
+  std::int64_t ooms_before_window = 0;       ///< num_ooms at the window's base (cumulative)
+  std::int64_t allocated_before_window = 0;  ///< allocated bytes at the window's base
   std::vector<steplog_alert_seen> alerts;        ///< the latest alerts, oldest first
   std::size_t alerts_total = 0;                  ///< alerts held for the series (alerts is the tail)
   std::optional<steplog_alert_seen> latest_leak; ///< the series' most recent leak alert
@@ -314,12 +298,15 @@ void summarise_steps(const std::deque<steplog_record>& records, const std::deque
                      std::size_t window_steps, std::size_t alerts_shown, log_view& view);
 
 /// How serious a piece of advice is.
-enum class advice_level : std::uint8_t { warning, info };
+enum class advice_level : std::uint8_t {
+  warning,  ///< trouble now or coming: OOMs, retries, thin headroom, a leak, fragmentation, a full card
+  info,     ///< worth knowing, nothing to change now: fine, room to grow, an idle GPU, a cleared alert
+};
 
 /// One line of advice: a rule's verdict with the numbers that led to it.
 struct watch_advice {
   std::string kind;  ///< oom, alloc_retries, headroom, leak, fragmentation, gpu_full, under_use, idle, fine
-  advice_level level = advice_level::info;
+  advice_level level = advice_level::info;  ///< warnings come first in a frame
   std::string text;  ///< may quote strings from the log (a leak's site): escape before printing
 };
 
@@ -334,22 +321,23 @@ struct advice_thresholds {
 /// Everything one refresh shows.
 struct watch_frame {
   double time = 0;  ///< Unix seconds of the refresh
-  bool nvml_available = false;
+  bool nvml_available = false;  ///< the session has a GPU source (NVML loaded and initialised)
   std::string nvml_message;  ///< why NVML is unavailable, or why the device list failed this time
-  std::vector<gpu_view> gpus;
-  std::optional<log_view> log;
-  std::vector<watch_advice> advice;
+  std::vector<gpu_view> gpus;        ///< every device the driver lists, by index; empty without NVML
+  std::optional<log_view> log;       ///< empty when no log is watched
+  std::vector<watch_advice> advice;  ///< advise()'s lines for this frame, warnings first
 };
 
 /// The advice for a frame, warnings first, from its numbers alone (the text quotes them).
 std::vector<watch_advice> advise(const watch_frame& frame, const advice_thresholds& thresholds = {});
 
+/// What a watch_session watches and how much history it keeps.
 struct watch_options {
   std::string log_path;              ///< "" to watch the GPUs alone
   std::size_t gpu_history = 240;     ///< used-memory samples kept per GPU
   std::size_t alerts_shown = 5;      ///< alerts copied into each frame
-  steplog_limits log_limits;
-  advice_thresholds thresholds;
+  steplog_limits log_limits;         ///< bounds on what following the log holds
+  advice_thresholds thresholds;      ///< the advice rules' thresholds
   std::string proc_root = "/proc";   ///< where command lines are read
 };
 
@@ -358,16 +346,16 @@ class watch_session {
  public:
   /// `gpus` may be null (NVML unavailable; `nvml_message` says why): the log is shown alone.
   watch_session(std::unique_ptr<gpu_source> gpus, std::string nvml_message, watch_options options);
+  ~watch_session();
+  watch_session(watch_session&&) noexcept;             ///< the moved-from session may only be destroyed
+  watch_session& operator=(watch_session&&) noexcept;  ///< the moved-from session may only be destroyed
 
   /// Samples every GPU, reads what the log gained, and computes the advice. `now` is Unix seconds.
   watch_frame refresh(double now);
 
  private:
-  std::unique_ptr<gpu_source> gpus_;
-  std::string nvml_message_;
-  watch_options options_;
-  std::unique_ptr<steplog_follower> log_;
-  std::vector<std::deque<std::uint64_t>> used_history_;  ///< per device index
+  struct impl;  // the GPU source, the log follower and the used-memory histories (session.cpp)
+  std::unique_ptr<impl> impl_;
 };
 
 }  // namespace rlmem
