@@ -2,6 +2,7 @@
 // libFuzzer target for `rlmem watch --log`: every line through the StepMonitor log parser, the
 // records through the advice rules and both renderers, with figures anywhere in int64.
 
+#include <rlmem/base/format.hpp>
 #include <rlmem/report/report.hpp>
 #include <rlmem/watch/watch.hpp>
 
@@ -17,13 +18,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::deque<rlmem::steplog_alert_seen> alerts;
   while (!text.empty()) {
     std::size_t end = std::min(text.find('\n'), text.size());
-    rlmem::steplog_record record;
-    std::string message;
-    bool ok = rlmem::parse_steplog_line(text.substr(0, end), record, message);
-    if (!ok && message.empty()) __builtin_trap();  // a refusal always says why
-    if (ok) {
+    auto parsed = rlmem::parse_steplog_line(text.substr(0, end));
+    if (parsed.ok()) {
+      if (parsed.code() != rlmem::watch_errc::ok) __builtin_trap();
+      rlmem::steplog_record record = std::move(parsed).value();
       for (const rlmem::steplog_alert& alert : record.alerts) alerts.push_back({record.step, record.time, alert});
       records.push_back(std::move(record));
+    } else {
+      // A refusal has a named code and says why in one line (once escaped, as watch shows it).
+      const std::string& reason = parsed.failure().detail;
+      if (parsed.code() == rlmem::watch_errc::ok || rlmem::error_name(parsed.code()) == "UNKNOWN") __builtin_trap();
+      if (reason.empty() || rlmem::printable_text(reason).find('\n') != std::string::npos) __builtin_trap();
     }
     text.remove_prefix(std::min(end + 1, text.size()));
   }

@@ -44,44 +44,50 @@ regular_file open_regular_file(const char* path) noexcept {
   return opened;
 }
 
-bool read_option_file(const std::string& path, std::string& text, std::string& message) {
+namespace {
+
+// "16 MiB" for the default limit: whole MiB where the limit is, else bytes.
+std::string size_words(std::uint64_t bytes) {
+  constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+  return bytes % mib == 0 && bytes > 0 ? std::to_string(bytes / mib) + " MiB" : std::to_string(bytes) + " bytes";
+}
+
+error too_large(const std::string& path, std::uint64_t max_bytes) {
+  return {errc::limit_input_bytes, 0, path + ": larger than " + size_words(max_bytes) + "; not an option file"};
+}
+
+}  // namespace
+
+result<std::string> read_option_file(const std::string& path, const option_file_limits& limits) {
   regular_file opened = open_regular_file(path.c_str());
-  if (opened.error_number != 0) {
-    message = path + ": cannot be read (" + std::strerror(opened.error_number) + ")";
-    return false;
-  }
-  if (opened.not_regular != nullptr) {
-    message = path + ": not a regular file (a FIFO, a device or a folder)";
-    return false;
-  }
+  if (opened.error_number != 0) return error{errc::io_error, 0, path + ": cannot be read (" + std::strerror(opened.error_number) + ")"};
+  if (opened.not_regular != nullptr) return error{errc::not_a_regular_file, 0, path + ": not a regular file (a FIFO, a device or a folder)"};
   int descriptor = opened.descriptor;
-  if (opened.size > max_option_file_bytes) {
-    message = path + ": larger than 16 MiB; not an option file";
+  const std::uint64_t max_bytes = limits.max_bytes;
+  if (opened.size > max_bytes) {
     ::close(descriptor);
-    return false;
+    return too_large(path, max_bytes);
   }
   // The size may change under us: read at most one byte more than the limit and check again.
-  text.assign(static_cast<std::size_t>(opened.size) + 1, '\0');
+  const std::uint64_t past_limit = max_bytes == UINT64_MAX ? max_bytes : max_bytes + 1;
+  std::string text(static_cast<std::size_t>(opened.size) + 1, '\0');
   std::size_t used = 0;
   while (used < text.size()) {
     ssize_t got = ::read(descriptor, text.data() + used, text.size() - used);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
-      message = path + ": cannot be read (" + std::strerror(errno) + ")";
+      error failure{errc::io_error, 0, path + ": cannot be read (" + std::strerror(errno) + ")"};
       ::close(descriptor);
-      return false;
+      return failure;
     }
     if (got == 0) break;
     used += static_cast<std::size_t>(got);
-    if (used == text.size() && used <= max_option_file_bytes) text.resize(std::min<std::size_t>(text.size() * 2, max_option_file_bytes + 1));
+    if (used == text.size() && used <= max_bytes) text.resize(static_cast<std::size_t>(std::min<std::uint64_t>(text.size() * 2, past_limit)));
   }
   ::close(descriptor);
-  if (used > max_option_file_bytes) {
-    message = path + ": larger than 16 MiB; not an option file";
-    return false;
-  }
+  if (used > max_bytes) return too_large(path, max_bytes);
   text.resize(used);
-  return true;
+  return text;
 }
 
 }  // namespace rlmem

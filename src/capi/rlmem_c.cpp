@@ -104,11 +104,12 @@ bool convert_options(const rlmem_inspect_options* given, rlmem::inspect_options&
   }
   if (given->step_marker != nullptr) options.step_marker = given->step_marker;
   if (given->category_rules != nullptr) {
-    std::string message;
-    if (!rlmem::parse_category_rules(given->category_rules, options.category_rules, message)) {
-      problem = {RLMEM_E_INVALID_ARGUMENT, "category rules: " + message};
+    auto rules = rlmem::parse_category_rules(given->category_rules);
+    if (!rules.ok()) {
+      problem = {RLMEM_E_INVALID_ARGUMENT, "category rules: " + rules.failure().detail};
       return false;
     }
+    options.category_rules = std::move(rules).value();
     if (options.category_rules.empty()) {
       problem = {RLMEM_E_INVALID_ARGUMENT, "category rules: no rules"};
       return false;
@@ -144,12 +145,12 @@ int inspect_to_json(const rlmem_inspect_options* given, const std::string& defau
       set_error(error_out, source + ": " + rlmem::describe(loaded.failure()));
       return RLMEM_E_BAD_INPUT;
     }
-    rlmem::inspection result;
-    std::string message;
-    if (!rlmem::inspect_checked(loaded.value(), options, result, message)) {
-      set_error(error_out, source + ": " + message);
+    auto checked = rlmem::inspect_checked(loaded.value(), options);
+    if (!checked.ok()) {
+      set_error(error_out, source + ": " + checked.failure().detail);
       return RLMEM_E_INVALID_ARGUMENT;
     }
+    const rlmem::inspection& result = checked.value();
     if (html && !rlmem::html_report_available()) {
       set_error(error_out, "this librlmem was built without the report page's browser assets (node and npm were not found when "
                            "it was configured)");
@@ -288,12 +289,12 @@ int rlmem_read_option_file(const char* path, char** text_out, size_t* size_out, 
   *text_out = nullptr;
   *size_out = 0;
   try {
-    std::string text;
-    std::string message;
-    if (!rlmem::read_option_file(path, text, message)) {
-      set_error(error_out, message);
+    auto read = rlmem::read_option_file(path);
+    if (!read.ok()) {
+      set_error(error_out, read.failure().detail);
       return RLMEM_E_BAD_INPUT;
     }
+    const std::string& text = read.value();
     *text_out = copy_out(text);
     if (*text_out == nullptr) {
       set_error(error_out, "out of memory");

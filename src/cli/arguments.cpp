@@ -117,12 +117,17 @@ CLI::Validator decimal_in(double min, double max) {
 }
 
 bool load_category_rules(const std::string& path, std::vector<category_rule>& rules, std::string& message) {
-  std::string text;
-  if (!read_option_file(path, text, message)) return false;
-  if (!parse_category_rules(text, rules, message)) {
-    message = path + ": " + message;
+  auto read = read_option_file(path);
+  if (!read.ok()) {
+    message = read.failure().detail;
     return false;
   }
+  auto parsed = parse_category_rules(read.value());
+  if (!parsed.ok()) {
+    message = path + ": " + parsed.failure().detail;
+    return false;
+  }
+  rules = std::move(parsed).value();
   if (rules.empty()) {
     message = path + ": no rules";
     return false;

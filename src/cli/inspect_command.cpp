@@ -52,13 +52,12 @@ bool prepare_options(const inspect_arguments& args, inspect_options& choices) {
 
 // A folder: every snapshot in it, one row per rank, read in parallel.
 int run_inspect_folder(const inspect_arguments& args, const inspect_options& choices) {
-  std::vector<std::filesystem::path> files;
-  std::string problem;
-  if (!ranked_snapshot_files_in(args.file, files, problem)) {
-    print_error(args.file + ": " + problem);
+  auto files = ranked_snapshot_files_in(args.file);
+  if (!files.ok()) {
+    print_error(args.file + ": " + files.failure().detail);
     return exit_bad_input;
   }
-  std::vector<rank_result> ranks = inspect_ranks(files, choices);
+  std::vector<rank_result> ranks = inspect_ranks(files.value(), choices);
   rank_imbalance imbalance = measure_imbalance(ranks);
   std::string text;
   switch (args.output.format) {
@@ -88,12 +87,12 @@ int run_inspect(const inspect_arguments& args) {
   if (!load_snapshot(args.file, args.quiet, snap)) return exit_bad_input;
   inspect_options choices;
   if (!prepare_options(args, choices)) return exit_bad_input;
-  inspection result;
-  std::string problem;
-  if (!inspect_checked(snap, choices, result, problem)) {
-    print_error(args.file + ": " + problem);
+  auto checked = inspect_checked(snap, choices);
+  if (!checked.ok()) {
+    print_error(args.file + ": " + checked.failure().detail);
     return exit_bad_input;
   }
+  const inspection& result = checked.value();
   switch (args.output.format) {
     case output_format::text: return write_output(args.output, render_inspection_text(snap, result, args.file, {args.frames, args.width}));
     case output_format::json: return write_output(args.output, render_inspection_json(snap, result, args.file));

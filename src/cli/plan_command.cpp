@@ -187,10 +187,9 @@ bool load_model(const std::string& name, model_architecture& model) {
   const bool looks_like_file = name.ends_with(".json") || name.find('/') != std::string::npos;
   std::error_code ignored;
   if (std::filesystem::exists(name, ignored)) {  // a path that exists is a config.json, whatever its name
-    std::string text;
-    std::string message;
-    if (!read_option_file(name, text, message)) return fail(message);
-    auto parsed = parse_hf_config(text);
+    auto file = read_option_file(name);
+    if (!file.ok()) return fail(file.failure().detail);
+    auto parsed = parse_hf_config(file.value());
     if (!parsed.ok()) return fail(fmt::format("{}: {}", name, parsed.failure().detail));
     model = std::move(parsed).value();
     return true;
@@ -484,12 +483,11 @@ void drop_unplanned_engine(plan_arguments& args, const CLI::App& command, traine
 
 // --from FILE: reads the config and sets every option the command line does not give.
 bool apply_trainer_config(plan_arguments& args, const CLI::App& command) {
-  std::string text;
-  std::string message;
-  if (!read_option_file(args.from, text, message)) return fail(message);
+  auto file = read_option_file(args.from);
+  if (!file.ok()) return fail(file.failure().detail);
   trainer_config_context context;
   if (command.count("--gpus") > 0) context.gpus = args.knobs.gpus;
-  auto read = read_trainer_config(text, trainer_config_limits{}, context);
+  auto read = read_trainer_config(file.value(), trainer_config_limits{}, context);
   if (!read.ok()) return fail(fmt::format("{}: {}", args.from, read.failure().detail));
   trainer_config_mapping mapping = std::move(read).value();
   if (args.phase.empty()) args.phase = "grpo-step";

@@ -30,9 +30,9 @@ bool fail(const std::string& message) {
 // lines starting with # are skipped) into its p50, p90, p99 (and p99.9 from 1,000 samples on),
 // each the nearest-rank percentile.
 bool quantiles_of_file(const std::string& path, std::uint64_t max_length, std::vector<length_quantile>& quantiles) {
-  std::string text;
-  std::string message;
-  if (!read_option_file(path, text, message)) return fail(message);
+  auto read = read_option_file(path);
+  if (!read.ok()) return fail(read.failure().detail);
+  const std::string& text = read.value();
   std::vector<std::uint64_t> lengths;
   std::istringstream lines(text);
   std::size_t number = 0;

@@ -45,13 +45,12 @@ int run_replay(const replay_arguments& args) {
     options.capacity_bytes = static_cast<std::uint64_t>(bytes);
   }
   if (args.alloc_conf_given) {
-    allocator_settings settings;
-    std::string message;
-    if (!parse_alloc_conf(args.alloc_conf, settings, message)) {
-      print_error("--alloc-conf: " + message);
+    auto settings = parse_alloc_conf(args.alloc_conf);
+    if (!settings.ok()) {
+      print_error("--alloc-conf: " + settings.failure().detail);
       return exit_bad_input;
     }
-    options.settings = settings;
+    options.settings = std::move(settings).value();
   }
   if (args.release_free_pages && args.allocator != "rlmem") {
     print_error("--release-free-pages applies to --allocator rlmem only");

@@ -80,12 +80,12 @@ int run_report_file(const report_arguments& args, const inspect_options& choices
   const std::string& file = args.files[0];
   snapshot snap;
   if (!load_snapshot(file, args.quiet, snap)) return exit_bad_input;
-  inspection result;
-  std::string message;
-  if (!inspect_checked(snap, choices, result, message)) {
-    print_error(file + ": " + message);
+  auto checked = inspect_checked(snap, choices);
+  if (!checked.ok()) {
+    print_error(file + ": " + checked.failure().detail);
     return exit_bad_input;
   }
+  const inspection& result = checked.value();
   view_options detail;
   detail.bands = args.bands;
   memory_views views = build_memory_views(snap, result, choices.category_rules, detail);
@@ -109,13 +109,12 @@ int run_report_diff(const report_arguments& args, inspect_options choices) {
 // could not be read, and the exit code says so.
 int run_report_folder(const report_arguments& args, const inspect_options& choices) {
   const std::string& folder = args.files[0];
-  std::vector<std::filesystem::path> files;
-  std::string problem;
-  if (!ranked_snapshot_files_in(folder, files, problem)) {
-    print_error(folder + ": " + problem);
+  auto files = ranked_snapshot_files_in(folder);
+  if (!files.ok()) {
+    print_error(folder + ": " + files.failure().detail);
     return exit_bad_input;
   }
-  std::vector<rank_result> ranks = inspect_ranks(files, choices);
+  std::vector<rank_result> ranks = inspect_ranks(files.value(), choices);
   if (int written = write_and_tell(args, render_ranks_html(ranks, measure_imbalance(ranks), folder)); written != exit_ok) return written;
   std::size_t failed = 0;
   for (const rank_result& one : ranks) failed += !one.ok;

@@ -28,9 +28,10 @@ struct step_search {
 step_search find_step_ends(frame_index& frames, std::int64_t device, std::span<const trace_event> events,
                            const std::string& step_marker);
 
-/// The step marker as RE2 compiles it (RE2 syntax, matched anywhere in "path:line function"),
-/// or nullptr with RE2's reason in `problem`.
-std::unique_ptr<re2::RE2> compile_step_marker(const std::string& pattern, std::string& problem);
+/// The step marker as RE2 compiles it (RE2 syntax, matched anywhere in "path:line function"). Fails
+/// with step_marker_too_long or invalid_step_marker and, in `detail`, the reason alone ("it is
+/// 5,000 bytes long; ...", RE2's own words), which each caller puts in its own sentence.
+result<std::unique_ptr<re2::RE2>, inspect_errc> compile_step_marker(const std::string& pattern);
 
 /// A site's live bytes and allocation count at the step ends where they changed: step 0 is the
 /// trace start, and the site holds its figures until its next change (0 before the first).

@@ -46,10 +46,9 @@ activations       torch/nn/functional.py
 activations       " forward"
 temporaries       torch/
 )";
-  std::vector<category_rule> rules;
-  std::string message;
-  parse_category_rules(table, rules, message);
-  return rules;
+  // The table above parses (tests/inspect/inspect_errors_test.cpp checks it is not empty).
+  auto rules = parse_category_rules(table);
+  return rules.ok() ? std::move(rules).value() : std::vector<category_rule>{};
 }
 
 }  // namespace
@@ -64,7 +63,7 @@ const std::vector<category_rule>& default_category_rules() {
   return rules;
 }
 
-bool parse_category_rules(std::string_view text, std::vector<category_rule>& rules, std::string& message) {
+result<std::vector<category_rule>, inspect_errc> parse_category_rules(std::string_view text) {
   std::vector<category_rule> parsed;
   std::size_t line_number = 0;
   while (!text.empty()) {
@@ -87,23 +86,22 @@ bool parse_category_rules(std::string_view text, std::vector<category_rule>& rul
     std::size_t index = 0;
     while (index < rule_category_count && category_names[index] != name) ++index;
     if (index == rule_category_count && name == category_names[rule_category_count]) {
-      message = "line " + std::to_string(line_number) +
-                ": before_recording is the category of blocks allocated before recording began; no rule can give it";
-      return false;
+      return basic_error<inspect_errc>{inspect_errc::category_not_assignable, 0,
+                                       "line " + std::to_string(line_number) +
+                                           ": before_recording is the category of blocks allocated before recording began; no rule can give it"};
     }
     if (index == rule_category_count) {
-      message = "line " + std::to_string(line_number) + ": unknown category '" + std::string(name) +
-                "' (one of weights, optimizer_state, gradients, activations, kv_cache, logits, temporaries, other)";
-      return false;
+      return basic_error<inspect_errc>{inspect_errc::unknown_category, 0,
+                                       "line " + std::to_string(line_number) + ": unknown category '" + std::string(name) +
+                                           "' (one of weights, optimizer_state, gradients, activations, kv_cache, logits, temporaries, other)"};
     }
     if (pattern.empty()) {
-      message = "line " + std::to_string(line_number) + ": a rule needs a pattern after the category";
-      return false;
+      return basic_error<inspect_errc>{inspect_errc::missing_pattern, 0,
+                                       "line " + std::to_string(line_number) + ": a rule needs a pattern after the category"};
     }
     parsed.push_back({static_cast<memory_category>(index), std::string(pattern), context});
   }
-  rules = std::move(parsed);
-  return true;
+  return parsed;
 }
 
 }  // namespace rlmem

@@ -177,15 +177,11 @@ std::optional<std::int64_t> rank_in_file_name(std::string_view name) {
   return single_rank(rank_marks(stem.value_or(name)));
 }
 
-bool ranked_snapshot_files_in(const std::filesystem::path& folder, std::vector<std::filesystem::path>& files,
-                              std::string& problem) {
-  files.clear();
+result<std::vector<std::filesystem::path>, inspect_errc> ranked_snapshot_files_in(const std::filesystem::path& folder) {
+  using failure = basic_error<inspect_errc>;
   std::error_code status;
   std::filesystem::directory_iterator entries(folder, status);
-  if (status) {
-    problem = fmt::format("cannot be read: {}", status.message());
-    return false;
-  }
+  if (status) return failure{inspect_errc::folder_unreadable, 0, fmt::format("cannot be read: {}", status.message())};
   std::vector<std::pair<std::int64_t, std::filesystem::path>> ranked;
   std::vector<std::string> unranked;
   for (; entries != std::filesystem::directory_iterator(); entries.increment(status)) {
@@ -195,9 +191,9 @@ bool ranked_snapshot_files_in(const std::filesystem::path& folder, std::vector<s
     std::vector<std::int64_t> marks = rank_marks(*snapshot_stem(name));
     std::optional<std::int64_t> rank = single_rank(marks);
     if (!rank && !marks.empty()) {
-      problem = fmt::format("{} names two different ranks ({} and {}): rename it with one", name, marks.front(),
-                            *std::find_if(marks.begin(), marks.end(), [&](std::int64_t m) { return m != marks.front(); }));
-      return false;
+      return failure{inspect_errc::two_ranks_in_name, 0,
+                     fmt::format("{} names two different ranks ({} and {}): rename it with one", name, marks.front(),
+                                 *std::find_if(marks.begin(), marks.end(), [&](std::int64_t m) { return m != marks.front(); }))};
     }
     if (rank) {
       ranked.emplace_back(*rank, entries->path());
@@ -205,33 +201,30 @@ bool ranked_snapshot_files_in(const std::filesystem::path& folder, std::vector<s
       unranked.push_back(name);
     }
   }
-  if (status) {
-    problem = fmt::format("cannot be read: {}", status.message());
-    return false;
-  }
+  if (status) return failure{inspect_errc::folder_unreadable, 0, fmt::format("cannot be read: {}", status.message())};
   if (ranked.empty() && unranked.empty()) {
-    problem = "holds no snapshot files (.pickle or .pkl, optionally .gz, .zst or .zstd)";
-    return false;
+    return failure{inspect_errc::no_snapshot_files, 0, "holds no snapshot files (.pickle or .pkl, optionally .gz, .zst or .zstd)"};
   }
   if (!unranked.empty()) {
     std::sort(unranked.begin(), unranked.end());
-    problem = ranked.empty()
-                  ? fmt::format("no snapshot file name carries a rank ({} of them, e.g. {}): name them {}", unranked.size(),
-                                unranked.front(), rank_name_forms)
-                  : fmt::format("{} carries no rank, unlike the {} others: name it {}", unranked.front(), ranked.size(),
-                                rank_name_forms);
-    return false;
+    return failure{inspect_errc::file_without_rank, 0,
+                   ranked.empty() ? fmt::format("no snapshot file name carries a rank ({} of them, e.g. {}): name them {}",
+                                                unranked.size(), unranked.front(), rank_name_forms)
+                                  : fmt::format("{} carries no rank, unlike the {} others: name it {}", unranked.front(),
+                                                ranked.size(), rank_name_forms)};
   }
   std::sort(ranked.begin(), ranked.end());
   for (std::size_t i = 1; i < ranked.size(); ++i) {
     if (ranked[i].first == ranked[i - 1].first) {
-      problem = fmt::format("rank {} twice: {} and {}", ranked[i].first, ranked[i - 1].second.filename().string(),
-                            ranked[i].second.filename().string());
-      return false;
+      return failure{inspect_errc::duplicate_rank, 0,
+                     fmt::format("rank {} twice: {} and {}", ranked[i].first, ranked[i - 1].second.filename().string(),
+                                 ranked[i].second.filename().string())};
     }
   }
+  std::vector<std::filesystem::path> files;
+  files.reserve(ranked.size());
   for (auto& [rank, path] : ranked) files.push_back(std::move(path));
-  return true;
+  return files;
 }
 
 std::vector<rank_result> inspect_ranks(const std::vector<std::filesystem::path>& files, const inspect_options& options,

@@ -12,6 +12,7 @@
 #include <rlmem/base/usable_cores.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -87,7 +88,7 @@ class forward_pass {
   inspection& result_;
   timeline& line_;
   std::int64_t last_event_ = -1;
-  std::optional<live_feed> feed_;
+  std::unique_ptr<live_feed> feed_;
   std::optional<live_moment> at_trace_start_moment_;
   category_bytes by_category_{};
   std::size_t next_step_end_ = 0;
@@ -114,7 +115,10 @@ forward_pass_result forward_pass::run() {
   }
   if (last_event_ >= 0) moments.push_back(static_cast<std::size_t>(last_event_));
   if (last_event_ >= 0) {
-    feed_.emplace(in_.start, events, line.reserved_at_start, line.allocated, line.reserved, std::move(moments), several_cores_usable());
+    // inspect() sized the timeline's arrays to the events, so start() cannot refuse them.
+    feed_ = live_feed::start(in_.start, events, line.reserved_at_start, line.allocated, line.reserved, std::move(moments),
+                             several_cores_usable())
+                .value();
   }
   for (const auto& [address, held] : in_.start.blocks()) {
     if (!held.pending_free) account(signed_bytes(held.bytes), 1, held.stack, held.before_trace);

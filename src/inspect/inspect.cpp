@@ -72,32 +72,37 @@ inspection inspect(const snapshot& snap, const inspect_options& options) {
   return result;
 }
 
-bool inspect_checked(const snapshot& snap, const inspect_options& options, inspection& out, std::string& problem) {
-  if (problem = check_inspect_options(options); !problem.empty()) return false;
-  if (!options.step_marker.empty() && !detail::compile_step_marker(options.step_marker, problem)) {
-    problem = "step marker '" + elide_middle(options.step_marker, 80) + "' is not a valid regular expression (" + problem + ")";
-    return false;
+result<inspection, inspect_errc> inspect_checked(const snapshot& snap, const inspect_options& options) {
+  using failure = basic_error<inspect_errc>;
+  if (std::string problem = check_inspect_options(options); !problem.empty()) return failure{inspect_errc::option_out_of_range, 0, problem};
+  if (!options.step_marker.empty()) {
+    auto marker = detail::compile_step_marker(options.step_marker);
+    if (!marker.ok()) {
+      return failure{marker.code(), 0,
+                     "step marker '" + elide_middle(options.step_marker, 80) + "' is not a valid regular expression (" +
+                         marker.failure().detail + ")"};
+    }
   }
-  out = inspect(snap, options);
+  inspection out = inspect(snap, options);
   if (options.device >= 0 && std::find(out.devices.begin(), out.devices.end(), options.device) == out.devices.end()) {
     std::string known;
     for (std::int64_t device : out.devices) known += (known.empty() ? "" : ", ") + std::to_string(device);
-    problem = "has no device " + std::to_string(options.device) + " (devices: " + (known.empty() ? "none" : known) + ")";
-    return false;
+    return failure{inspect_errc::no_such_device, 0,
+                   "has no device " + std::to_string(options.device) + " (devices: " + (known.empty() ? "none" : known) + ")"};
   }
   auto exact = [](std::int64_t bytes) { return format_count(static_cast<std::uint64_t>(bytes)) + " B"; };
   if (options.limit_bytes > 0 && options.limit_bytes < out.limit.proven_low_bytes) {
-    problem = "--limit " + exact(options.limit_bytes) + " is below the " + exact(out.limit.proven_low_bytes) +
-              " the recording reserved, so its limit was at least that";
-    return false;
+    return failure{inspect_errc::limit_below_recording, 0,
+                   "--limit " + exact(options.limit_bytes) + " is below the " + exact(out.limit.proven_low_bytes) +
+                       " the recording reserved, so its limit was at least that"};
   }
   if (options.limit_bytes > 0 && options.limit_bytes > out.limit.proven_high_bytes) {
-    problem = "--limit " + exact(options.limit_bytes) + " is above the " + exact(out.limit.proven_high_bytes) +
-              " the recording shows the limit was at most (at event " + format_count(out.limit.proven_high_event) +
-              " it refused memory that would have fit under it)";
-    return false;
+    return failure{inspect_errc::limit_above_recording, 0,
+                   "--limit " + exact(options.limit_bytes) + " is above the " + exact(out.limit.proven_high_bytes) +
+                       " the recording shows the limit was at most (at event " + format_count(out.limit.proven_high_event) +
+                       " it refused memory that would have fit under it)"};
   }
-  return true;
+  return out;
 }
 
 }  // namespace rlmem

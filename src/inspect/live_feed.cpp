@@ -7,7 +7,7 @@
 #include <rlmem/base/saturating.hpp>
 
 #include <algorithm>
-#include <stdexcept>
+#include <cassert>
 
 namespace rlmem::detail {
 
@@ -18,15 +18,25 @@ std::vector<live_block> live_blocks_of(const live_set& state) {
   return blocks;
 }
 
+result<std::unique_ptr<live_feed>, inspect_errc> live_feed::start(const live_set& state_at_start, std::span<const trace_event> events,
+                                                                  std::int64_t reserved_at_start, std::span<std::int64_t> allocated,
+                                                                  std::span<std::int64_t> reserved, std::vector<std::size_t> moments,
+                                                                  bool on_thread, std::size_t chunk_events, std::size_t ring_chunks) {
+  if (allocated.size() != events.size() || reserved.size() != events.size()) {
+    return basic_error<inspect_errc>{inspect_errc::timeline_size_mismatch, 0,
+                                     "live_feed: the allocated and reserved arrays must hold one figure per event"};
+  }
+  // The constructor is private: make_unique cannot call it.
+  return std::unique_ptr<live_feed>(
+      new live_feed(state_at_start, events, reserved_at_start, allocated, reserved, std::move(moments), on_thread, chunk_events, ring_chunks));
+}
+
 live_feed::live_feed(const live_set& start, std::span<const trace_event> events, std::int64_t reserved_at_start,
                      std::span<std::int64_t> allocated, std::span<std::int64_t> reserved, std::vector<std::size_t> moments,
                      bool on_thread, std::size_t chunk_events, std::size_t ring_chunks)
     : state_(start), events_(events), reserved_now_(reserved_at_start), allocated_(allocated), reserved_(reserved),
       moment_events_(std::move(moments)), on_thread_(on_thread), chunk_events_(std::max<std::size_t>(chunk_events, 1)),
       ring_chunks_(std::max<std::size_t>(ring_chunks, 1)), ring_(on_thread ? chunk_events_ * ring_chunks_ : 1) {
-  if (allocated_.size() != events_.size() || reserved_.size() != events_.size()) {
-    throw std::invalid_argument("live_feed: the allocated and reserved arrays must hold one figure per event");
-  }
   std::sort(moment_events_.begin(), moment_events_.end());
   moment_events_.erase(std::unique(moment_events_.begin(), moment_events_.end()), moment_events_.end());
   moments_.resize(moment_events_.size());
@@ -87,10 +97,9 @@ std::size_t live_feed::first_slot(std::size_t chunk_begin) const {
 }
 
 const allocation_change& live_feed::change(std::size_t index) {
+  assert(index < events_.size());
   if (!on_thread_) {
-    if (index != applied_ || index >= events_.size()) {
-      throw std::out_of_range("live_feed: changes are asked for in order, up to the last event");
-    }
+    assert(index == applied_);
     step(index, ring_.front());
     ++applied_;
     return ring_.front();
@@ -107,10 +116,9 @@ void live_feed::enter_chunk(std::size_t index) {
   released_ = begin;
   changed_.notify_all();
   changed_.wait(hold, [&] { return applied_ > index || done_; });
-  if (applied_ <= index) {
-    if (failure_) std::rethrow_exception(failure_);
-    throw std::out_of_range("live_feed: a change past the last event was asked for");
-  }
+  // The thread ends short of an index below events.size() only when it failed (the reader, here,
+  // has not given up).
+  if (applied_ <= index) std::rethrow_exception(failure_);
   chunk_begin_ = begin;
   chunk_end_ = std::min(begin + chunk_events_, applied_);
   chunk_slots_ = ring_.data() + first_slot(begin);
@@ -118,7 +126,7 @@ void live_feed::enter_chunk(std::size_t index) {
 
 const live_moment& live_feed::moment(std::size_t index) const {
   auto found = std::lower_bound(moment_events_.begin(), moment_events_.end(), index);
-  if (found == moment_events_.end() || *found != index) throw std::out_of_range("live_feed: no moment kept at that event");
+  assert(found != moment_events_.end() && *found == index);
   return moments_[static_cast<std::size_t>(found - moment_events_.begin())];
 }
 

@@ -7,12 +7,14 @@
 // the state before: each event's change, the allocated and reserved bytes after it, and at the
 // events asked for, the state's free spaces and live blocks.
 
+#include <rlmem/inspect/inspect_errors.hpp>
 #include <rlmem/model/live_set.hpp>
 
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -29,34 +31,46 @@ struct live_moment {
   std::vector<live_block> blocks;   ///< as live_blocks_of()
 };
 
+/// Nothing it does throws but running out of memory (std::bad_alloc, also when the thread ran
+/// out), as any allocation does: a wrong argument is refused by start(), and a wrong query is a
+/// broken precondition, which its only caller (the forward pass) cannot break, since it asks in
+/// order, up to the last event, for moments it asked to keep.
 class live_feed {
  public:
-  /// Starts the thread, which applies `events` to a copy of `start` and writes allocated[i] and
+  /// Starts the thread, which applies `events` to a copy of `state_at_start` and writes allocated[i] and
   /// reserved[i] after event i (reserved counted from `reserved_at_start` by reserved_delta).
   /// `moments`: event indices to keep a live_moment at. Holds at most `ring_chunks` chunks of
   /// `chunk_events` changes unread. With `on_thread` false (one usable core, where a thread
   /// only adds switches) there is no thread: change() applies each event as it is asked for.
-  /// IMPORTANT: `events`, `allocated` and `reserved` (each events.size() long), and the snapshot
-  /// `start` points to, must outlive the feed; allocated and reserved are read only through
-  /// change() having passed the index.
-  live_feed(const live_set& start, std::span<const trace_event> events, std::int64_t reserved_at_start,
-            std::span<std::int64_t> allocated, std::span<std::int64_t> reserved, std::vector<std::size_t> moments,
-            bool on_thread = true, std::size_t chunk_events = 16384, std::size_t ring_chunks = 4);
+  /// Fails with inspect_errc::timeline_size_mismatch, starting nothing, unless `allocated` and
+  /// `reserved` are each events.size() long.
+  /// IMPORTANT: `events`, `allocated` and `reserved`, and the snapshot `state_at_start` points to, must
+  /// outlive the feed; allocated and reserved are read only through change() having passed the index.
+  static result<std::unique_ptr<live_feed>, inspect_errc> start(const live_set& state_at_start, std::span<const trace_event> events,
+                                                                std::int64_t reserved_at_start, std::span<std::int64_t> allocated,
+                                                                std::span<std::int64_t> reserved, std::vector<std::size_t> moments,
+                                                                bool on_thread = true, std::size_t chunk_events = 16384,
+                                                                std::size_t ring_chunks = 4);
   /// Stops the thread where it is (also when the reader gives up early) and waits for it.
   ~live_feed();
   live_feed(const live_feed&) = delete;
   live_feed& operator=(const live_feed&) = delete;
 
   /// The change event `index` made, once the thread has applied it; allocated[index] and
-  /// reserved[index] are written by then. Indices must come 0, 1, 2, ...; the reference holds
-  /// until the next call. Rethrows what the thread failed with (std::bad_alloc).
+  /// reserved[index] are written by then. The reference holds until the next call. Rethrows what
+  /// the thread failed with (std::bad_alloc).
+  /// Precondition: indices come 0, 1, 2, ..., each below events.size().
   const allocation_change& change(std::size_t index);
-  /// The moment kept at `index` (one of `moments`), after change(index).
+  /// The moment kept at `index`. Precondition: `index` is one of `moments`, and change(index) was called.
   const live_moment& moment(std::size_t index) const;
   /// The state after the last event; waits for the thread. Rethrows what it failed with.
   const live_set& final_state();
 
  private:
+  // start() checks the arguments first.
+  live_feed(const live_set& start, std::span<const trace_event> events, std::int64_t reserved_at_start,
+            std::span<std::int64_t> allocated, std::span<std::int64_t> reserved, std::vector<std::size_t> moments,
+            bool on_thread, std::size_t chunk_events, std::size_t ring_chunks);
   // Event `index` through the live set: its change, its figures, the moment kept there.
   void step(std::size_t index, allocation_change& change);
   void run() noexcept;

@@ -119,19 +119,18 @@ void extend_over_trailing_frees(std::span<const trace_event> events, std::vector
 
 }  // namespace
 
-std::unique_ptr<RE2> compile_step_marker(const std::string& pattern, std::string& problem) {
+result<std::unique_ptr<RE2>, inspect_errc> compile_step_marker(const std::string& pattern) {
   if (pattern.size() > max_step_marker_bytes) {
-    problem = fmt::format("it is {} bytes long; a step marker is at most {} bytes", pattern.size(), max_step_marker_bytes);
-    return nullptr;
+    return basic_error<inspect_errc>{inspect_errc::step_marker_too_long, 0,
+                                     fmt::format("it is {} bytes long; a step marker is at most {} bytes", pattern.size(), max_step_marker_bytes)};
   }
   RE2::Options options;
-  // A library never prints: RE2's own reason comes back in `problem` instead of on stderr.
+  // A library never prints: RE2's own reason comes back in the failure instead of on stderr.
   options.set_log_errors(false);
   auto marker = std::make_unique<RE2>(pattern, options);
   if (!marker->ok()) {
     // RE2's reason quotes the pattern from where it failed: kept to one short line.
-    problem = elide_middle(marker->error(), 200);
-    return nullptr;
+    return basic_error<inspect_errc>{inspect_errc::invalid_step_marker, 0, elide_middle(marker->error(), 200)};
   }
   return marker;
 }
@@ -141,12 +140,12 @@ step_search find_step_ends(frame_index& frames, std::int64_t device, std::span<c
   step_search found;
   if (events.empty()) return found;
   if (!step_marker.empty()) {
-    std::string problem;
-    std::unique_ptr<RE2> marker = compile_step_marker(step_marker, problem);
-    if (!marker) {
-      found.problem = "--step-marker is not a valid regular expression: " + problem;
+    auto compiled = compile_step_marker(step_marker);
+    if (!compiled.ok()) {
+      found.problem = "--step-marker is not a valid regular expression: " + compiled.failure().detail;
       return found;
     }
+    std::unique_ptr<RE2> marker = std::move(compiled).value();
     found.method = "--step-marker " + step_marker;
     // RE2 runs in time linear in the text; each distinct frame is matched once.
     std::vector<std::uint8_t> frame_matched(frames.snap().frames.size(), 0);  // 0 unknown, 1 no, 2 yes

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,10 +15,8 @@ namespace rlmem {
 namespace {
 
 constexpr std::uint64_t mib = std::uint64_t{1} << 20;
-// Sizes in MB whose bytes an int64 holds: a larger value would wrap when multiplied out.
-constexpr std::uint64_t max_megabytes = ((std::uint64_t{1} << 63) - 1) / mib;
-// Divisions are kept per bucket as 32-bit counts.
-constexpr std::uint64_t max_divisions = std::numeric_limits<std::uint32_t>::max();
+
+basic_error<model_errc> refusal(model_errc code, std::string line) { return {code, 0, std::move(line)}; }
 
 std::string out_of_range(std::string_view key, std::string_view value, std::uint64_t low, std::uint64_t high) {
   return std::string(key) + " '" + std::string(value.substr(0, 40)) + "' is not a whole number from " + std::to_string(low) + " to " +
@@ -32,20 +29,19 @@ bool parse_number(std::string_view text, std::uint64_t& number) {
 }
 
 // "[256:1,512:2,>:8]" or "4": fills the 16 buckets as the allocator does (torch >= 2.10).
-bool parse_divisions(std::string_view text, std::array<std::uint32_t, 16>& buckets, std::string& message) {
-  buckets.fill(0);
+// At most `max_divisions`, itself at most what a bucket holds.
+result<std::array<std::uint32_t, 16>, model_errc> parse_divisions(std::string_view text, std::uint64_t max_divisions) {
+  std::array<std::uint32_t, 16> buckets{};
   std::uint64_t single = 0;
   if (parse_number(text, single)) {
     if (single > max_divisions) {
-      message = out_of_range("roundup_power2_divisions", text, 0, max_divisions);
-      return false;
+      return refusal(model_errc::divisions_out_of_range, out_of_range("roundup_power2_divisions", text, 0, max_divisions));
     }
     buckets.fill(static_cast<std::uint32_t>(single));
-    return true;
+    return buckets;
   }
   if (text.size() < 2 || text.front() != '[' || text.back() != ']') {
-    message = "roundup_power2_divisions must be a number or a [size_mb:divisions,...] list";
-    return false;
+    return refusal(model_errc::malformed_divisions, "roundup_power2_divisions must be a number or a [size_mb:divisions,...] list");
   }
   text = text.substr(1, text.size() - 2);
   bool first = true;
@@ -56,10 +52,11 @@ bool parse_divisions(std::string_view text, std::array<std::uint32_t, 16>& bucke
     text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
     std::size_t colon = item.find(':');
     std::uint64_t divisions = 0;
-    if (colon == std::string_view::npos || !parse_number(item.substr(colon + 1), divisions) || divisions > max_divisions) {
-      message = "bad roundup_power2_divisions entry '" + std::string(item.substr(0, 40)) + "': expected SIZE_MB:DIVISIONS, divisions from 0 to " +
-                std::to_string(max_divisions);
-      return false;
+    bool malformed = colon == std::string_view::npos || !parse_number(item.substr(colon + 1), divisions);
+    if (malformed || divisions > max_divisions) {
+      return refusal(malformed ? model_errc::malformed_divisions : model_errc::divisions_out_of_range,
+                     "bad roundup_power2_divisions entry '" + std::string(item.substr(0, 40)) +
+                         "': expected SIZE_MB:DIVISIONS, divisions from 0 to " + std::to_string(max_divisions));
     }
     std::string_view key = item.substr(0, colon);
     if (key == ">") {
@@ -68,8 +65,8 @@ bool parse_divisions(std::string_view text, std::array<std::uint32_t, 16>& bucke
     }
     std::uint64_t size_mb = 0;
     if (!parse_number(key, size_mb) || !std::has_single_bit(size_mb)) {
-      message = "roundup_power2_divisions keys must be powers of two in MB, not '" + std::string(key) + "'";
-      return false;
+      return refusal(model_errc::divisions_key_not_power_of_two,
+                     "roundup_power2_divisions keys must be powers of two in MB, not '" + std::string(key) + "'");
     }
     int index = std::min(15, std::max(0, static_cast<int>(std::bit_width(size_mb)) - 1));
     if (first) {
@@ -79,12 +76,16 @@ bool parse_divisions(std::string_view text, std::array<std::uint32_t, 16>& bucke
     buckets[static_cast<std::size_t>(index)] = static_cast<std::uint32_t>(divisions);
     last_index = index;
   }
-  return true;
+  return buckets;
 }
 
 }  // namespace
 
-bool parse_alloc_conf(std::string_view conf, allocator_settings& settings, std::string& message) {
+result<allocator_settings, model_errc> parse_alloc_conf(std::string_view conf, const alloc_conf_limits& limits) {
+  // A limit above the default would wrap a size or truncate a count: it is read as the default.
+  const alloc_conf_limits most;
+  const std::uint64_t max_megabytes = std::min(limits.max_megabytes, most.max_megabytes);
+  const std::uint64_t max_divisions = std::min(limits.max_divisions, most.max_divisions);
   allocator_settings parsed;
   while (!conf.empty()) {
     // Split on commas outside brackets.
@@ -102,57 +103,46 @@ bool parse_alloc_conf(std::string_view conf, allocator_settings& settings, std::
     conf = end < conf.size() ? conf.substr(end + 1) : std::string_view{};
     if (item.empty()) continue;
     std::size_t colon = item.find(':');
-    if (colon == std::string::npos) {
-      message = "'" + item + "' has no value (key:value)";
-      return false;
-    }
+    if (colon == std::string::npos) return refusal(model_errc::missing_value, "'" + item + "' has no value (key:value)");
     std::string key = item.substr(0, colon);
     std::string value = item.substr(colon + 1);
     std::uint64_t number = 0;
     if (key == "expandable_segments") {
-      if (value != "True" && value != "False") {
-        message = "expandable_segments must be True or False";
-        return false;
-      }
+      if (value != "True" && value != "False") return refusal(model_errc::not_true_or_false, "expandable_segments must be True or False");
       parsed.expandable_segments = value == "True";
     } else if (key == "max_split_size_mb") {
       if (!parse_number(value, number) || number < 20 || number > max_megabytes) {
-        message = out_of_range("max_split_size_mb", value, 20, max_megabytes);
-        return false;
+        return refusal(model_errc::size_out_of_range, out_of_range("max_split_size_mb", value, 20, max_megabytes));
       }
       parsed.max_split_size = number * mib;
     } else if (key == "max_non_split_rounding_mb") {
       if (!parse_number(value, number) || number < 20 || number > max_megabytes) {
-        message = out_of_range("max_non_split_rounding_mb", value, 20, max_megabytes);
-        return false;
+        return refusal(model_errc::size_out_of_range, out_of_range("max_non_split_rounding_mb", value, 20, max_megabytes));
       }
       parsed.max_non_split_rounding = number * mib;
     } else if (key == "roundup_power2_divisions") {
-      if (!parse_divisions(value, parsed.roundup_power2_divisions, message)) return false;
+      auto divisions = parse_divisions(value, max_divisions);
+      if (!divisions.ok()) return divisions.failure();
+      parsed.roundup_power2_divisions = divisions.value();
     } else if (key == "garbage_collection_threshold") {
       // The whole value or nothing: no trailing text or hex; NaN and infinity fail the range.
       double threshold = -1;
       auto [parsed_end, status] = std::from_chars(value.data(), value.data() + value.size(), threshold);
       if (status != std::errc{} || parsed_end != value.data() + value.size() || !(threshold > 0 && threshold < 1)) {
-        message = "garbage_collection_threshold '" + value.substr(0, 40) + "' is not a number between 0 and 1 (both excluded)";
-        return false;
+        return refusal(model_errc::threshold_out_of_range,
+                       "garbage_collection_threshold '" + value.substr(0, 40) + "' is not a number between 0 and 1 (both excluded)");
       }
       parsed.garbage_collection_threshold = threshold;
     } else if (key == "backend") {
-      if (value != "native") {
-        message = "backend:" + value + " is not the caching allocator rlmem models";
-        return false;
-      }
+      if (value != "native") return refusal(model_errc::unsupported_backend, "backend:" + value + " is not the caching allocator rlmem models");
     } else if (key.starts_with("pinned_") || key == "release_lock_on_cudamalloc" || key == "release_lock_on_hipmalloc" ||
                key == "graph_capture_record_stream_reuse" || key == "per_process_memory_fraction") {
       // No effect on device-memory decisions (host allocator, locking, graph capture).
     } else {
-      message = "unknown allocator setting '" + key + "'";
-      return false;
+      return refusal(model_errc::unknown_key, "unknown allocator setting '" + key + "'");
     }
   }
-  settings = parsed;
-  return true;
+  return parsed;
 }
 
 std::string to_alloc_conf(const allocator_settings& settings) {
@@ -183,8 +173,7 @@ std::string to_alloc_conf(const allocator_settings& settings) {
 allocator_settings settings_of(const snapshot& snap) {
   allocator_settings settings;
   if (const plain_value* conf = snap.setting("PYTORCH_CUDA_ALLOC_CONF"); conf && !conf->text.empty()) {
-    std::string message;
-    if (parse_alloc_conf(conf->text, settings, message)) return settings;
+    if (auto parsed = parse_alloc_conf(conf->text); parsed.ok()) return std::move(parsed).value();
   }
   if (const plain_value* expandable = snap.setting("expandable_segments")) {
     settings.expandable_segments = expandable->boolean;

@@ -139,12 +139,12 @@ void steplog_follower::impl::skip(std::uint64_t offset, const std::string& reaso
 void steplog_follower::impl::take_line(std::string_view line, std::uint64_t offset) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines carry nothing
-  steplog_record record;
-  std::string message;
-  if (!parse_steplog_line(line, record, message)) {
-    skip(offset, message);
+  auto parsed = parse_steplog_line(line, limits_.line);
+  if (!parsed.ok()) {
+    skip(offset, parsed.failure().detail);
     return;
   }
+  steplog_record record = std::move(parsed).value();
   ++lines_parsed_;
   if (!rank_) rank_ = record.rank;
   if (record.rank != *rank_) {

@@ -35,12 +35,12 @@ class scratch_folder {
   std::filesystem::path path_;
 };
 
-std::string refusal_of(const scratch_folder& folder) {
-  std::vector<std::filesystem::path> files;
-  std::string problem;
-  EXPECT_FALSE(ranked_snapshot_files_in(folder.path(), files, problem)) << "expected the folder to be refused";
-  EXPECT_TRUE(files.empty());
-  return problem;
+// The line a refused folder is printed with, after checking the refusal's code.
+std::string refusal_of(const scratch_folder& folder, inspect_errc expected) {
+  auto files = ranked_snapshot_files_in(folder.path());
+  EXPECT_FALSE(files.ok()) << "expected the folder to be refused";
+  EXPECT_EQ(files.code(), expected) << "expected " << error_name(expected) << ", saw " << error_name(files.code());
+  return files.failure().detail;
 }
 
 rank_result read_rank(std::int64_t rank, std::int64_t peak_allocated) {
@@ -158,9 +158,9 @@ TEST(ranks, a_folder_is_read_in_parallel_and_ordered_by_rank) {
   folder.add("snapshot_rank2.pickle.zst", "snapshots/grpo_clean.pickle.zst");
   folder.add("snapshot_rank3.pickle");
   folder.add("notes.md", "README.md");  // not a snapshot: skipped
-  std::vector<std::filesystem::path> files;
-  std::string problem;
-  ASSERT_TRUE(ranked_snapshot_files_in(folder.path(), files, problem)) << problem;
+  auto listed = ranked_snapshot_files_in(folder.path());
+  ASSERT_TRUE(listed.ok()) << listed.failure().detail;
+  const std::vector<std::filesystem::path>& files = listed.value();
   ASSERT_EQ(files.size(), 3u);
   auto ranks = inspect_ranks(files, {}, 3);
   ASSERT_EQ(ranks.size(), 3u);
@@ -182,9 +182,9 @@ TEST(ranks, a_file_that_cannot_be_read_is_that_ranks_failure_only) {
   scratch_folder folder("rlmem_ranks_bad_file");
   folder.add("snapshot_rank0.pickle");
   std::ofstream(folder.path() / "snapshot_rank1.pickle") << "not a pickle\n";
-  std::vector<std::filesystem::path> files;
-  std::string problem;
-  ASSERT_TRUE(ranked_snapshot_files_in(folder.path(), files, problem)) << problem;
+  auto listed = ranked_snapshot_files_in(folder.path());
+  ASSERT_TRUE(listed.ok()) << listed.failure().detail;
+  const std::vector<std::filesystem::path>& files = listed.value();
   auto ranks = inspect_ranks(files, {}, 2);
   ASSERT_EQ(ranks.size(), 2u);
   EXPECT_TRUE(ranks[0].ok) << ranks[0].failure;
@@ -197,7 +197,7 @@ TEST(ranks, a_folder_whose_names_carry_no_rank_is_refused_with_the_forms_accepte
   scratch_folder folder("rlmem_ranks_none");
   folder.add("snapshot_1.pickle");
   folder.add("snapshot_2.pickle");
-  std::string problem = refusal_of(folder);
+  std::string problem = refusal_of(folder, inspect_errc::file_without_rank);
   EXPECT_NE(problem.find("no snapshot file name carries a rank"), std::string::npos) << "saw: " << problem;
   EXPECT_NE(problem.find(rank_name_forms), std::string::npos) << "saw: " << problem;
 }
@@ -207,7 +207,7 @@ TEST(ranks, one_name_without_a_rank_among_ranked_ones_is_named) {
   folder.add("snapshot_rank0.pickle");
   folder.add("snapshot_rank1.pickle");
   folder.add("combined.pickle");
-  std::string problem = refusal_of(folder);
+  std::string problem = refusal_of(folder, inspect_errc::file_without_rank);
   EXPECT_NE(problem.find("combined.pickle carries no rank"), std::string::npos) << "saw: " << problem;
 }
 
@@ -216,7 +216,7 @@ TEST(ranks, two_files_of_one_rank_are_refused_naming_both) {
   folder.add("snapshot_rank0.pickle");
   folder.add("snapshot_rank3.pickle");
   folder.add("oom_rank_03.pickle");
-  std::string problem = refusal_of(folder);
+  std::string problem = refusal_of(folder, inspect_errc::duplicate_rank);
   EXPECT_NE(problem.find("rank 3 twice"), std::string::npos) << "saw: " << problem;
   EXPECT_NE(problem.find("snapshot_rank3.pickle"), std::string::npos) << "saw: " << problem;
   EXPECT_NE(problem.find("oom_rank_03.pickle"), std::string::npos) << "saw: " << problem;
@@ -225,14 +225,20 @@ TEST(ranks, two_files_of_one_rank_are_refused_naming_both) {
 TEST(ranks, a_name_with_two_ranks_is_refused) {
   scratch_folder folder("rlmem_ranks_two_in_one");
   folder.add("rank1_r2.pickle");
-  std::string problem = refusal_of(folder);
+  std::string problem = refusal_of(folder, inspect_errc::two_ranks_in_name);
   EXPECT_NE(problem.find("rank1_r2.pickle names two different ranks (1 and 2)"), std::string::npos) << "saw: " << problem;
 }
 
 TEST(ranks, a_folder_without_snapshots_is_refused) {
   scratch_folder folder("rlmem_ranks_empty");
   folder.add("notes.md", "README.md");
-  EXPECT_NE(refusal_of(folder).find("holds no snapshot files"), std::string::npos);
+  EXPECT_NE(refusal_of(folder, inspect_errc::no_snapshot_files).find("holds no snapshot files"), std::string::npos);
+}
+
+TEST(ranks, a_folder_that_cannot_be_listed_is_refused_with_the_reason) {
+  auto files = ranked_snapshot_files_in("/nonexistent/rlmem_ranks");
+  EXPECT_EQ(files.code(), inspect_errc::folder_unreadable) << error_name(files.code());
+  EXPECT_EQ(files.failure().detail, "cannot be read: No such file or directory");
 }
 
 TEST(ranks, no_ratio_when_the_smallest_peak_is_zero) {

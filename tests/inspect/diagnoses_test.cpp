@@ -341,27 +341,32 @@ TEST(categories, timeline_is_downsampled_and_sums_to_allocated) {
 }
 
 TEST(categories, rules_files_parse_and_name_their_errors) {
-  std::vector<category_rule> rules;
-  std::string message;
-  ASSERT_TRUE(parse_category_rules("# mine\n@kv_cache  my_cache.py\nactivations \" forward\"\n\nlogits lm_head\n", rules, message)) << message;
+  auto parsed = parse_category_rules("# mine\n@kv_cache  my_cache.py\nactivations \" forward\"\n\nlogits lm_head\n");
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  const std::vector<category_rule>& rules = parsed.value();
   ASSERT_EQ(rules.size(), 3u);
   EXPECT_TRUE(rules[0].any_frame);
   EXPECT_EQ(rules[1].pattern, " forward");
   EXPECT_EQ(rules[2].category, memory_category::logits);
-  EXPECT_FALSE(parse_category_rules("weights a\nweight b\n", rules, message));
-  EXPECT_EQ(message.rfind("line 2: unknown category 'weight'", 0), 0u) << message;
-  EXPECT_FALSE(parse_category_rules("logits\n", rules, message));
-  EXPECT_NE(message.find("line 1"), std::string::npos) << message;
+  auto unknown = parse_category_rules("weights a\nweight b\n");
+  EXPECT_EQ(unknown.code(), inspect_errc::unknown_category) << error_name(unknown.code());
+  EXPECT_EQ(unknown.failure().detail.rfind("line 2: unknown category 'weight'", 0), 0u) << unknown.failure().detail;
+  auto bare = parse_category_rules("logits\n");
+  EXPECT_EQ(bare.code(), inspect_errc::missing_pattern) << error_name(bare.code());
+  EXPECT_NE(bare.failure().detail.find("line 1"), std::string::npos) << bare.failure().detail;
   // No rule can give before_recording: only the absence of frames before the first event does.
-  EXPECT_FALSE(parse_category_rules("logits lm_head\nbefore_recording model.py\n", rules, message));
-  EXPECT_EQ(message.rfind("line 2: before_recording is the category of blocks allocated before recording began", 0), 0u) << message;
+  auto before = parse_category_rules("logits lm_head\nbefore_recording model.py\n");
+  EXPECT_EQ(before.code(), inspect_errc::category_not_assignable) << error_name(before.code());
+  EXPECT_EQ(before.failure().detail.rfind("line 2: before_recording is the category of blocks allocated before recording began", 0), 0u)
+      << before.failure().detail;
 }
 
 TEST(categories, a_custom_table_replaces_the_default) {
   inspect_options custom;
   ASSERT_TRUE(std::string("").empty());
-  std::string message;
-  ASSERT_TRUE(parse_category_rules("kv_cache record.py\n", custom.category_rules, message));
+  auto rules = parse_category_rules("kv_cache record.py\n");
+  ASSERT_TRUE(rules.ok()) << rules.failure().detail;
+  custom.category_rules = rules.value();
   inspection result = inspect(fixture("grpo_clean.pickle.zst"), custom);
   EXPECT_EQ(result.categories_at_peak[static_cast<std::size_t>(memory_category::optimizer_state)], 0);
   EXPECT_GT(result.categories_at_peak[static_cast<std::size_t>(memory_category::kv_cache)], std::int64_t{100} << 20);

@@ -40,13 +40,13 @@ TEST(step_marker, a_20000_character_frame_is_matched_in_linear_time) {
   for (std::uint64_t k = 0; k < 8; ++k) made.event(trace_action::alloc, k * mib, 512, stack, 1);
   inspect_options options;
   options.step_marker = "(x|y)+z";
-  inspection result;
-  std::string problem;
-  ASSERT_TRUE(inspect_checked(made.build(), options, result, problem)) << problem;
-  EXPECT_TRUE(result.steps.empty()) << "no frame ends in z";
+  auto none = inspect_checked(made.build(), options);
+  ASSERT_TRUE(none.ok()) << none.failure().detail;
+  EXPECT_TRUE(none.value().steps.empty()) << "no frame ends in z";
   options.step_marker = "x{100}";
-  ASSERT_TRUE(inspect_checked(made.build(), options, result, problem)) << problem;
-  EXPECT_EQ(result.steps.size(), 1u) << "every allocation matches: one run, one step";
+  auto every = inspect_checked(made.build(), options);
+  ASSERT_TRUE(every.ok()) << every.failure().detail;
+  EXPECT_EQ(every.value().steps.size(), 1u) << "every allocation matches: one run, one step";
 }
 
 // Issue 28 item 8: a 1 MiB step marker reached RE2, which printed its diagnostics from inside
@@ -60,23 +60,24 @@ TEST(step_marker, a_1_mib_marker_is_refused_naming_the_limit_and_prints_nothing)
   inspect_options options;
   for (const std::string& marker : {std::string(1 << 20, '('), std::string(1 << 20, 'a'), std::string(max_step_marker_bytes + 1, 'a')}) {
     options.step_marker = marker;
-    inspection result;
-    std::string problem;
     ::testing::internal::CaptureStderr();
-    bool accepted = inspect_checked(made.build(), options, result, problem);
+    auto checked = inspect_checked(made.build(), options);
     std::string printed = ::testing::internal::GetCapturedStderr();
-    EXPECT_FALSE(accepted) << "expected a " << marker.size() << "-byte marker refused";
+    const std::string& problem = checked.failure().detail;
+    EXPECT_FALSE(checked.ok()) << "expected a " << marker.size() << "-byte marker refused";
+    EXPECT_EQ(checked.code(), inspect_errc::step_marker_too_long) << error_name(checked.code());
     EXPECT_NE(problem.find("a step marker is at most 4096 bytes"), std::string::npos) << "saw: " << problem.substr(0, 300);
     EXPECT_LT(problem.size(), 300u) << "expected one short line, saw " << problem.size() << " bytes";
     EXPECT_EQ(printed, "") << "expected nothing on stderr, saw " << printed.size() << " bytes: " << printed.substr(0, 300);
   }
   options.step_marker = std::string(max_step_marker_bytes, 'a');
-  inspection result;
-  std::string problem;
-  EXPECT_TRUE(inspect_checked(made.build(), options, result, problem)) << "expected a marker of exactly the limit accepted: " << problem;
+  auto at_limit = inspect_checked(made.build(), options);
+  EXPECT_TRUE(at_limit.ok()) << "expected a marker of exactly the limit accepted: " << at_limit.failure().detail;
   // Within the limit RE2's own reason quotes the pattern; the line stays short all the same.
   options.step_marker = std::string(max_step_marker_bytes, '(');
-  EXPECT_FALSE(inspect_checked(made.build(), options, result, problem));
+  auto unbalanced = inspect_checked(made.build(), options);
+  const std::string& problem = unbalanced.failure().detail;
+  EXPECT_EQ(unbalanced.code(), inspect_errc::invalid_step_marker) << error_name(unbalanced.code());
   EXPECT_NE(problem.find("missing )"), std::string::npos) << "saw: " << problem.substr(0, 300);
   EXPECT_LT(problem.size(), 400u) << "expected one short line, saw " << problem.size() << " bytes";
 }
@@ -107,9 +108,9 @@ TEST(step_marker, an_invalid_pattern_is_one_line_naming_it) {
   crafted_snapshot made;
   inspect_options options;
   options.step_marker = "(unclosed";
-  inspection result;
-  std::string problem;
-  EXPECT_FALSE(inspect_checked(made.build(), options, result, problem));
+  auto checked = inspect_checked(made.build(), options);
+  const std::string& problem = checked.failure().detail;
+  EXPECT_EQ(checked.code(), inspect_errc::invalid_step_marker) << error_name(checked.code());
   EXPECT_EQ(problem.find("step marker '(unclosed' is not a valid regular expression ("), 0u) << problem;
   EXPECT_EQ(problem.find('\n'), std::string::npos);
 }
@@ -177,19 +178,21 @@ TEST(oom, issue_11_a_run_that_cannot_fit_is_capacity_though_its_bytes_fit) {
 
 TEST(oom, a_limit_that_contradicts_the_recording_is_refused) {
   snapshot snap = issue_11_run_that_cannot_fit().build();
-  inspection result;
-  std::string problem;
   inspect_options options;
   options.limit_bytes = 3000 * mib;  // below the 3,032 MiB reserved
-  EXPECT_FALSE(inspect_checked(snap, options, result, problem));
-  EXPECT_EQ(problem, "--limit 3,145,728,000 B is below the 3,179,282,432 B the recording reserved, so its limit was at least that");
+  auto below = inspect_checked(snap, options);
+  EXPECT_EQ(below.code(), inspect_errc::limit_below_recording) << error_name(below.code());
+  EXPECT_EQ(below.failure().detail,
+            "--limit 3,145,728,000 B is below the 3,179,282,432 B the recording reserved, so its limit was at least that");
   options.limit_bytes = 3092 * mib;  // 3,032 MiB reserved + the 60 MiB segment would have fit
-  EXPECT_FALSE(inspect_checked(snap, options, result, problem));
-  EXPECT_EQ(problem,
+  auto above = inspect_checked(snap, options);
+  EXPECT_EQ(above.code(), inspect_errc::limit_above_recording) << error_name(above.code());
+  EXPECT_EQ(above.failure().detail,
             "--limit 3,242,196,992 B is above the 3,242,196,991 B the recording shows the limit was at most (at event 0 it refused memory "
             "that would have fit under it)");
   options.limit_bytes = 3092 * mib - 1;
-  EXPECT_TRUE(inspect_checked(snap, options, result, problem)) << problem;
+  auto within = inspect_checked(snap, options);
+  EXPECT_TRUE(within.ok()) << within.failure().detail;
 }
 
 TEST(oom, the_lower_limit_is_the_most_reserved_before_the_oom) {

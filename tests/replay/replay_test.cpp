@@ -79,10 +79,9 @@ nlohmann::json capacity_rows() {
 replay_result replay_row(const snapshot& snap, const nlohmann::json& row) {
   replay_options options;
   options.capacity_bytes = row["cap"].get<std::uint64_t>();
-  allocator_settings settings;
-  std::string message;
-  EXPECT_TRUE(parse_alloc_conf(row["conf"] == "expandable" ? "expandable_segments:True" : "", settings, message));
-  options.settings = settings;
+  auto settings = parse_alloc_conf(row["conf"] == "expandable" ? "expandable_segments:True" : "");
+  EXPECT_TRUE(settings.ok()) << "expected the row's settings to parse; saw " << settings.failure().detail;
+  if (settings.ok()) options.settings = settings.value();
   return replay(snap, options);
 }
 
@@ -343,11 +342,10 @@ TEST(replay, expandable_segments_with_max_split_size_grow_reserved_as_torch_2_11
   for (const run& each : {run{"fidelity_expandable_fence", "expandable_segments:True,max_split_size_mb:128", "fidelity_expandable_max_split"},
                           run{"fidelity_expandable_max_split", "expandable_segments:True", "fidelity_expandable_fence"}}) {
     SCOPED_TRACE(std::string(each.recording) + " under " + each.alloc_conf);
-    allocator_settings settings;
-    std::string message;
-    ASSERT_TRUE(parse_alloc_conf(each.alloc_conf, settings, message)) << message;
+    auto settings = parse_alloc_conf(each.alloc_conf);
+    ASSERT_TRUE(settings.ok()) << settings.failure().detail;
     replay_options what_if;
-    what_if.settings = settings;
+    what_if.settings = settings.value();
     replay_result result = replay(fixture(std::string(each.recording) + ".pickle.zst"), what_if);
     ASSERT_EQ(result.unsupported, "");
     std::ifstream input(testing::testdata(std::string("snapshots/") + each.torch_run + ".json"));

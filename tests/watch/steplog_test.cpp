@@ -23,11 +23,13 @@ using testing::mib;
 using testing::steplog_json;
 using testing::temp_log;
 
-std::string parse_failure(const std::string& line) {
-  steplog_record record;
-  std::string message;
-  EXPECT_FALSE(parse_steplog_line(line, record, message)) << line;
-  return message;
+// The reason a refused line is shown with, after checking the refusal's code.
+std::string parse_failure(const std::string& line, watch_errc expected) {
+  auto parsed = parse_steplog_line(line);
+  EXPECT_FALSE(parsed.ok()) << "expected refused: " << line.substr(0, 200);
+  EXPECT_EQ(parsed.code(), expected) << "expected " << error_name(expected) << ", saw " << error_name(parsed.code()) << " for "
+                                     << line.substr(0, 200);
+  return parsed.failure().detail;
 }
 
 }  // namespace
@@ -37,9 +39,9 @@ TEST(watch_steplog_line, parses_the_figures_and_the_alerts) {
   line["alerts"] = {{{"kind", "leak"}, {"rank", 0}, {"message", "grows 48.0 MiB/step"}, {"bytes_per_step", 48 * mib},
                      {"since_step", 37}, {"site", "rl/grpo.py:212 compute_logprobs"}, {"snapshot", "runs/leak.pickle"}}};
   line["step_seconds"] = nullptr;
-  steplog_record record;
-  std::string message;
-  ASSERT_TRUE(parse_steplog_line(line.dump(), record, message)) << message;
+  auto parsed = parse_steplog_line(line.dump());
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  const steplog_record& record = parsed.value();
   EXPECT_EQ(record.step, 42);
   EXPECT_EQ(record.reserved, 34 * gib);
   EXPECT_EQ(record.step_peak_reserved, 34 * gib);
@@ -59,9 +61,9 @@ TEST(watch_steplog_line, reads_the_runtimes_tags_and_refuses_malformed_ones) {
                           {"mapped_bytes", {{"current", 0}, {"peak", 4 * gib}, {"total", 8 * gib}}}, {"pauses", 2},
                           {"last_pause", {{"copied_bytes", 3 * gib}, {"seconds", 0.25}}}, {"last_resume", {{"copied_bytes", 0}, {"seconds", 0.5}}}};
   line["runtime_tags"] = {train};
-  steplog_record record;
-  std::string message;
-  ASSERT_TRUE(parse_steplog_line(line.dump(), record, message)) << message;
+  auto parsed = parse_steplog_line(line.dump());
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  const steplog_record& record = parsed.value();
   ASSERT_EQ(record.runtime_tags.size(), 1u);
   EXPECT_EQ(record.runtime_tags[0].name, "train");
   EXPECT_TRUE(record.runtime_tags[0].paused);
@@ -71,14 +73,24 @@ TEST(watch_steplog_line, reads_the_runtimes_tags_and_refuses_malformed_ones) {
 
   line["runtime_tags"] = nlohmann::json::array();
   for (int i = 0; i < 40; ++i) line["runtime_tags"].push_back(train);
-  ASSERT_TRUE(parse_steplog_line(line.dump(), record, message)) << message;
-  EXPECT_EQ(record.runtime_tags.size(), steplog_max_runtime_tags);
-  EXPECT_EQ(record.runtime_tags_left_out, 40 - steplog_max_runtime_tags);
+  const std::size_t kept = steplog_line_limits{}.max_runtime_tags;
+  auto many = parse_steplog_line(line.dump());
+  ASSERT_TRUE(many.ok()) << many.failure().detail;
+  EXPECT_EQ(many.value().runtime_tags.size(), kept);
+  EXPECT_EQ(many.value().runtime_tags_left_out, 40 - kept);
+  steplog_line_limits fewer;
+  fewer.max_runtime_tags = 3;
+  auto capped = parse_steplog_line(line.dump(), fewer);
+  ASSERT_TRUE(capped.ok()) << capped.failure().detail;
+  EXPECT_EQ(capped.value().runtime_tags.size(), 3u) << "expected the limit passed, not the default";
+  EXPECT_EQ(capped.value().runtime_tags_left_out, 37u);
 
   train["mapped_bytes"] = -1;
   line["runtime_tags"] = {train};
-  EXPECT_FALSE(parse_steplog_line(line.dump(), record, message));
-  EXPECT_EQ(message, "runtime_tags[0].mapped_bytes missing or not an object");
+  EXPECT_EQ(parse_failure(line.dump(), watch_errc::wrong_type), "runtime_tags[0].mapped_bytes missing or not an object");
+  train["mapped_bytes"] = {{"current", -1}};
+  line["runtime_tags"] = {train};
+  EXPECT_EQ(parse_failure(line.dump(), watch_errc::not_a_count), "runtime_tags[0].mapped_bytes: 'current' is not a non-negative integer");
 }
 
 TEST(watch_steplog_line, ignores_keys_it_does_not_use_and_optional_ones_absent) {
@@ -88,44 +100,43 @@ TEST(watch_steplog_line, ignores_keys_it_does_not_use_and_optional_ones_absent) 
   line.erase("step_seconds");
   line["ranks"] = {{{"rank", 0}, {"allocated", 1}, {"reserved", 2}, {"step_peak_allocated", 3}, {"device_total", 4}}};
   line["written_by_a_newer_monitor"] = {1, 2, 3};
-  steplog_record record;
-  std::string message;
-  ASSERT_TRUE(parse_steplog_line(line.dump(), record, message)) << message;
-  EXPECT_FALSE(record.step_peak_reserved);
-  EXPECT_FALSE(record.peak_is_per_step);
+  auto parsed = parse_steplog_line(line.dump());
+  ASSERT_TRUE(parsed.ok()) << parsed.failure().detail;
+  EXPECT_FALSE(parsed.value().step_peak_reserved);
+  EXPECT_FALSE(parsed.value().peak_is_per_step);
 }
 
 TEST(watch_steplog_line, says_why_a_line_is_no_record) {
-  EXPECT_EQ(parse_failure("Traceback (most recent call last):"), "not JSON");
-  EXPECT_EQ(parse_failure("[1, 2]"), "not a JSON object");
-  EXPECT_EQ(parse_failure(R"({"step": 1})"), "no 'schema' key: not a StepMonitor line");
+  EXPECT_EQ(parse_failure("Traceback (most recent call last):", watch_errc::not_json), "not JSON");
+  EXPECT_EQ(parse_failure("[1, 2]", watch_errc::not_an_object), "not a JSON object");
+  EXPECT_EQ(parse_failure(R"({"step": 1})", watch_errc::not_a_steplog_line), "no 'schema' key: not a StepMonitor line");
   nlohmann::json other = steplog_json(1);
   other["schema"] = "rlmem.steplog/2";
-  EXPECT_EQ(parse_failure(other.dump()), "schema 'rlmem.steplog/2' is not rlmem.steplog/1");
+  EXPECT_EQ(parse_failure(other.dump(), watch_errc::unknown_schema), "schema 'rlmem.steplog/2' is not rlmem.steplog/1");
   nlohmann::json missing = steplog_json(1);
   missing.erase("reserved");
-  EXPECT_EQ(parse_failure(missing.dump()), "'reserved' missing");
+  EXPECT_EQ(parse_failure(missing.dump(), watch_errc::missing_key), "'reserved' missing");
   nlohmann::json negative = steplog_json(1);
   negative["allocated"] = -5;
-  EXPECT_EQ(parse_failure(negative.dump()), "'allocated' is not a non-negative integer");
+  EXPECT_EQ(parse_failure(negative.dump(), watch_errc::not_a_count), "'allocated' is not a non-negative integer");
   nlohmann::json fractional = steplog_json(1);
   fractional["allocated"] = 1.5e9;
-  EXPECT_EQ(parse_failure(fractional.dump()), "'allocated' is not a non-negative integer");
+  EXPECT_EQ(parse_failure(fractional.dump(), watch_errc::not_a_count), "'allocated' is not a non-negative integer");
   nlohmann::json bad_alert = steplog_json(1);
   bad_alert["alerts"] = {{{"kind", "leak"}, {"rank", 0}}};
-  EXPECT_EQ(parse_failure(bad_alert.dump()), "alerts[0]: 'message' missing or not a string");
+  EXPECT_EQ(parse_failure(bad_alert.dump(), watch_errc::missing_key), "alerts[0]: 'message' missing or not a string");
   nlohmann::json shrinking = steplog_json(1);
   shrinking["alerts"] = {{{"kind", "leak"}, {"rank", 0}, {"message", "m"}, {"bytes_per_step", std::numeric_limits<std::int64_t>::min()}}};
-  EXPECT_EQ(parse_failure(shrinking.dump()), "alerts[0]: 'bytes_per_step' is not a non-negative integer");
+  EXPECT_EQ(parse_failure(shrinking.dump(), watch_errc::not_a_count), "alerts[0]: 'bytes_per_step' is not a non-negative integer");
   nlohmann::json no_world = steplog_json(1);
   no_world["world_size"] = 0;
-  EXPECT_EQ(parse_failure(no_world.dump()), "'world_size' is 0");
+  EXPECT_EQ(parse_failure(no_world.dump(), watch_errc::invalid_value), "'world_size' is 0");
 }
 
 TEST(watch_steplog_line, survives_deep_nesting) {
   // Under the 1 MiB line limit, but deep enough to overflow a recursive parser's stack.
   std::string deep = std::string(400'000, '[') + std::string(400'000, ']');
-  EXPECT_EQ(parse_failure(deep), "not a JSON object");
+  EXPECT_EQ(parse_failure(deep, watch_errc::not_an_object), "not a JSON object");
 }
 
 struct steplog_sample {
@@ -151,10 +162,9 @@ TEST_P(watch_steplog_samples, every_line_follows_the_schema_and_parses) {
     ++lines;
     auto problems = testing::schema_problems(nlohmann::json::parse(line), "steplog.schema.json");
     for (const std::string& problem : problems) ADD_FAILURE() << "line " << lines << ": " << problem;
-    steplog_record record;
-    std::string message;
-    EXPECT_TRUE(parse_steplog_line(line, record, message)) << "line " << lines << ": " << message;
-    alerts += record.alerts.size();
+    auto parsed = parse_steplog_line(line);
+    EXPECT_TRUE(parsed.ok()) << "line " << lines << ": " << parsed.failure().detail;
+    if (parsed.ok()) alerts += parsed.value().alerts.size();
   }
   EXPECT_EQ(lines, GetParam().lines);
   EXPECT_EQ(alerts, GetParam().alerts);

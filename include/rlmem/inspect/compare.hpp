@@ -59,10 +59,11 @@ std::optional<std::int64_t> rank_in_file_name(std::string_view name);
 extern const std::string_view rank_name_forms;
 
 /// The snapshot files of a folder of per-rank snapshots (.pickle or .pkl, optionally .gz, .zst or
-/// .zstd), sorted by rank. False, with `problem` (one line), when the folder cannot be read, holds
-/// no snapshot, holds one whose name carries no rank (rank_in_file_name), or two of the same rank.
-bool ranked_snapshot_files_in(const std::filesystem::path& folder, std::vector<std::filesystem::path>& files,
-                              std::string& problem);
+/// .zstd), sorted by rank. Fails, with one line in `detail`, when the folder cannot be read
+/// (folder_unreadable), holds no snapshot (no_snapshot_files), holds one whose name carries no
+/// rank (rank_in_file_name: file_without_rank) or two (two_ranks_in_name), or two files of the
+/// same rank (duplicate_rank).
+result<std::vector<std::filesystem::path>, inspect_errc> ranked_snapshot_files_in(const std::filesystem::path& folder);
 
 /// One inspected snapshot of a folder of per-rank snapshots, or of `rlmem diff`.
 struct rank_result {

@@ -3,6 +3,7 @@
 // What `rlmem inspect` computes from a snapshot: the allocated/reserved timeline (including
 // memory that existed before recording began), a summary, and what held memory at the peak.
 
+#include <rlmem/inspect/inspect_errors.hpp>
 #include <rlmem/snapshot/snapshot.hpp>
 
 #include <array>
@@ -78,9 +79,10 @@ struct category_rule {
 const std::vector<category_rule>& default_category_rules();
 
 /// Parses a rules file: one `[@]<category> <substring>` per line (quotes keep spaces), `#`
-/// comments, blank lines.
-/// Returns false and sets `message` ("line 3: unknown category 'weight'") on bad input.
-bool parse_category_rules(std::string_view text, std::vector<category_rule>& rules, std::string& message);
+/// comments, blank lines. Fails with inspect_errc::unknown_category, category_not_assignable or
+/// missing_pattern and, in `detail`, the line printed ("line 3: unknown category 'weight' (one
+/// of ...)").
+result<std::vector<category_rule>, inspect_errc> parse_category_rules(std::string_view text);
 
 /// The longest step marker accepted: a pattern matched against one frame's "path:line function"
 /// needs far less, and RE2 is never handed a pattern whose compilation would cost megabytes.
@@ -425,12 +427,13 @@ std::vector<column_peak> timeline_columns(const timeline& line, std::size_t colu
 /// Runs every analysis of `rlmem inspect`.
 inspection inspect(const snapshot& snap, const inspect_options& options = {});
 
-/// inspect() as `rlmem inspect` and librlmem run it on what a person or a caller passed: fails,
-/// with one line in `problem`, when an option is out of range (check_inspect_options), the step
-/// marker is not a valid regular expression, `options.device` is not a device of the snapshot
-/// ("has no device 3 (devices: 0, 1)"), or
-/// `options.limit_bytes` contradicts the recording: below what it reserved, or above the bound
-/// an OOM of the trace sets (its request would have fit, so that limit did not stop it).
-bool inspect_checked(const snapshot& snap, const inspect_options& options, inspection& out, std::string& problem);
+/// inspect() as `rlmem inspect` and librlmem run it on what a person or a caller passed. Fails,
+/// with the line printed in `detail`, when an option is out of range (check_inspect_options:
+/// option_out_of_range), the step marker is too long or not a valid regular expression
+/// (step_marker_too_long, invalid_step_marker), `options.device` is not a device of the snapshot
+/// ("has no device 3 (devices: 0, 1)": no_such_device), or `options.limit_bytes` contradicts the
+/// recording: below what it reserved (limit_below_recording), or above the bound an OOM of the
+/// trace sets, its request would have fit so that limit did not stop it (limit_above_recording).
+result<inspection, inspect_errc> inspect_checked(const snapshot& snap, const inspect_options& options);
 
 }  // namespace rlmem

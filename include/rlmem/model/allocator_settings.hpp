@@ -4,10 +4,12 @@
 // PYTORCH_CUDA_ALLOC_CONF string, or read from the settings a snapshot recorded. Part of the
 // model layer (include/rlmem/model/model.hpp), which inspect and replay both read.
 
+#include <rlmem/model/model_errors.hpp>
 #include <rlmem/snapshot/snapshot.hpp>
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -27,10 +29,21 @@ struct allocator_settings {
   bool operator==(const allocator_settings&) const = default;
 };
 
+/// The largest values parse_alloc_conf accepts. The defaults are also the most the settings can
+/// hold: a larger limit is read as the default.
+struct alloc_conf_limits {
+  /// Sizes in MB (max_split_size_mb, max_non_split_rounding_mb): at most the MB whose bytes an
+  /// int64 holds, so that multiplying out never wraps.
+  std::uint64_t max_megabytes = ((std::uint64_t{1} << 63) - 1) >> 20;
+  /// roundup_power2_divisions per bucket: kept as 32-bit counts.
+  std::uint64_t max_divisions = std::numeric_limits<std::uint32_t>::max();
+};
+
 /// Parses a PYTORCH_CUDA_ALLOC_CONF string ("expandable_segments:True,max_split_size_mb:128").
-/// Keys for the host allocator or other backends are accepted and ignored; `backend:cudaMallocAsync`
-/// and unknown keys are refused with a message.
-bool parse_alloc_conf(std::string_view conf, allocator_settings& settings, std::string& message);
+/// Keys for the host allocator or other backends are accepted and ignored; `backend:cudaMallocAsync`,
+/// unknown keys and values out of `limits` fail with a model_errc and, in `detail`, the line
+/// printed ("unknown allocator setting 'frobnicate'").
+result<allocator_settings, model_errc> parse_alloc_conf(std::string_view conf, const alloc_conf_limits& limits = {});
 
 /// The settings as a PYTORCH_CUDA_ALLOC_CONF string, "" for the defaults.
 std::string to_alloc_conf(const allocator_settings& settings);

@@ -4,6 +4,7 @@
 // StepMonitor log followed as it grows, and advice computed from their numbers. Nothing here prints.
 
 #include <rlmem/step_rules/step_rules.hpp>
+#include <rlmem/watch/watch_errors.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -128,8 +129,6 @@ struct steplog_runtime_tag {
   std::optional<double> last_resume_seconds;  ///< the last resume's duration, as last_pause_seconds
 };
 
-/// Tags kept from one line; the rest are counted.
-inline constexpr std::size_t steplog_max_runtime_tags = 32;
 
 /// One line of the log: torch.cuda.memory_stats() figures at one step end. Figures are bytes
 /// unless said otherwise.
@@ -155,14 +154,19 @@ struct steplog_record {
   std::optional<std::int64_t> limit;  ///< the process's cap (a memory fraction), when the monitor knew one
   std::vector<steplog_alert> alerts;              ///< raised at this step end, in the line's order
   std::vector<steplog_runtime_tag> runtime_tags;  ///< empty unless the job runs rlmem's runtime
-  std::size_t runtime_tags_left_out = 0;          ///< tags past steplog_max_runtime_tags
+  std::size_t runtime_tags_left_out = 0;          ///< tags past steplog_line_limits::max_runtime_tags
 };
 
-/// Parses one line of a StepMonitor log (without its newline). Returns false and sets `message`
-/// when the line is no record: "not JSON", "schema 'x' is not rlmem.steplog/1",
-/// "'reserved' missing", "'reserved' is not a non-negative integer", ... Keys watch does not use are
-/// ignored.
-bool parse_steplog_line(std::string_view line, steplog_record& out, std::string& message);
+/// What parse_steplog_line keeps of one line.
+struct steplog_line_limits {
+  std::size_t max_runtime_tags = 32;  ///< runtime tags kept from one line; the rest are counted
+};
+
+/// Parses one line of a StepMonitor log (without its newline). Fails with a watch_errc and, in
+/// `detail`, the reason watch shows when the line is no record: "not JSON", "schema 'x' is not
+/// rlmem.steplog/1", "'reserved' missing", "'reserved' is not a non-negative integer", ... Keys
+/// watch does not use are ignored.
+result<steplog_record, watch_errc> parse_steplog_line(std::string_view line, const steplog_line_limits& limits = {});
 
 /// Bounds on what following a log may hold in memory.
 struct steplog_limits {
@@ -171,6 +175,7 @@ struct steplog_limits {
   std::size_t max_line_bytes = 1 << 20;           ///< a longer line is skipped
   std::uint64_t tail_bytes = std::uint64_t{8} << 20;      ///< a larger file is read from this far before its end
   std::uint64_t max_bytes_per_poll = std::uint64_t{64} << 20;  ///< the rest waits for the next poll
+  steplog_line_limits line;                       ///< what each line's record keeps
 };
 
 /// Where following the file stands.
