@@ -2,6 +2,7 @@
 // librlmem's C entry points: each checks its arguments, calls the same C++ the CLI runs, and
 // turns every failure, exceptions included, into a status code and a one-line message.
 
+#include "c_strings.hpp"
 #include "caller_struct.hpp"
 
 #include <rlmem/base/format.hpp>
@@ -60,13 +61,8 @@ struct failure {
   std::string message;
 };
 
-// A malloc'd copy (freed by rlmem_string_free, so any language's caller can free it), or
-// nullptr when even that fails.
-char* copy_out(const std::string& text) noexcept {
-  auto* copy = static_cast<char*>(std::malloc(text.size() + 1));
-  if (copy != nullptr) std::memcpy(copy, text.data(), text.size() + 1);
-  return copy;
-}
+
+using rlmem::capi::copy_out;
 
 void set_error(char** error_out, const std::string& message) noexcept {
   if (error_out != nullptr) *error_out = copy_out(message);

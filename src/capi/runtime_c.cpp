@@ -8,6 +8,7 @@
 #include <rlmem/runtime/runtime.hpp>
 #include <rlmem/snapshot/snapshot.hpp>
 
+#include "c_strings.hpp"
 #include "caller_struct.hpp"
 #include "torch_library_memory.hpp"
 #include "torch_out_of_memory.hpp"
@@ -114,11 +115,7 @@ bool read_options(const rlmem_runtime_options* caller, rlmem_runtime_options& re
   return true;
 }
 
-char* copy_out(const std::string& text) noexcept {
-  auto* copy = static_cast<char*>(std::malloc(text.size() + 1));
-  if (copy != nullptr) std::memcpy(copy, text.data(), text.size() + 1);
-  return copy;
-}
+using rlmem::capi::copy_out;
 
 int report(char** error_out, int status, const std::string& message) noexcept {
   if (error_out != nullptr) *error_out = copy_out(message);

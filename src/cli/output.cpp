@@ -50,6 +50,11 @@ int finish_output(int code) {
 
 void print_error(std::string_view message) { std::fprintf(stderr, "rlmem: %s\n", printable_text(message).c_str()); }
 
+bool refuse(std::string_view message) {
+  print_error(message);
+  return false;
+}
+
 int write_whole_file(const std::string& path, std::string_view page) {
   if (path == "-") return write_report(page);
   output_written written = write_output_file(path, page);

@@ -45,5 +45,7 @@ int finish_output(int code);
 /// "rlmem: <message>\n" on standard error with every control character and non-UTF-8 byte of
 /// `message` escaped: always one line.
 void print_error(std::string_view message);
+/// print_error(message), then false: the refusal of a check that returns whether options hold.
+bool refuse(std::string_view message);
 
 }  // namespace rlmem::cli

@@ -178,19 +178,14 @@ void add_knob_options(CLI::App* command, const std::vector<knob_option>& options
   }
 }
 
-bool fail(const std::string& message) {
-  print_error(message);
-  return false;
-}
-
 bool load_model(const std::string& name, model_architecture& model) {
   const bool looks_like_file = name.ends_with(".json") || name.find('/') != std::string::npos;
   std::error_code ignored;
   if (std::filesystem::exists(name, ignored)) {  // a path that exists is a config.json, whatever its name
     auto file = read_option_file(name);
-    if (!file.ok()) return fail(file.failure().detail);
+    if (!file.ok()) return refuse(file.failure().detail);
     auto parsed = parse_hf_config(file.value());
-    if (!parsed.ok()) return fail(fmt::format("{}: {}", name, parsed.failure().detail));
+    if (!parsed.ok()) return refuse(fmt::format("{}: {}", name, parsed.failure().detail));
     model = std::move(parsed).value();
     return true;
   }
@@ -198,16 +193,16 @@ bool load_model(const std::string& name, model_architecture& model) {
     model = *preset;
     return true;
   }
-  if (looks_like_file && name.ends_with(".json")) return fail(fmt::format("{}: cannot open the file", name));
+  if (looks_like_file && name.ends_with(".json")) return refuse(fmt::format("{}: cannot open the file", name));
   const auto similar = similar_preset_names(name);
-  return fail(fmt::format("unknown model '{}'; did you mean {}? (or give a config.json; rlmem plan --list-models)",
+  return refuse(fmt::format("unknown model '{}'; did you mean {}? (or give a config.json; rlmem plan --list-models)",
                           name.substr(0, 100), fmt::join(similar, ", ")));
 }
 
 template <class Enum, std::size_t N>
 bool choose(const std::string& flag, const std::string& value, const enum_names<Enum, N>& choices, Enum& out) {
   std::optional<Enum> found = value_named(choices, value);
-  if (!found) return fail(fmt::format("{} '{}': expected one of {}", flag, value.substr(0, 40), names_list(choices)));
+  if (!found) return refuse(fmt::format("{} '{}': expected one of {}", flag, value.substr(0, 40), names_list(choices)));
   out = *found;
   return true;
 }
@@ -238,7 +233,7 @@ bool require_phase_knobs(plan_knobs& knobs, const CLI::App& command, bool opaque
     if (command.count(flag) == 0 && !from_file.contains(flag)) missing.emplace_back(flag);
   }
   if (missing.empty()) return true;
-  return fail(fmt::format("--phase {} needs {} (all of: {}){}", to_string(knobs.phase), fmt::join(missing, " "), fmt::join(needed, " "),
+  return refuse(fmt::format("--phase {} needs {} (all of: {}){}", to_string(knobs.phase), fmt::join(missing, " "), fmt::join(needed, " "),
                           from_file.empty() ? "" : "; the --from file does not give it"));
 }
 
@@ -265,13 +260,13 @@ bool refuse_other_phases_options(plan_phase phase, const CLI::App& command) {
   }};
   for (const shape_option& option : options) {
     if (command.count(option.flag) > 0 && !option.in[static_cast<std::size_t>(phase)]) {
-      return fail(fmt::format("{} does not apply to --phase {}: it {}", option.flag, to_string(phase), option.meaning));
+      return refuse(fmt::format("{} does not apply to --phase {}: it {}", option.flag, to_string(phase), option.meaning));
     }
   }
   if (phase == plan_phase::generate) {
     for (const char* flag : {"--grad-ckpt", "--optimizer", "--precision", "--lora-r", "--lora-targets", "--logprob-impl", "--offload"}) {
       // (nanochat's precision still sets the weights a generation holds: it follows the model)
-      if (command.count(flag) > 0) return fail(fmt::format("{} does not apply to --phase generate: it trains nothing", flag));
+      if (command.count(flag) > 0) return refuse(fmt::format("{} does not apply to --phase generate: it trains nothing", flag));
     }
   }
   return true;
@@ -281,14 +276,14 @@ bool refuse_other_phases_options(plan_phase phase, const CLI::App& command) {
 bool refuse_options_that_do_not_apply(const plan_arguments& args, const CLI::App& command) {
   if (args.fit.empty()) {
     for (const char* flag : {"--margin", "--vary", "--keep-shape", "--all"}) {
-      if (command.count(flag) > 0) return fail(fmt::format("{} shapes the search of --fit; give --fit CARD", flag));
+      if (command.count(flag) > 0) return refuse(fmt::format("{} shapes the search of --fit; give --fit CARD", flag));
     }
   }
   if (command.count("--vary") > 0 && command.count("--keep-shape") > 0) {
-    return fail("--keep-shape keeps the algorithm's settings and --vary opens some: give one (keeping them is the default)");
+    return refuse("--keep-shape keeps the algorithm's settings and --vary opens some: give one (keeping them is the default)");
   }
   if (command.count("--logprob-chunk") > 0 && !chunked_logprobs(args.knobs)) {
-    return fail(fmt::format("--logprob-chunk is the rows per chunk of --logprob-impl chunked or fused; {} has no chunks",
+    return refuse(fmt::format("--logprob-chunk is the rows per chunk of --logprob-impl chunked or fused; {} has no chunks",
                             to_string(args.knobs.logprob)));
   }
   return true;
@@ -299,12 +294,12 @@ bool parse_vary(const std::string& list, const plan_knobs& knobs, unsigned& vary
   std::stringstream names(list);
   for (std::string name; std::getline(names, name, ',');) {
     const auto parsed = parse_search_knob(name);
-    if (!parsed.ok()) return fail(parsed.failure().detail);
+    if (!parsed.ok()) return refuse(parsed.failure().detail);
     const search_knob knob = parsed.value();
-    if (const std::string why = why_not_varied(knob, knobs); !why.empty()) return fail(why);
+    if (const std::string why = why_not_varied(knob, knobs); !why.empty()) return refuse(why);
     vary |= search_bit(knob);
   }
-  if (vary == 0) return fail("--vary needs at least one of group, new-tokens, prompt-len, lora-r, batch");
+  if (vary == 0) return refuse("--vary needs at least one of group, new-tokens, prompt-len, lora-r, batch");
   return true;
 }
 
@@ -322,7 +317,7 @@ bool parse_kv_rows(const std::string& text, plan_knobs& knobs) {
   std::uint64_t rows = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rows);
   if (ec != std::errc() || end != text.data() + text.size() || rows == 0) {
-    return fail(fmt::format("--kv-rows '{}': expected a number of rows, gen-batch or group", text.substr(0, 40)));
+    return refuse(fmt::format("--kv-rows '{}': expected a number of rows, gen-batch or group", text.substr(0, 40)));
   }
   knobs.kv_rows = rows;
   return true;
@@ -336,11 +331,11 @@ bool parse_card(const std::string& text, std::uint64_t& budget) {
   std::int64_t bytes = 0;
   std::string message;
   if (!parse_size(text, bytes, message)) {
-    return fail(fmt::format("--fit '{}': not a card ({}) nor a size like 80GiB or 32GB", text.substr(0, 40), fmt::join(gpu_names(), ", ")));
+    return refuse(fmt::format("--fit '{}': not a card ({}) nor a size like 80GiB or 32GB", text.substr(0, 40), fmt::join(gpu_names(), ", ")));
   }
   const bool bare = !text.empty() && std::isdigit(static_cast<unsigned char>(text.back())) != 0;
   if (bare && bytes < (std::int64_t{1} << 20)) {
-    return fail(fmt::format("--fit {}: a bare number is bytes, and {} bytes is under 1 MiB; give the unit (e.g. {}GB or {}GiB) or a card",
+    return refuse(fmt::format("--fit {}: a bare number is bytes, and {} bytes is under 1 MiB; give the unit (e.g. {}GB or {}GiB) or a card",
                             text.substr(0, 40), text.substr(0, 40), text.substr(0, 20), text.substr(0, 20)));
   }
   budget = static_cast<std::uint64_t>(bytes);
@@ -358,24 +353,24 @@ bool build_rollout_knobs(const plan_arguments& args, const model_architecture& m
                                                            "--max-num-batched-tokens", "--block-size"};
   static constexpr std::array<const char*, 2> sglang_only = {"--mem-fraction-static", "--chunked-prefill-size"};
   for (const char* flag : vllm_only) {
-    if (command.count(flag) > 0 && engine.rollout != rollout_kind::vllm) return fail(fmt::format("{} is vLLM's; give --rollout vllm", flag));
+    if (command.count(flag) > 0 && engine.rollout != rollout_kind::vllm) return refuse(fmt::format("{} is vLLM's; give --rollout vllm", flag));
   }
   for (const char* flag : sglang_only) {
-    if (command.count(flag) > 0 && engine.rollout != rollout_kind::sglang) return fail(fmt::format("{} is SGLang's; give --rollout sglang", flag));
+    if (command.count(flag) > 0 && engine.rollout != rollout_kind::sglang) return refuse(fmt::format("{} is SGLang's; give --rollout sglang", flag));
   }
   if (engine.rollout == rollout_kind::hf) {
     for (const char* flag : {"--card", "--sleep-level", "--engine-graph-memory"}) {
-      if (command.count(flag) > 0) return fail(fmt::format("{} shapes a rollout engine; give --rollout vllm or sglang", flag));
+      if (command.count(flag) > 0) return refuse(fmt::format("{} shapes a rollout engine; give --rollout vllm or sglang", flag));
     }
     return true;
   }
-  if (model.opaque_params > 0) return fail("--rollout vllm or sglang needs the policy's architecture (--model), not --params");
+  if (model.opaque_params > 0) return refuse("--rollout vllm or sglang needs the policy's architecture (--model), not --params");
   if (!args.rollout.card.empty()) {
     engine.device_bytes = gpu_memory_bytes(args.rollout.card);
     std::int64_t bytes = 0;
     std::string message;
     if (engine.device_bytes == 0 && (!parse_size(args.rollout.card, bytes, message) || bytes < (std::int64_t{1} << 20))) {
-      return fail(fmt::format("--card '{}': not a card ({}) nor a size like 80GiB", args.rollout.card.substr(0, 40), fmt::join(gpu_names(), ", ")));
+      return refuse(fmt::format("--card '{}': not a card ({}) nor a size like 80GiB", args.rollout.card.substr(0, 40), fmt::join(gpu_names(), ", ")));
     }
     if (engine.device_bytes == 0) engine.device_bytes = static_cast<std::uint64_t>(bytes);
   } else if (!args.fit.empty() && !parse_card(args.fit, engine.device_bytes)) {
@@ -385,7 +380,7 @@ bool build_rollout_knobs(const plan_arguments& args, const model_architecture& m
     std::int64_t graph = 0;
     std::string message;
     if (!parse_size(args.rollout.graph_memory, graph, message) || graph < 0) {
-      return fail(fmt::format("--engine-graph-memory '{}': expected a size like 0.5GiB", args.rollout.graph_memory.substr(0, 40)));
+      return refuse(fmt::format("--engine-graph-memory '{}': expected a size like 0.5GiB", args.rollout.graph_memory.substr(0, 40)));
     }
     engine.graph_bytes = static_cast<std::uint64_t>(graph);
   }
@@ -484,15 +479,15 @@ void drop_unplanned_engine(plan_arguments& args, const CLI::App& command, traine
 // --from FILE: reads the config and sets every option the command line does not give.
 bool apply_trainer_config(plan_arguments& args, const CLI::App& command) {
   auto file = read_option_file(args.from);
-  if (!file.ok()) return fail(file.failure().detail);
+  if (!file.ok()) return refuse(file.failure().detail);
   trainer_config_context context;
   if (command.count("--gpus") > 0) context.gpus = args.knobs.gpus;
   auto read = read_trainer_config(file.value(), trainer_config_limits{}, context);
-  if (!read.ok()) return fail(fmt::format("{}: {}", args.from, read.failure().detail));
+  if (!read.ok()) return refuse(fmt::format("{}: {}", args.from, read.failure().detail));
   trainer_config_mapping mapping = std::move(read).value();
   if (args.phase.empty()) args.phase = "grpo-step";
   if (args.phase != "grpo-step") {
-    return fail(fmt::format("--from {} describes an RL step: give --phase grpo-step or leave --phase out", args.from));
+    return refuse(fmt::format("--from {} describes an RL step: give --phase grpo-step or leave --phase out", args.from));
   }
   std::vector<ignored_setting> unread;
   drop_unplanned_engine(args, command, mapping, unread);
@@ -520,7 +515,7 @@ bool apply_trainer_config(plan_arguments& args, const CLI::App& command) {
 
 bool build_knobs(plan_arguments& args, const model_architecture& model, const CLI::App& command) {
   plan_knobs& knobs = args.knobs;
-  if (args.phase.empty()) return fail("--phase is required: generate, train or grpo-step");
+  if (args.phase.empty()) return refuse("--phase is required: generate, train or grpo-step");
   if (!choose("--phase", args.phase, plan_phase_names, knobs.phase) ||
       !choose("--optimizer", args.optimizer, optimizer_kind_names, knobs.optimizer) ||
       !choose("--precision", args.precision, precision_kind_names, knobs.precision) ||
@@ -549,10 +544,10 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
   }
   if (!refuse_other_phases_options(knobs.phase, command) || !refuse_options_that_do_not_apply(args, command)) return false;
   if (command.count("--gen-batch") > 0 && command.count("--batch") > 0) {
-    return fail("--gen-batch and --batch both give grpo-step's generation batch; give --gen-batch");
+    return refuse("--gen-batch and --batch both give grpo-step's generation batch; give --gen-batch");
   }
   if (knobs.phase == plan_phase::train && command.count("--seq-len") > 0 && knobs.seq_len < 2) {
-    return fail("--seq-len must be at least 2: a prompt token and a scored one");
+    return refuse("--seq-len must be at least 2: a prompt token and a scored one");
   }
   if (knobs.phase == plan_phase::train && knobs.logprob_tokens == 0) knobs.logprob_tokens = knobs.seq_len / 2;
   std::stringstream targets(args.lora_targets);
@@ -561,14 +556,14 @@ bool build_knobs(plan_arguments& args, const model_architecture& model, const CL
   }
   for (const std::string& spec : args.buffers) {
     auto buffer = parse_buffer_spec(spec);
-    if (!buffer.ok()) return fail(buffer.failure().detail);
+    if (!buffer.ok()) return refuse(buffer.failure().detail);
     knobs.buffers.push_back(std::move(buffer).value());
   }
   if (!require_phase_knobs(knobs, command, model.opaque_params > 0, args.from_file)) return false;
   if (!build_rollout_knobs(args, model, knobs, command)) return false;
   if (!build_handoff_knobs(args.handoff, command, knobs, args.host_memory_bytes)) return false;
-  if (const auto checked = validate_knobs(model, knobs); !checked.ok()) return fail(checked.failure().detail);
-  if (const auto engine_checked = validate_engine_knobs(knobs); !engine_checked.ok()) return fail(engine_checked.failure().detail);
+  if (const auto checked = validate_knobs(model, knobs); !checked.ok()) return refuse(checked.failure().detail);
+  if (const auto engine_checked = validate_engine_knobs(knobs); !engine_checked.ok()) return refuse(engine_checked.failure().detail);
   return true;
 }
 
@@ -588,25 +583,25 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
   if (command.count("--params") > 0) {
     // A policy that is no transformer the planner knows (a diffusion policy, ...): its state from
     // the parameter count, its activations and rollout as --buffer tensors.
-    if (!args.model.empty()) return fail("--params describes a policy given without --model; with --model the count comes from it"), exit_bad_input;
-    if (args.params == 0) return fail("--params must be at least 1"), exit_bad_input;
+    if (!args.model.empty()) return refuse("--params describes a policy given without --model; with --model the count comes from it"), exit_bad_input;
+    if (args.params == 0) return refuse("--params must be at least 1"), exit_bad_input;
     if (args.buffers.empty()) {
-      return fail("--params without --model needs the policy's tensors as --buffer NAME=DIMS:DTYPE (e.g. traj=rows*50*263*1*196:fp32)"),
+      return refuse("--params without --model needs the policy's tensors as --buffer NAME=DIMS:DTYPE (e.g. traj=rows*50*263*1*196:fp32)"),
              exit_bad_input;
     }
     report.model.name = report.model.model_type = "params-only";
     report.model.opaque_params = args.params;
   } else if (args.model.empty() && !args.unreadable_model.empty()) {
-    return fail(fmt::format("--from {}: its model '{}' is neither a preset nor a local config.json; give --model (a preset or a config.json)",
+    return refuse(fmt::format("--from {}: its model '{}' is neither a preset nor a local config.json; give --model (a preset or a config.json)",
                             args.from, args.unreadable_model.substr(0, 100))),
            exit_bad_input;
   } else if (args.model.empty() && !args.from.empty()) {
-    return fail(fmt::format("--from {} names no model (model_name_or_path, actor_rollout_ref.model.path); give --model "
+    return refuse(fmt::format("--from {} names no model (model_name_or_path, actor_rollout_ref.model.path); give --model "
                             "(a preset or a config.json)",
                             args.from)),
            exit_bad_input;
   } else if (args.model.empty()) {
-    return fail("--model is required: a preset (rlmem plan --list-models) or a config.json (or --params N with --buffer)"), exit_bad_input;
+    return refuse("--model is required: a preset (rlmem plan --list-models) or a config.json (or --params N with --buffer)"), exit_bad_input;
   } else if (!load_model(args.model, report.model)) {
     return exit_bad_input;
   }
@@ -614,14 +609,14 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
   report.knobs = args.knobs;
   report.host_memory_bytes = args.host_memory_bytes;
   report.plan = plan_memory(report.model, report.knobs);
-  if (!report.plan.engine.refusal.empty()) return fail(report.plan.engine.refusal), exit_bad_input;
+  if (!report.plan.engine.refusal.empty()) return refuse(report.plan.engine.refusal), exit_bad_input;
   if (report.plan.out_of_range) {
-    return fail(fmt::format("the {} phase would need more than 8 PiB per GPU; check the knobs", report.plan.peak_phase)), exit_bad_input;
+    return refuse(fmt::format("the {} phase would need more than 8 PiB per GPU; check the knobs", report.plan.peak_phase)), exit_bad_input;
   }
   if (!args.fit.empty()) {
     std::uint64_t budget = 0;
     if (!parse_card(args.fit, budget)) return exit_bad_input;
-    if (!(args.margin >= 0 && args.margin < 1)) return fail("--margin must be between 0 and 1, e.g. 0.1"), exit_bad_input;
+    if (!(args.margin >= 0 && args.margin < 1)) return refuse("--margin must be between 0 and 1, e.g. 0.1"), exit_bad_input;
     fit_options options;
     options.budget_bytes = budget;
     options.fragmentation_margin = args.margin;
@@ -633,13 +628,13 @@ int run_plan(plan_arguments& args, const CLI::App& command) {
     const bool some_change_fits =
         fit.found || std::any_of(fit.what_if.begin(), fit.what_if.end(), [](const what_if_row& row) { return row.fits; });
     if (fit.usable_bytes == 0) {
-      return fail(fmt::format("--fit {}: {}", args.fit.substr(0, 40), fit.reason)), exit_bad_input;
+      return refuse(fmt::format("--fit {}: {}", args.fit.substr(0, 40), fit.reason)), exit_bad_input;
     }
     if (!some_change_fits && report.plan.weights_bytes > fit.usable_bytes) {
       // Nothing the report could show fits: one line with what would have to change.
       const char* remedy = report.knobs.shard == shard_kind::fsdp ? "shard over more GPUs, offload them (--offload all)"
                                                                   : "shard them (--gpus N --shard fsdp)";
-      return fail(fmt::format("--fit {}: the weights alone ({}{}) exceed the {} usable on the card; {} or pick a larger card",
+      return refuse(fmt::format("--fit {}: the weights alone ({}{}) exceed the {} usable on the card; {} or pick a larger card",
                               args.fit.substr(0, 40), format_bytes(static_cast<std::int64_t>(report.plan.weights_bytes)),
                               report.knobs.reference == reference_kind::copy ? ", policy and reference" : "",
                               format_bytes(static_cast<std::int64_t>(fit.usable_bytes)), remedy)),

@@ -16,17 +16,12 @@ namespace rlmem::cli {
 
 namespace {
 
-bool fail(const std::string& message) {
-  print_error(message);
-  return false;
-}
-
 // A size option's value: at least 1 MiB (a bare number is bytes; under 1 MiB is a missing unit).
 bool size_of(const char* flag, const std::string& text, std::uint64_t& out) {
   std::int64_t bytes = 0;
   std::string message;
   if (!parse_size(text, bytes, message) || bytes < (std::int64_t{1} << 20)) {
-    return fail(fmt::format("{} '{}': expected a size of 1 MiB or more, like 512MiB or 256GB", flag, text.substr(0, 40)));
+    return refuse(fmt::format("{} '{}': expected a size of 1 MiB or more, like 512MiB or 256GB", flag, text.substr(0, 40)));
   }
   out = static_cast<std::uint64_t>(bytes);
   return true;
@@ -66,18 +61,18 @@ bool build_handoff_knobs(const handoff_arguments& args, const CLI::App& command,
   if (handoff) {
     std::optional<handoff_kind> mode = value_named(handoff_kind_names, args.handoff);
     if (!mode || *mode == handoff_kind::unmodelled) {
-      return fail(fmt::format("--handoff '{}': expected one of keep, offload, rlmem-pause", args.handoff.substr(0, 40)));
+      return refuse(fmt::format("--handoff '{}': expected one of keep, offload, rlmem-pause", args.handoff.substr(0, 40)));
     }
     knobs.handoff = *mode;
   }
   for (const char* flag : {"--wake-order", "--sync-bucket"}) {
     if (command.count(flag) > 0 && !handoff) {
-      return fail(fmt::format("{} shapes the transitions of --handoff; give --handoff keep, offload or rlmem-pause", flag));
+      return refuse(fmt::format("{} shapes the transitions of --handoff; give --handoff keep, offload or rlmem-pause", flag));
     }
   }
   if (command.count("--wake-order") > 0) {
     std::optional<wake_order_kind> order = value_named(wake_order_kind_names, args.wake_order);
-    if (!order) return fail(fmt::format("--wake-order '{}': expected staged or together", args.wake_order.substr(0, 40)));
+    if (!order) return refuse(fmt::format("--wake-order '{}': expected staged or together", args.wake_order.substr(0, 40)));
     knobs.wake_order = *order;
   }
   if (command.count("--sync-bucket") > 0 && !size_of("--sync-bucket", args.sync_bucket, knobs.sync_bucket_bytes)) return false;
@@ -85,14 +80,14 @@ bool build_handoff_knobs(const handoff_arguments& args, const CLI::App& command,
   if (command.count("--host-memory") > 0 && !size_of("--host-memory", args.host_memory, host_memory_bytes)) return false;
   if (command.count("--gpus-per-node") > 0) {
     if (args.gpus_per_node > knobs.gpus) {
-      return fail(fmt::format("--gpus-per-node {} is more than the job's --gpus {}: a node holds at most the job's GPUs", args.gpus_per_node,
+      return refuse(fmt::format("--gpus-per-node {} is more than the job's --gpus {}: a node holds at most the job's GPUs", args.gpus_per_node,
                               knobs.gpus));
     }
     knobs.gpus_per_node = args.gpus_per_node;
   } else if (handoff || host_memory_bytes != 0) {
     knobs.gpus_per_node = std::min(knobs.gpus, default_node_gpus);
   }
-  if (const auto handoff_checked = validate_handoff_knobs(knobs); !handoff_checked.ok()) return fail(handoff_checked.failure().detail);
+  if (const auto handoff_checked = validate_handoff_knobs(knobs); !handoff_checked.ok()) return refuse(handoff_checked.failure().detail);
   return true;
 }
 

@@ -21,17 +21,12 @@ namespace rlmem::cli {
 
 namespace {
 
-bool fail(const std::string& message) {
-  print_error(message);
-  return false;
-}
-
 // A file of observed response lengths (one whole number of tokens per line; blank lines and
 // lines starting with # are skipped) into its p50, p90, p99 (and p99.9 from 1,000 samples on),
 // each the nearest-rank percentile.
 bool quantiles_of_file(const std::string& path, std::uint64_t max_length, std::vector<length_quantile>& quantiles) {
   auto read = read_option_file(path);
-  if (!read.ok()) return fail(read.failure().detail);
+  if (!read.ok()) return refuse(read.failure().detail);
   const std::string& text = read.value();
   std::vector<std::uint64_t> lengths;
   std::istringstream lines(text);
@@ -44,18 +39,18 @@ bool quantiles_of_file(const std::string& path, std::uint64_t max_length, std::v
     std::uint64_t length = 0;
     const auto [end, ec] = std::from_chars(line.data() + first, line.data() + line.size(), length);
     if (ec != std::errc() || end != line.data() + line.size() || length == 0) {
-      return fail(fmt::format("--response-lens {}: line {} is '{}', not a length in tokens (one whole number of at least 1 per line)", path,
+      return refuse(fmt::format("--response-lens {}: line {} is '{}', not a length in tokens (one whole number of at least 1 per line)", path,
                               number, printable_text(line.substr(0, 40))));
     }
     if (length > max_length) {
-      return fail(fmt::format("--response-lens {}: line {} is {} tokens, beyond the longest response, {} (--response-len-max, else "
+      return refuse(fmt::format("--response-lens {}: line {} is {} tokens, beyond the longest response, {} (--response-len-max, else "
                               "--new-tokens)",
                               path, number, length, max_length));
     }
     lengths.push_back(length);
   }
   if (lengths.size() < 100) {
-    return fail(fmt::format("--response-lens {}: {} lengths; a p99 needs at least 100 (give --response-len-percentiles instead)", path,
+    return refuse(fmt::format("--response-lens {}: {} lengths; a p99 needs at least 100 (give --response-len-percentiles instead)", path,
                             lengths.size()));
   }
   std::sort(lengths.begin(), lengths.end());
@@ -95,25 +90,25 @@ bool length_view_asked(const CLI::App& command) {
 bool plan_length_view(const length_arguments& lengths, plan_report& report, std::uint64_t usable_bytes, const std::string& card) {
   const plan_knobs& knobs = report.knobs;
   if (knobs.phase == plan_phase::train) {
-    return fail("--response-len-* apply to --phase generate and grpo-step, whose responses are --new-tokens long; train's rows are --seq-len");
+    return refuse("--response-len-* apply to --phase generate and grpo-step, whose responses are --new-tokens long; train's rows are --seq-len");
   }
-  if (report.model.opaque_params > 0) return fail("--response-len-* need the policy's architecture (--model), not --params");
+  if (report.model.opaque_params > 0) return refuse("--response-len-* need the policy's architecture (--model), not --params");
   if (!lengths.percentiles.empty() && !lengths.lengths_file.empty()) {
-    return fail("--response-len-percentiles and --response-lens both give the lengths' distribution; give one");
+    return refuse("--response-len-percentiles and --response-lens both give the lengths' distribution; give one");
   }
   length_view_options options;
   options.max_length = lengths.max_length != 0 ? lengths.max_length : knobs.new_tokens;
   if (options.max_length > knobs.new_tokens) {
-    return fail(fmt::format("--response-len-max {} is beyond --new-tokens {}, the generation's cap: no response is longer (raise --new-tokens)",
+    return refuse(fmt::format("--response-len-max {} is beyond --new-tokens {}, the generation's cap: no response is longer (raise --new-tokens)",
                             options.max_length, knobs.new_tokens));
   }
   if (!lengths.percentiles.empty()) {
     auto quantiles = parse_length_quantiles(lengths.percentiles);
-    if (!quantiles.ok()) return fail("--response-len-percentiles " + quantiles.failure().detail);
+    if (!quantiles.ok()) return refuse("--response-len-percentiles " + quantiles.failure().detail);
     options.quantiles = std::move(quantiles).value();
     for (const length_quantile& quantile : options.quantiles) {
       if (quantile.length > options.max_length) {
-        return fail(fmt::format("--response-len-percentiles {}={} is beyond the longest response, {} (--response-len-max, else --new-tokens)",
+        return refuse(fmt::format("--response-len-percentiles {}={} is beyond the longest response, {} (--response-len-max, else --new-tokens)",
                                 quantile.label, quantile.length, options.max_length));
       }
     }

@@ -43,29 +43,24 @@ extern "C" void request_stop(int) { stop_requested = 1; }
 constexpr double min_interval = 0.1;
 constexpr double max_interval = 86400;
 
-bool fail(const std::string& message) {
-  print_error(message);
-  return false;
-}
-
 // A log that exists must be a readable file; one that does not exist yet is waited for, but only
 // in a folder that exists (a typo should not wait forever) and not with --once.
 bool check_log_path(const std::string& path, bool once) {
   struct stat info {};
   if (::stat(path.c_str(), &info) == 0) {
-    if (S_ISDIR(info.st_mode)) return fail("--log " + path + " is a folder; give the file StepMonitor writes");
-    if (!S_ISREG(info.st_mode)) return fail("--log " + path + " is not a regular file");
+    if (S_ISDIR(info.st_mode)) return refuse("--log " + path + " is a folder; give the file StepMonitor writes");
+    if (!S_ISREG(info.st_mode)) return refuse("--log " + path + " is not a regular file");
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return fail("--log " + path + ": " + std::generic_category().message(errno));
+    if (fd < 0) return refuse("--log " + path + ": " + std::generic_category().message(errno));
     ::close(fd);
     return true;
   }
-  if (errno != ENOENT) return fail("--log " + path + ": " + std::generic_category().message(errno));
-  if (once) return fail("--log " + path + " does not exist (without --once, watch waits for it to appear)");
+  if (errno != ENOENT) return refuse("--log " + path + ": " + std::generic_category().message(errno));
+  if (once) return refuse("--log " + path + " does not exist (without --once, watch waits for it to appear)");
   std::filesystem::path folder = std::filesystem::path(path).parent_path();
   std::error_code ignored;
   if (!folder.empty() && !std::filesystem::is_directory(folder, ignored)) {
-    return fail("--log " + path + ": the folder " + folder.string() + " does not exist");
+    return refuse("--log " + path + ": the folder " + folder.string() + " does not exist");
   }
   return true;
 }
@@ -151,10 +146,10 @@ int run_watch(const watch_arguments& args) {
   std::unique_ptr<gpu_source> gpus = open_nvml_gpu_source(library, status);
   if (!gpus && args.log.empty()) {
     if (status.code == gpu_status::static_program) {
-      fail(status.message + ": use the dynamically linked build for the GPU view; rlmem watch --log FILE shows a "
+      refuse(status.message + ": use the dynamically linked build for the GPU view; rlmem watch --log FILE shows a "
            "StepMonitor log without it");
     } else {
-      fail("NVML is unavailable (" + status.message +
+      refuse("NVML is unavailable (" + status.message +
            "): no NVIDIA driver on this machine? rlmem watch --log FILE shows a StepMonitor log without it");
     }
     return exit_bad_input;

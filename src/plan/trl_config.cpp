@@ -17,8 +17,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string number_text(std::uint64_t value) { return std::to_string(value); }
-
 // The generation batch, in prompts: TRL generates per_device_train_batch_size x processes x
 // steps_per_generation completions at once (GRPOConfig.__post_init__), num_generations per prompt.
 bool map_batches(settings_reader& read, const trainer_config_context& context, bool mapping_format_is_yaml, std::uint64_t& micro_batch,
@@ -35,8 +33,8 @@ bool map_batches(settings_reader& read, const trainer_config_context& context, b
   if (read.failed()) return false;
   micro_batch = *rows;
   accumulation = *accumulated;
-  read.map(per_device, "--micro-batch", number_text(micro_batch));
-  read.map(generations, "--group", number_text(*group));
+  read.map(per_device, "--micro-batch", std::to_string(micro_batch));
+  read.map(generations, "--group", std::to_string(*group));
   const setting* source = &accumulation_steps;
   steps_per_generation = accumulation;
   std::uint64_t processes = gpus;
@@ -57,7 +55,7 @@ bool map_batches(settings_reader& read, const trainer_config_context& context, b
     world.key = "generation_batch_size / (per_device_train_batch_size x steps_per_generation)";
     world.value = fmt::format("{} / ({} x {})", *total, micro_batch, steps_per_generation);
     world.in_file = true;
-    read.map(world, "--gpus", number_text(*total / (micro_batch * steps_per_generation)), "the processes of the run that wrote the file");
+    read.map(world, "--gpus", std::to_string(*total / (micro_batch * steps_per_generation)), "the processes of the run that wrote the file");
     source = &steps;
   } else if (generation_batch.set()) {
     const auto total = read.count(generation_batch, read.limits().max_rows * read.limits().max_gpus);
@@ -81,7 +79,7 @@ bool map_batches(settings_reader& read, const trainer_config_context& context, b
                                  completions, micro_batch, processes, steps_per_generation, *group));
   }
   const bool processes_unknown = context.gpus == 0 && processes == gpus && !(generation_batch.set() && steps.set());
-  read.map(*source, "--prompts", number_text(completions / *group),
+  read.map(*source, "--prompts", std::to_string(completions / *group),
            fmt::format("{} rows x {} GPU(s) x {} steps per generation / {} generations{}", micro_batch, processes, steps_per_generation,
                        *group, processes_unknown ? "; the GPUs are accelerate's processes, not the config's: give --gpus N" : ""));
   if (source != &accumulation_steps && accumulation_steps.in_file) {
@@ -135,7 +133,7 @@ bool map_peft(settings_reader& read) {
   }
   const auto lora_rank = read.count(rank, 1u << 16);
   if (!lora_rank) return false;
-  read.map(rank, "--lora-r", number_text(*lora_rank));
+  read.map(rank, "--lora-r", std::to_string(*lora_rank));
   const setting modules = read.get("lora_target_modules");
   if (!modules.set()) {
     read.map(read.get("lora_target_modules", nullptr), "--lora-targets", "q_proj,v_proj",
@@ -238,13 +236,13 @@ bool map_vllm(settings_reader& read, std::uint64_t micro_batch, std::uint64_t st
   if (const setting length = read.get("vllm_max_model_length"); length.set()) {
     const auto tokens = read.count(length, read.limits().max_length);
     if (!tokens) return false;
-    read.map(length, "--max-model-len", number_text(*tokens));
+    read.map(length, "--max-model-len", std::to_string(*tokens));
   }
   setting sequences;
   sequences.key = "per_device_train_batch_size x vllm_tensor_parallel_size x steps_per_generation";
   sequences.value = fmt::format("{} x {} x {}", micro_batch, *tensor_parallel, steps_per_generation);
   sequences.in_file = true;
-  read.map(sequences, "--max-num-seqs", number_text(micro_batch * *tensor_parallel * steps_per_generation), "GRPOTrainer's max_num_seqs");
+  read.map(sequences, "--max-num-seqs", std::to_string(micro_batch * *tensor_parallel * steps_per_generation), "GRPOTrainer's max_num_seqs");
   setting batched;
   batched.key = "use_vllm";
   batched.value = "true";
@@ -313,7 +311,7 @@ bool map_trl_config(settings_reader& read, const trainer_config_context& context
   if (const setting prompt = read.get("max_prompt_length"); prompt.set()) {
     const auto length = read.count(prompt, read.limits().max_length);
     if (!length) return false;
-    read.map(prompt, "--prompt-len", number_text(*length));
+    read.map(prompt, "--prompt-len", std::to_string(*length));
   }
   const setting completion = read.get("max_completion_length", 512);
   const auto new_tokens = read.count(completion, read.limits().max_length);
@@ -331,10 +329,10 @@ bool map_trl_config(settings_reader& read, const trainer_config_context& context
   const auto fused = read.flag(liger);
   if (read.failed()) return false;
   if (*kl < 0) return read.fail(fmt::format("beta = {} must not be negative", *kl));
-  read.map(completion, "--new-tokens", number_text(*new_tokens));
+  read.map(completion, "--new-tokens", std::to_string(*new_tokens));
   read.map(checkpointing, "--grad-ckpt", *grad_ckpt ? "on" : "off");
   read.map(beta, "--ref-model", *kl > 0 ? "on" : "off", *kl > 0 ? "a KL term: a reference pass" : "beta 0: no reference model is loaded");
-  read.map(iterations, "--epochs", number_text(*epochs));
+  read.map(iterations, "--epochs", std::to_string(*epochs));
   // GRPOTrainer._generate_and_score_completions: old log-probs when generation and optimizer
   // steps are misaligned, or to correct vLLM's sampling.
   const bool misaligned = accumulation % (steps_per_generation * *epochs) != 0;

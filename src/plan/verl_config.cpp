@@ -11,8 +11,6 @@ namespace rlmem::detail {
 
 namespace {
 
-std::string number_text(std::uint64_t value) { return std::to_string(value); }
-
 constexpr const char* actor = "actor_rollout_ref.actor.";
 constexpr const char* rollout = "actor_rollout_ref.rollout.";
 constexpr const char* model = "actor_rollout_ref.model.";
@@ -134,7 +132,7 @@ bool map_micro_batch(settings_reader& read, std::uint64_t prompt_len, std::uint6
     const auto budget = read.count(tokens, read.limits().max_rows * read.limits().max_length);
     if (!budget) return false;
     const std::uint64_t rows = std::max<std::uint64_t>(1, *budget / (prompt_len + new_tokens));
-    read.map(tokens, "--micro-batch", number_text(rows),
+    read.map(tokens, "--micro-batch", std::to_string(rows),
              fmt::format("use_dynamic_bsz: {} tokens / ({} + {}) per full-length row", *budget, prompt_len, new_tokens));
     if (per_gpu.in_file) read.ignore(per_gpu, "use_dynamic_bsz packs micro-batches by tokens instead");
     return true;
@@ -142,14 +140,14 @@ bool map_micro_batch(settings_reader& read, std::uint64_t prompt_len, std::uint6
   if (per_gpu.set()) {
     const auto rows = read.count(per_gpu, read.limits().max_rows);
     if (!rows) return false;
-    read.map(per_gpu, "--micro-batch", number_text(*rows));
+    read.map(per_gpu, "--micro-batch", std::to_string(*rows));
     return true;
   }
   // The deprecated global form, divided over the GPUs as verl divides it.
   if (const setting global = read.get(key(actor, "ppo_micro_batch_size")); global.set()) {
     const auto rows = read.count(global, read.limits().max_rows * read.limits().max_gpus);
     if (!rows) return false;
-    read.map(global, "--micro-batch", number_text(std::max<std::uint64_t>(1, *rows / gpus)), fmt::format("{} over {} GPU(s)", *rows, gpus));
+    read.map(global, "--micro-batch", std::to_string(std::max<std::uint64_t>(1, *rows / gpus)), fmt::format("{} over {} GPU(s)", *rows, gpus));
   }
   return true;
 }
@@ -169,7 +167,7 @@ bool map_model(settings_reader& read) {
   if (read.failed()) return false;
   read.map(checkpointing, "--grad-ckpt", *grad_ckpt ? "on" : "off");
   if (*lora_rank > 0) {
-    read.map(rank, "--lora-r", number_text(*lora_rank));
+    read.map(rank, "--lora-r", std::to_string(*lora_rank));
     const setting modules = read.get(key(model, "target_modules"), "all-linear");
     std::string unknown;
     const std::string targets = lora_targets_value(modules.value, unknown);
@@ -220,12 +218,12 @@ bool map_verl_config(settings_reader& read, const trainer_config_context& contex
   gpu_count.key = "trainer.n_gpus_per_node x trainer.nnodes";
   gpu_count.value = fmt::format("{} x {}", *gpus_per_node, *node_count);
   gpu_count.in_file = per_node.in_file || nodes.in_file;
-  read.map(gpu_count, "--gpus", number_text(file_gpus));
-  read.map(prompts, "--prompts", number_text(*prompt_count));
-  read.map(samples, "--group", number_text(*group));
-  read.map(prompt_len, "--prompt-len", number_text(*prompt_tokens));
-  read.map(response_len, "--new-tokens", number_text(*new_tokens));
-  read.map(epochs, "--epochs", number_text(*passes));
+  read.map(gpu_count, "--gpus", std::to_string(file_gpus));
+  read.map(prompts, "--prompts", std::to_string(*prompt_count));
+  read.map(samples, "--group", std::to_string(*group));
+  read.map(prompt_len, "--prompt-len", std::to_string(*prompt_tokens));
+  read.map(response_len, "--new-tokens", std::to_string(*new_tokens));
+  read.map(epochs, "--epochs", std::to_string(*passes));
   if (!map_micro_batch(read, *prompt_tokens, *new_tokens, gpus) || !map_strategy(read, gpus) || !map_model(read)) return false;
   // ray_trainer.py: the actor scores the rollout again (old_log_prob) unless bypass_mode takes vLLM's.
   const setting bypass = read.get("algorithm.rollout_correction.bypass_mode", false);

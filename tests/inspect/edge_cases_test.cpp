@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include "byte_units.hpp"
 
 namespace rlmem {
 
@@ -18,7 +19,7 @@ using testing::crafted_snapshot;
 
 namespace {
 
-constexpr std::uint64_t mib = 1 << 20;
+using testing::sizes::mib;
 
 bool has_note(const inspection& result, std::string_view part) {
   return std::any_of(result.notes.begin(), result.notes.end(), [&](const std::string& note) { return note.find(part) != std::string::npos; });

@@ -24,13 +24,11 @@ struct known_peaks {
 
 // From testdata/README.md (the fixtures' recording notes) and, for the fragmentation runs,
 // testdata/snapshots/frag_capacity.json (the uncapped rows' peak_alloc).
-constexpr known_peaks recorded[] = {
+constexpr known_peaks recorded_peaks[] = {
     {"grpo_clean.pickle.zst", 811'597'824, 747'623'936},
     {"frag_default.pickle.zst", 4'190'109'696, 2'646'783'488},
     {"frag_expandable.pickle.zst", 2'931'818'496, 2'614'033'920},
 };
-
-}  // namespace
 
 class peaks : public ::testing::TestWithParam<known_peaks> {};
 
@@ -44,7 +42,9 @@ TEST_P(peaks, peak_reserved_and_peak_allocated_are_torchs_exactly) {
       << expected.file << ": expected torch's peak allocated " << expected.torch_peak_allocated << ", saw " << result.peak_allocated_bytes;
 }
 
-INSTANTIATE_TEST_SUITE_P(fixtures, peaks, ::testing::ValuesIn(recorded));
+INSTANTIATE_TEST_SUITE_P(fixtures, peaks, ::testing::ValuesIn(recorded_peaks));
+
+}  // namespace
 
 TEST(inspect, grpo_clean_peak_allocated_matches_torch_to_the_byte) {
   // Whole unsplit blocks are modelled, so the figure is exact on this run, not just close.

@@ -7,6 +7,7 @@
 #include <rlmem/inspect/inspect.hpp>
 
 #include <gtest/gtest.h>
+#include "byte_units.hpp"
 
 namespace rlmem {
 
@@ -14,8 +15,8 @@ using testing::crafted_snapshot;
 
 namespace {
 
-constexpr std::uint64_t kib = 1 << 10;
-constexpr std::uint64_t mib = 1 << 20;
+using testing::sizes::kib;
+using testing::sizes::mib;
 
 // Five steps, each started by an allocation at train.py:12. Every step keeps an entropy metric
 // made by two lines of entropy_of (softmax, log_softmax) called from train.py:20, and tensors

@@ -5,11 +5,12 @@
 #include <rlmem/model/allocator_rules.hpp>
 
 #include <gtest/gtest.h>
+#include "byte_units.hpp"
 
 namespace rlmem {
 
 namespace {
-constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+using testing::sizes::mib;
 }  // namespace
 
 TEST(round_request, follows_round_size) {

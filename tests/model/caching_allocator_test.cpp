@@ -6,12 +6,13 @@
 #include <rlmem/device/fake_device.hpp>
 
 #include <gtest/gtest.h>
+#include "byte_units.hpp"
 
 namespace rlmem {
 
 namespace {
 
-constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+using testing::sizes::mib;
 
 std::vector<std::pair<bool, std::uint64_t>> segment_history(const caching_allocator_model& model) {
   std::vector<std::pair<bool, std::uint64_t>> history;

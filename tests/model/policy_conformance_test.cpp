@@ -25,11 +25,12 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "byte_units.hpp"
 
 namespace rlmem {
 namespace {
 
-constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+using testing::sizes::mib;
 
 // A policy and the fake device it runs on, made with a capacity in bytes (0: none) and the
 // device's options (a failure to inject).

@@ -11,11 +11,12 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "byte_units.hpp"
 
 namespace rlmem {
 
 namespace {
-constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+using testing::sizes::mib;
 
 std::string describe(const std::vector<model_segment_event>& events) {
   std::ostringstream out;

@@ -44,12 +44,7 @@ plan_knobs issue_lora_run() {
   return knobs;
 }
 
-std::uint64_t component(const phase_estimate& phase, const std::string& name) {
-  for (const memory_component& part : phase.components) {
-    if (part.name == name) return part.bytes;
-  }
-  return 0;
-}
+using testing::component;
 
 const what_if_row* row_of(const fit_result& fit, const std::string& knob, const std::string& to) {
   for (const what_if_row& row : fit.what_if) {

@@ -22,12 +22,7 @@ const phase_estimate* find_phase(const plan_result& plan, const std::string& nam
   return it == plan.phases.end() ? nullptr : &*it;
 }
 
-std::uint64_t component(const phase_estimate& phase, const std::string& name) {
-  for (const memory_component& part : phase.components) {
-    if (part.name == name) return part.bytes;
-  }
-  return 0;
-}
+using testing::component;
 
 std::vector<std::string> names(const plan_result& plan) {
   std::vector<std::string> out;

@@ -16,11 +16,12 @@
 #include <numeric>
 #include <utility>
 #include <vector>
+#include "byte_units.hpp"
 
 namespace rlmem {
 namespace {
 
-constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+using testing::sizes::mib;
 
 class runtime_on_cuda : public ::testing::Test {
  protected:

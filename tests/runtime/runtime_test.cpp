@@ -19,11 +19,12 @@
 #include <set>
 #include <thread>
 #include <vector>
+#include "byte_units.hpp"
 
 namespace rlmem {
 namespace {
 
-constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+using testing::sizes::mib;
 
 fake_device_options device_of(std::uint64_t total_mib) {
   fake_device_options options;

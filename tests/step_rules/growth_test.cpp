@@ -8,13 +8,14 @@
 
 #include <cstdint>
 #include <vector>
+#include "byte_units.hpp"
 
 namespace rlmem {
 
 namespace {
 
-constexpr std::int64_t mib = std::int64_t{1} << 20;
-constexpr std::int64_t gib = std::int64_t{1} << 30;
+using testing::figures::mib;
+using testing::figures::gib;
 
 // `quiet` flat step ends at `level`, then the bytes kept at each step after.
 std::vector<std::int64_t> flat_then(const std::vector<std::int64_t>& kept, std::size_t quiet = 8, std::int64_t level = 4 * gib) {

@@ -6,13 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <vector>
+#include "byte_units.hpp"
 
 namespace rlmem {
 
 namespace {
 
-constexpr std::int64_t mib = std::int64_t{1} << 20;
-constexpr std::int64_t gib = std::int64_t{1} << 30;
+using testing::figures::mib;
+using testing::figures::gib;
 
 // An 80 GiB card with 1 GiB outside PyTorch.
 step_sample at(std::int64_t step, std::int64_t allocated, std::int64_t reserved, std::int64_t peak) {

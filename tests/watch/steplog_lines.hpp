@@ -13,10 +13,12 @@
 #include <fstream>
 #include <string>
 
+#include "byte_units.hpp"
+
 namespace rlmem::testing {
 
-inline constexpr std::int64_t gib = std::int64_t{1} << 30;
-inline constexpr std::int64_t mib = std::int64_t{1} << 20;
+using figures::gib;
+using figures::mib;
 inline constexpr std::int64_t h100_total = 85'520'809'984;  // what an H100 80GB HBM3 reports
 
 /// A valid steplog record at `step`: Qwen-0.5B GRPO figures on an H100; change fields as needed.
