@@ -3,6 +3,7 @@
 // the step marker, many OOMs, frees of blocks from before recording, empty devices, Windows
 // paths, traces without times, C++-only stacks, long labels, empty snapshots, huge sizes.
 
+#include "byte_units.hpp"
 #include "inspect/crafted.hpp"
 
 #include <rlmem/base/format.hpp>
@@ -11,7 +12,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include "byte_units.hpp"
 
 namespace rlmem {
 

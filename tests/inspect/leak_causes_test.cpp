@@ -2,12 +2,12 @@
 // One leak per cause (issue 11): growing sites that grew over the same steps and are lines of one
 // function under the same callers are one leak; another caller or another growth run is another.
 
+#include "byte_units.hpp"
 #include "inspect/crafted.hpp"
 
 #include <rlmem/inspect/inspect.hpp>
 
 #include <gtest/gtest.h>
-#include "byte_units.hpp"
 
 namespace rlmem {
 

@@ -2,10 +2,11 @@
 // The allocator's size rules on their own: rounding (with roundup_power2_divisions), pools,
 // segment sizes, the oversize rules and splitting, at the edges of their ranges.
 
+#include "byte_units.hpp"
+
 #include <rlmem/model/allocator_rules.hpp>
 
 #include <gtest/gtest.h>
-#include "byte_units.hpp"
 
 namespace rlmem {
 

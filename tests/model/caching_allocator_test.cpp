@@ -2,11 +2,12 @@
 // The allocator model on its own, for paths the recordings do not exercise: splitting and
 // merging, the oversize rules, the garbage collector, and its memory as the device gives it.
 
+#include "byte_units.hpp"
+
 #include <rlmem/model/caching_allocator.hpp>
 #include <rlmem/device/fake_device.hpp>
 
 #include <gtest/gtest.h>
-#include "byte_units.hpp"
 
 namespace rlmem {
 

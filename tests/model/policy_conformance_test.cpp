@@ -6,6 +6,7 @@
 // match the blocks and the memory the device maps, a refusal under a capacity or by the device
 // that changes nothing, and memory back at the end.
 
+#include "byte_units.hpp"
 #include "fixtures.hpp"
 #include "model/fixture_files.hpp"
 
@@ -25,7 +26,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-#include "byte_units.hpp"
 
 namespace rlmem {
 namespace {

@@ -2,6 +2,7 @@
 // The state at trace start as the simulation rebuilds it from the dump and the trace undone,
 // checked through the segment events the model then makes.
 
+#include "byte_units.hpp"
 #include "inspect/crafted.hpp"
 
 #include <rlmem/model/trace_simulation.hpp>
@@ -11,7 +12,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-#include "byte_units.hpp"
 
 namespace rlmem {
 

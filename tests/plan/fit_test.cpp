@@ -217,11 +217,11 @@ TEST(Fit, VaryOpensTheAlgorithmsKnobsAndNoOneNotchMoreWorkFits) {
 }
 
 TEST(Fit, VaryIsRefusedWhereTheKnobDoesNotExist) {
-  plan_knobs train = testing::train_knobs(4, 1024);
-  EXPECT_NE(why_not_varied(search_knob::group, train), "");
-  EXPECT_NE(why_not_varied(search_knob::new_tokens, train), "");
-  EXPECT_NE(why_not_varied(search_knob::lora_rank, train), "") << "full fine-tuning has no rank";
-  EXPECT_EQ(why_not_varied(search_knob::batch, train), "");
+  plan_knobs training = testing::train_knobs(4, 1024);
+  EXPECT_NE(why_not_varied(search_knob::group, training), "");
+  EXPECT_NE(why_not_varied(search_knob::new_tokens, training), "");
+  EXPECT_NE(why_not_varied(search_knob::lora_rank, training), "") << "full fine-tuning has no rank";
+  EXPECT_EQ(why_not_varied(search_knob::batch, training), "");
   EXPECT_NE(why_not_varied(search_knob::batch, grpo_base()), "");
   EXPECT_EQ(why_not_varied(search_knob::group, grpo_base()), "");
   const auto knob = parse_search_knob("prompt-len");

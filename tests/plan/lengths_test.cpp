@@ -3,6 +3,7 @@
 // L fits, at L + 1 it does not), each percentile's peak is the plan at that length, and the
 // chance per step follows from the percentiles as documented.
 
+#include "byte_units.hpp"
 #include "planner_support.hpp"
 
 #include <rlmem/plan/plan.hpp>
@@ -21,7 +22,7 @@ std::uint64_t peak_at(const model_architecture& model, plan_knobs knobs, std::ui
   return plan_memory(model, knobs).peak_bytes;
 }
 
-constexpr std::uint64_t gib = std::uint64_t{1} << 30;
+using testing::sizes::gib;
 
 TEST(Lengths, TheFittingLengthIsTheLargestThatFitsOnRealConfigs) {
   struct row {

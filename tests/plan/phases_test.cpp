@@ -12,7 +12,7 @@
 namespace rlmem {
 namespace {
 
-const model_architecture& model(const char* name) { return *find_preset(name); }
+using testing::model;
 
 using testing::component;
 using testing::phase_named;

@@ -70,6 +70,9 @@ inline const phase_estimate& phase_named(const plan_result& plan, const std::str
   return *it;
 }
 
+/// The preset architecture `name` ("qwen2.5-0.5b"). Pre: find_preset knows it.
+inline const model_architecture& model(const char* name) { return *find_preset(name); }
+
 /// The bytes of the part of `phase` named `name`; 0 when it has none.
 inline std::uint64_t component(const phase_estimate& phase, const std::string& name) {
   for (const memory_component& part : phase.components) {

@@ -14,11 +14,11 @@
 namespace rlmem {
 namespace {
 
-constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+constexpr double bytes_per_gib = 1024.0 * 1024.0 * 1024.0;
 
-const model_architecture& model(const char* name) { return *find_preset(name); }
+using testing::model;
 
-std::uint64_t gib_bytes(double value) { return static_cast<std::uint64_t>(std::llround(value * gib)); }
+std::uint64_t gib_bytes(double value) { return static_cast<std::uint64_t>(std::llround(value * bytes_per_gib)); }
 
 std::string two_decimals(double value) { return fmt::format("{:.2f}", value); }
 
@@ -57,7 +57,7 @@ TEST(RolloutEngine, VllmBlocksTokensAndConcurrencyMatchItsLogForLlama31_8b) {
   for (const logged row : {logged{1952, "3.81", 20000, "1.56"}, logged{1478, "2.89", 29000, "0.82"}}) {
     // The logged GiB is rounded; the blocks' own bytes print as the log does.
     const std::uint64_t blocks_bytes = row.blocks * one.page_bytes * llama.num_layers;
-    EXPECT_EQ(two_decimals(static_cast<double>(blocks_bytes) / gib), row.kv_gib) << row.blocks << " blocks";
+    EXPECT_EQ(two_decimals(static_cast<double>(blocks_bytes) / bytes_per_gib), row.kv_gib) << row.blocks << " blocks";
     const vllm_kv_cache cache = vllm_kv_cache_of(llama, static_cast<std::int64_t>(blocks_bytes) + 1000, 16, row.max_model_len);
     EXPECT_EQ(cache.blocks, row.blocks);
     EXPECT_EQ(two_decimals(cache.max_concurrency), row.concurrency) << row.max_model_len << " tokens per request";
@@ -88,9 +88,9 @@ TEST(RolloutEngine, VllmBudgetAgainstALoggedProfileOfLlama31_8b) {
   const engine_budget budget = plan_rollout_engine(model("llama3.1-8b"), knobs, 0);
   ASSERT_TRUE(budget.refusal.empty()) << budget.refusal;
   EXPECT_EQ(budget.requested_bytes, static_cast<std::uint64_t>(static_cast<double>(gib_bytes(23.58)) * 0.90));
-  EXPECT_NEAR(static_cast<double>(budget.weights_bytes) / gib, 14.99, 0.05) << "vLLM logged 'Loading model weights took 14.9888 GB'";
-  EXPECT_NEAR(static_cast<double>(budget.activation_bytes) / gib, 2.07, 0.07 * 2.07 + 0.01) << "the profile's torch peak less the weights";
-  const double kv_gib = static_cast<double>(budget.kv_bytes) / gib;
+  EXPECT_NEAR(static_cast<double>(budget.weights_bytes) / bytes_per_gib, 14.99, 0.05) << "vLLM logged 'Loading model weights took 14.9888 GB'";
+  EXPECT_NEAR(static_cast<double>(budget.activation_bytes) / bytes_per_gib, 2.07, 0.07 * 2.07 + 0.01) << "the profile's torch peak less the weights";
+  const double kv_gib = static_cast<double>(budget.kv_bytes) / bytes_per_gib;
   EXPECT_GT(kv_gib, 3.81) << "without the 0.35 GiB non-torch memory the modelled pool is larger than the logged one";
   EXPECT_LT(kv_gib, 3.81 * 1.07) << "expected within 7% of the logged 3.81 GiB";
   EXPECT_EQ(budget.reserved_bytes, budget.requested_bytes) << "the KV pool takes all the budget leaves";
@@ -128,14 +128,14 @@ TEST(RolloutEngine, SglangPoolMatchesItsLogForQwen3_30b_a3b) {
   const engine_budget budget = plan_rollout_engine(qwen, knobs, 0);
   ASSERT_TRUE(budget.refusal.empty()) << budget.refusal;
   EXPECT_EQ(budget.free_at_init_bytes, gib_bytes(free_at_init));
-  EXPECT_NEAR(static_cast<double>(budget.weights_bytes) / gib, 56.98, 0.2) << "the planner's bf16 weights against the logged usage";
+  EXPECT_NEAR(static_cast<double>(budget.weights_bytes) / bytes_per_gib, 56.98, 0.2) << "the planner's bf16 weights against the logged usage";
   // The logged pool from the logged weights: f x free - weights, within the rounding of three
   // logged figures (each to 0.005).
   EXPECT_NEAR(0.911 * free_at_init - 56.98, 204.63, 0.02);
-  EXPECT_NEAR(static_cast<double>(budget.kv_bytes) / gib, 204.63, 0.2) << "the pool from the planner's weights";
+  EXPECT_NEAR(static_cast<double>(budget.kv_bytes) / bytes_per_gib, 204.63, 0.2) << "the pool from the planner's weights";
   // K per token: 48 layers x 4 KV heads x 128 x 2 bytes; the log's K size for its token count.
   EXPECT_EQ(budget.bytes_per_token, 2u * 48 * 4 * 128 * 2);
-  EXPECT_EQ(two_decimals(1669816.0 * static_cast<double>(budget.bytes_per_token / 2) / gib), "76.44");
+  EXPECT_EQ(two_decimals(1669816.0 * static_cast<double>(budget.bytes_per_token / 2) / bytes_per_gib), "76.44");
   EXPECT_EQ(budget.kv_tokens, static_cast<std::uint64_t>(budget.kv_bytes) / budget.bytes_per_token);
   EXPECT_EQ(budget.concurrent_sequences, budget.kv_tokens / 1024);
 }

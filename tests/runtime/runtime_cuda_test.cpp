@@ -6,6 +6,7 @@
 #include <rlmem/device/cuda_device.hpp>
 #include <rlmem/runtime/runtime.hpp>
 
+#include "byte_units.hpp"
 #include "runtime_checks.hpp"
 
 #include <gtest/gtest.h>
@@ -16,7 +17,6 @@
 #include <numeric>
 #include <utility>
 #include <vector>
-#include "byte_units.hpp"
 
 namespace rlmem {
 namespace {

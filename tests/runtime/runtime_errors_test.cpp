@@ -31,8 +31,13 @@ void* operator new(std::size_t size) {
   if (void* made = std::malloc(size == 0 ? 1 : size)) return made;
   throw std::bad_alloc();
 }
+// GCC 12 takes the replacement operator new for the standard one and reports its malloc'd pointer
+// freed here as mismatched once the two meet in one translation unit (the sanitize build's).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void* pointer) noexcept { std::free(pointer); }
 void operator delete(void* pointer, std::size_t) noexcept { std::free(pointer); }
+#pragma GCC diagnostic pop
 
 namespace rlmem {
 namespace {

@@ -5,6 +5,7 @@
 #include <rlmem/device/fake_device.hpp>
 #include <rlmem/runtime/runtime.hpp>
 
+#include "byte_units.hpp"
 #include "runtime_checks.hpp"
 
 #include <gtest/gtest.h>
@@ -19,7 +20,6 @@
 #include <set>
 #include <thread>
 #include <vector>
-#include "byte_units.hpp"
 
 namespace rlmem {
 namespace {

@@ -2,13 +2,14 @@
 // The growth rule on crafted series: each shape of docs/monitor.md's matrix, the clearing of a
 // cache that filled, and inputs at the ends of int64.
 
+#include "byte_units.hpp"
+
 #include <rlmem/step_rules/step_rules.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
-#include "byte_units.hpp"
 
 namespace rlmem {
 

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The rules of one step end: figures in, flags and the figures behind them out.
 
+#include "byte_units.hpp"
+
 #include <rlmem/step_rules/step_rules.hpp>
 
 #include <gtest/gtest.h>
 
 #include <vector>
-#include "byte_units.hpp"
 
 namespace rlmem {
 

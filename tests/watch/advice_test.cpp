@@ -19,7 +19,7 @@ constexpr std::int64_t card = 80 * gib;  // round figures keep the expected text
 constexpr std::int64_t context = 512 * mib;
 
 // A step end on an 80 GiB card; the device's free memory follows from reserved.
-steplog_record step_end(std::int64_t step, std::int64_t allocated, std::int64_t reserved, std::int64_t peak_allocated) {
+steplog_record record_at_step_end(std::int64_t step, std::int64_t allocated, std::int64_t reserved, std::int64_t peak_allocated) {
   steplog_record r;
   r.time = 1717243200.0 + 10.0 * static_cast<double>(step);
   r.step = step;
@@ -73,7 +73,7 @@ gpu_view gpu(std::uint32_t index, std::int64_t used, std::vector<gpu_process> pr
 
 TEST(watch_advice, says_why_healthy_figures_are_fine) {
   std::deque<steplog_record> records;
-  for (std::int64_t step = 1; step <= 5; ++step) records.push_back(step_end(step, 7 * gib, 9 * gib, 8 * gib));
+  for (std::int64_t step = 1; step <= 5; ++step) records.push_back(record_at_step_end(step, 7 * gib, 9 * gib, 8 * gib));
   auto advice = advise(frame_of(records));
   ASSERT_FALSE(advice.empty());
   EXPECT_EQ(advice.front().level, advice_level::info);
@@ -86,7 +86,7 @@ TEST(watch_advice, says_why_healthy_figures_are_fine) {
 
 TEST(watch_advice, measures_fragmentation_against_the_largest_step_peak) {
   std::deque<steplog_record> records;
-  for (std::int64_t step = 1; step <= 5; ++step) records.push_back(step_end(step, 8 * gib, 40 * gib, 30 * gib));
+  for (std::int64_t step = 1; step <= 5; ++step) records.push_back(record_at_step_end(step, 8 * gib, 40 * gib, 30 * gib));
   records.back().inactive_split = 3 * gib;
   auto advice = advise(frame_of(records));
   watch_advice fragmentation = find(advice, "fragmentation");
@@ -100,8 +100,8 @@ TEST(watch_advice, measures_fragmentation_against_the_largest_step_peak) {
 
 TEST(watch_advice, a_short_step_after_a_long_one_is_no_fragmentation) {
   std::deque<steplog_record> records;
-  for (std::int64_t step = 1; step <= 4; ++step) records.push_back(step_end(step, 7 * gib, 33 * gib, 30 * gib));
-  records.push_back(step_end(5, 7 * gib, 33 * gib, 18 * gib));  // 15 GiB cached beyond this step's need
+  for (std::int64_t step = 1; step <= 4; ++step) records.push_back(record_at_step_end(step, 7 * gib, 33 * gib, 30 * gib));
+  records.push_back(record_at_step_end(5, 7 * gib, 33 * gib, 18 * gib));  // 15 GiB cached beyond this step's need
   auto advice = advise(frame_of(records));
   EXPECT_FALSE(has(advice, "fragmentation"));
   EXPECT_CONTAINS(find(advice, "fine").text, "peak reserved 33.0 GiB is 41% of the 80.0 GiB card");
@@ -115,7 +115,7 @@ TEST(watch_advice, rising_retries_name_how_close_the_peak_is_to_the_card) {
   std::deque<steplog_record> records;
   const std::int64_t retries[] = {0, 0, 1, 3, 5, 5};
   for (std::int64_t step = 1; step <= 6; ++step) {
-    records.push_back(step_end(step, 40 * gib, 76 * gib, 70 * gib));
+    records.push_back(record_at_step_end(step, 40 * gib, 76 * gib, 70 * gib));
     records.back().num_alloc_retries = retries[step - 1];
   }
   auto advice = advise(frame_of(records));
@@ -129,7 +129,7 @@ TEST(watch_advice, rising_retries_name_how_close_the_peak_is_to_the_card) {
 
   // Retries that stopped rising are history, not a warning.
   for (std::int64_t step = 7; step <= 30; ++step) {
-    records.push_back(step_end(step, 20 * gib, 40 * gib, 30 * gib));
+    records.push_back(record_at_step_end(step, 20 * gib, 40 * gib, 30 * gib));
     records.back().num_alloc_retries = 5;
   }
   advice = advise(frame_of(records));
@@ -139,7 +139,7 @@ TEST(watch_advice, rising_retries_name_how_close_the_peak_is_to_the_card) {
 }
 
 TEST(watch_advice, headroom_counts_what_the_peak_reserved_beyond_the_step_end) {
-  steplog_record r = step_end(1, 20 * gib, 60 * gib, 70 * gib);
+  steplog_record r = record_at_step_end(1, 20 * gib, 60 * gib, 70 * gib);
   r.step_peak_reserved = 74 * gib;
   r.device_free = card - 60 * gib - context;  // 19.5 GiB at the step end
   watch_advice headroom = find(advise(frame_of({r})), "headroom");
@@ -157,7 +157,7 @@ TEST(watch_advice, a_leak_becomes_a_rate_and_a_forecast_from_the_monitors_rule) 
   std::deque<steplog_record> records;
   for (std::int64_t step = 1; step <= 10; ++step) {
     std::int64_t kept = step >= 5 ? (step - 4) * 48 * mib : 0;
-    records.push_back(step_end(step, 7 * gib + kept, 34 * gib, 30 * gib + kept));
+    records.push_back(record_at_step_end(step, 7 * gib + kept, 34 * gib, 30 * gib + kept));
   }
   // watch judges the log itself, with the rule the monitor runs: no alert needed.
   watch_advice leak = find(advise(frame_of(records)), "leak");
@@ -184,7 +184,7 @@ TEST(watch_advice, the_headroom_warning_comes_with_the_leaks_forecast) {
   std::deque<steplog_record> records;
   for (std::int64_t step = 1; step <= 10; ++step) {
     std::int64_t kept = step >= 5 ? (step - 4) * 512 * mib : 0;
-    records.push_back(step_end(step, 7 * gib + kept, 60 * gib, 50 * gib + kept));
+    records.push_back(record_at_step_end(step, 7 * gib + kept, 60 * gib, 50 * gib + kept));
   }
   // 19.5 GiB free at the reserved peak (above the 10% margin); the allocated peak, 53 GiB, passes
   // the 79.5 GiB left beside others in 53 steps at 512 MiB a step.
@@ -198,7 +198,7 @@ TEST(watch_advice, the_headroom_warning_comes_with_the_leaks_forecast) {
 
 TEST(watch_advice, a_leak_that_stopped_is_said_to_have_stopped) {
   std::deque<steplog_record> records;
-  for (std::int64_t step = 1; step <= 8; ++step) records.push_back(step_end(step, 7 * gib, 34 * gib, 30 * gib));
+  for (std::int64_t step = 1; step <= 8; ++step) records.push_back(record_at_step_end(step, 7 * gib, 34 * gib, 30 * gib));
   steplog_alert alert{"leak", 0, "allocated grows", 16 * mib, 2, "", ""};
   watch_advice leak = find(advise(frame_of(records, {{3, records[2].time, alert}})), "leak");
   EXPECT_EQ(leak.level, advice_level::info);
@@ -210,7 +210,7 @@ TEST(watch_advice, new_ooms_are_counted_and_pointed_at_their_snapshot) {
   std::deque<steplog_record> records;
   const std::int64_t ooms[] = {0, 0, 1, 2};
   for (std::int64_t step = 1; step <= 4; ++step) {
-    records.push_back(step_end(step, 7 * gib, 34 * gib, 30 * gib));
+    records.push_back(record_at_step_end(step, 7 * gib, 34 * gib, 30 * gib));
     records.back().num_ooms = ooms[step - 1];
   }
   watch_advice oom = find(advise(frame_of(records)), "oom");

@@ -3,6 +3,8 @@
 // StepMonitor log lines for the watch tests: a valid record with H100 figures to vary, and a
 // temporary log file to append to, truncate and rotate as a job and logrotate would.
 
+#include "byte_units.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -12,8 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include "byte_units.hpp"
 
 namespace rlmem::testing {
 
