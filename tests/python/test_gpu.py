@@ -32,7 +32,10 @@ def test_real_oom_is_dumped_and_explained(rlmem, tmp_path):
     report = rlmem.inspect(rec.oom_snapshot)
     assert report["oom"], "the snapshot must hold the oom event"
     assert report["oom"][-1]["verdict"] == "capacity"
-    assert stream.getvalue().startswith("rlmem: OOM: CAPACITY, requested "), stream.getvalue()
+    line = stream.getvalue()
+    # The verdict, the limit it was judged under (record() judges under the process's own), the request.
+    assert line.startswith("rlmem: OOM: CAPACITY (judged under the "), line
+    assert "), requested " in line and line.count("\n") == 1, line
 
 
 def test_real_leak_is_named(rlmem, tmp_path, monkeypatch):
@@ -48,6 +51,8 @@ def test_real_leak_is_named(rlmem, tmp_path, monkeypatch):
     monitor.close()
     assert synchronized == [], "the monitor must not synchronize the device"
     leaks = [(step, alert) for step, alert in raised if alert.kind == "leak"]
-    assert leaks and leaks[0][0] <= 6, f"leak from step 4: expected an alert by step 6, saw {[s for s, _ in leaks]}"
+    # Growth from step 4 with three quiet step ends before it: the rule asks for min_events (3) and,
+    # with under 4 step ends of history, one event more (extra_events_without_history), so step 7.
+    assert leaks and leaks[0][0] <= 7, f"leak from step 4: expected an alert by step 7, saw {[s for s, _ in leaks]}"
     named = [alert for _, alert in leaks if alert.site]
     assert named and "leaky_step" in named[0].site, [alert.message for _, alert in leaks]
