@@ -2,25 +2,19 @@
 // The inspect part's error table: one distinct NAME and a message per code; the built-in category
 // rules, parsed by the same parser as a user's, all parse.
 
+#include "error_table_checks.hpp"
+
 #include <rlmem/inspect/inspect.hpp>
 #include <rlmem/inspect/inspect_errors.hpp>
 
 #include <gtest/gtest.h>
 
-#include <set>
 #include <string_view>
 
 namespace rlmem {
 
 TEST(inspect_error_table, every_code_has_a_distinct_name_and_message) {
-  std::set<std::string_view> names;
-  for (int i = 0; i < static_cast<int>(inspect_errc::count_); ++i) {
-    auto code = static_cast<inspect_errc>(i);
-    EXPECT_NE(error_name(code), "UNKNOWN") << "code " << i << " has no row";
-    EXPECT_FALSE(error_message(code).empty()) << "code " << i;
-    EXPECT_TRUE(names.insert(error_name(code)).second) << "duplicate name " << error_name(code);
-  }
-  EXPECT_EQ(error_name(inspect_errc::count_), "UNKNOWN");
+  testing::expect_every_code_named<inspect_errc>();
 }
 
 TEST(inspect_error_table, the_built_in_category_rules_parse) {

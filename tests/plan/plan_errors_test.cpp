@@ -1,25 +1,19 @@
 // SPDX-License-Identifier: MIT
 // plan's error table has one distinct NAME and a message per code, and real refusals carry theirs.
 
+#include "error_table_checks.hpp"
+
 #include <rlmem/plan/plan.hpp>
 
 #include <gtest/gtest.h>
 
-#include <set>
 #include <string_view>
 
 namespace rlmem {
 namespace {
 
 TEST(PlanErrors, EveryCodeHasADistinctNameAndAMessage) {
-  std::set<std::string_view> names;
-  for (int i = 0; i < static_cast<int>(plan_errc::count_); ++i) {
-    const auto code = static_cast<plan_errc>(i);
-    EXPECT_NE(error_name(code), "UNKNOWN") << "code " << i << " has no row";
-    EXPECT_FALSE(error_message(code).empty()) << "code " << i << " has no message";
-    EXPECT_TRUE(names.insert(error_name(code)).second) << "code " << i << " repeats the name " << error_name(code);
-  }
-  EXPECT_EQ(error_name(plan_errc::count_), "UNKNOWN");
+  testing::expect_every_code_named<plan_errc>();
   EXPECT_EQ(error_name(plan_errc::ok), "OK");
 }
 
